@@ -1,0 +1,214 @@
+#include "ringtrace/recorded_trace.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ringtrace {
+namespace {
+
+RecordedSite copy_site(const SiteInfo& site) {
+  return RecordedSite{site.name, site.function, site.file, site.line, site.kind};
+}
+
+// A TraceContext over a RecordedTrace.
+class RecordedContext final : public TraceContext {
+ public:
+  explicit RecordedContext(const RecordedTrace& trace) : trace_(trace) {
+    sites_.reserve(trace.sites.size());
+    for (const RecordedSite& s : trace.sites) {
+      sites_.push_back(SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind});
+    }
+  }
+  const SiteInfo& site(SiteId id) const override { return sites_.at(id); }
+  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites_.size()); }
+  const ThreadInfo& thread(ThreadId id) const override { return trace_.threads.at(id); }
+  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(trace_.threads.size()); }
+  const ClockInfo& clock() const override { return trace_.clock; }
+  const std::string& process_name() const override { return trace_.process_name; }
+
+ private:
+  const RecordedTrace& trace_;
+  std::vector<SiteInfo> sites_;
+};
+
+}  // namespace
+
+void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_events) {
+  if (batch_events == 0) batch_events = 1;
+  RecordedContext context(trace);
+  exporter.on_start(context);
+  for (std::size_t i = 0; i < trace.events.size(); i += batch_events) {
+    const std::size_t n = std::min(batch_events, trace.events.size() - i);
+    exporter.on_events(std::span<const Event>(trace.events.data() + i, n), context);
+  }
+  exporter.on_finish(context, trace.stats);
+}
+
+void MemoryExporter::on_start(const TraceContext& context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  trace_ = RecordedTrace{};
+  trace_.process_name = context.process_name();
+}
+
+void MemoryExporter::on_events(std::span<const Event> events, const TraceContext&) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  trace_.events.insert(trace_.events.end(), events.begin(), events.end());
+}
+
+void MemoryExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  trace_.clock = context.clock();
+  trace_.sites.clear();
+  for (SiteId id = 0; id < context.site_count(); ++id) trace_.sites.push_back(copy_site(context.site(id)));
+  trace_.threads.clear();
+  for (ThreadId id = 0; id < context.thread_count(); ++id) trace_.threads.push_back(context.thread(id));
+  trace_.stats = stats;
+}
+
+RecordedTrace MemoryExporter::trace() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trace_;
+}
+
+std::size_t MemoryExporter::event_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trace_.events.size();
+}
+
+TraceBuilder::TraceBuilder(std::string process_name) {
+  trace_.process_name = std::move(process_name);
+  trace_.sites.push_back(RecordedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant});
+}
+
+SiteId TraceBuilder::site(std::string name, SiteKind kind, std::string file, std::uint32_t line,
+                          std::string function) {
+  trace_.sites.push_back(RecordedSite{std::move(name), std::move(function), std::move(file), line, kind});
+  return static_cast<SiteId>(trace_.sites.size() - 1);
+}
+
+ThreadId TraceBuilder::thread(std::string name, std::uint64_t os_tid) {
+  ThreadInfo info;
+  info.id = static_cast<ThreadId>(trace_.threads.size());
+  info.os_tid = os_tid != 0 ? os_tid : info.id + 1;
+  info.name = std::move(name);
+  info.sort_index = info.id;
+  trace_.threads.push_back(std::move(info));
+  state_.emplace_back();
+  trace_.stats.threads.push_back(ThreadStats{trace_.threads.back().id, trace_.threads.back().os_tid,
+                                             trace_.threads.back().name, 0, 0});
+  return trace_.threads.back().id;
+}
+
+void TraceBuilder::check(ThreadId thread, std::uint64_t time_ns, const char* what) {
+  if (thread >= state_.size()) throw std::logic_error(std::string("TraceBuilder::") + what + ": unknown thread");
+  if (time_ns < state_[thread].last_ns) {
+    throw std::logic_error(std::string("TraceBuilder::") + what + ": time goes backwards on thread " +
+                           std::to_string(thread));
+  }
+  state_[thread].last_ns = time_ns;
+}
+
+Event& TraceBuilder::add(ThreadId thread, std::uint64_t time_ns, EventKind kind, SiteId site) {
+  Event e{time_ns, site, thread, kind, 0, 0, static_cast<std::uint32_t>(state_[thread].open.size()), {}};
+  e.value.u = 0;
+  pending_.push_back(Pending{e, pending_.size()});
+  return pending_.back().event;
+}
+
+TraceBuilder& TraceBuilder::begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t region_id) {
+  check(thread, time_ns, "begin");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::begin: unknown site");
+  Event& e = add(thread, time_ns, EventKind::zone_begin, site);
+  if (trace_.sites[site].kind == SiteKind::region) {
+    e.flags = EventFlags::region;
+    e.value.i = region_id;
+  }
+  state_[thread].open.emplace_back(site, e.value.i);
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::end(ThreadId thread, std::uint64_t time_ns) {
+  check(thread, time_ns, "end");
+  auto& open = state_[thread].open;
+  if (open.empty()) throw std::logic_error("TraceBuilder::end: no open zone on thread " + std::to_string(thread));
+  const auto [site, value] = open.back();
+  open.pop_back();
+  Event& e = add(thread, time_ns, EventKind::zone_end, site);
+  e.value.i = value;
+  if (trace_.sites[site].kind == SiteKind::region) e.flags = EventFlags::region;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::instant(ThreadId thread, SiteId site, std::uint64_t time_ns) {
+  check(thread, time_ns, "instant");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::instant: unknown site");
+  add(thread, time_ns, EventKind::instant, site);
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::counter(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t value) {
+  check(thread, time_ns, "counter");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::counter: unknown site");
+  add(thread, time_ns, EventKind::counter, site).value.i = value;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::counter(ThreadId thread, SiteId site, std::uint64_t time_ns, double value) {
+  check(thread, time_ns, "counter");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::counter: unknown site");
+  Event& e = add(thread, time_ns, EventKind::counter, site);
+  e.flags = EventFlags::counter_double;
+  e.value.d = value;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::dropped(ThreadId thread, std::uint64_t time_ns, std::uint64_t count) {
+  check(thread, time_ns, "dropped");
+  add(thread, time_ns, EventKind::dropped, 0).value.u = count;
+  trace_.stats.threads[thread].dropped += count;
+  return *this;
+}
+
+RecordedTrace TraceBuilder::build(std::uint64_t stop_ns) const {
+  RecordedTrace out = trace_;
+  std::vector<Pending> events = pending_;
+  std::uint64_t last = stop_ns;
+  for (const Pending& p : events) last = std::max(last, p.event.time_ns);
+  std::uint64_t order = events.size();
+  for (ThreadId t = 0; t < state_.size(); ++t) {
+    auto open = state_[t].open;
+    while (!open.empty()) {
+      const auto [site, value] = open.back();
+      open.pop_back();
+      Event e{last, site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0,
+              static_cast<std::uint32_t>(open.size()), {}};
+      e.value.i = value;
+      if (out.sites[site].kind == SiteKind::region) e.flags |= EventFlags::region;
+      events.push_back(Pending{e, order++});
+      out.stats.closed_at_stop += 1;
+    }
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Pending& a, const Pending& b) {
+    return a.event.time_ns < b.event.time_ns;
+  });
+  out.events.reserve(events.size());
+  for (const Pending& p : events) out.events.push_back(p.event);
+  out.stats.recorded = 0;
+  out.stats.dropped = 0;
+  for (const ThreadStats& s : out.stats.threads) {
+    out.stats.recorded += s.recorded;
+    out.stats.dropped += s.dropped;
+  }
+  if (!out.events.empty()) {
+    out.clock.start_ns = out.events.front().time_ns;
+    out.clock.stop_ns = last;
+  }
+  return out;
+}
+
+}  // namespace ringtrace

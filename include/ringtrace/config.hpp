@@ -1,0 +1,49 @@
+// Session configuration. Every field has a default that suits a typical program.
+#pragma once
+
+#include <chrono>   // drain interval and grace window
+#include <cstddef>  // std::size_t
+#include <string>   // process name
+
+namespace ringtrace {
+
+// What a thread does when its ring is full.
+enum class OverflowPolicy {
+  drop,   // never wait: the event is dropped and counted (zones are dropped whole)
+  block,  // lossless: the thread waits until the drainer has made room
+};
+
+// Where timestamps come from.
+enum class ClockSource {
+  automatic,  // invariant TSC when the CPU has one, else CLOCK_MONOTONIC
+  tsc,        // invariant TSC; falls back to CLOCK_MONOTONIC if there is none
+  monotonic,  // clock_gettime(CLOCK_MONOTONIC) on every event
+};
+
+struct Config {
+  // Records per thread ring (16 bytes each); rounded up to a power of two, at least 64.
+  // A zone takes two records, a counter or region begin two, an instant one.
+  std::size_t buffer_records = std::size_t{1} << 16;
+
+  OverflowPolicy overflow = OverflowPolicy::drop;
+
+  // How often the drainer empties the rings when no ring is filling up.
+  std::chrono::microseconds drain_interval{2000};
+
+  // A thread whose ring is fuller than this fraction wakes the drainer early.
+  double high_water = 0.5;
+
+  // Events younger than this are held back one pass so that a thread that was
+  // preempted between reading the clock and publishing can still be merged in order.
+  std::chrono::microseconds merge_grace{1000};
+
+  // Events per batch handed to the exporters (32 bytes each).
+  std::size_t batch_events = std::size_t{1} << 14;
+
+  ClockSource clock = ClockSource::automatic;
+
+  // Shown by exporters that name the process (Chrome trace metadata).
+  std::string process_name = "ringtrace";
+};
+
+}  // namespace ringtrace

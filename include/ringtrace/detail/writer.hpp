@@ -1,0 +1,186 @@
+// The hot path: a thread's writer into its own ring. Included by ringtrace.hpp.
+//
+// Layering: this header knows the ring's record format and the writer's thread-local
+// state, nothing else. It never includes the drainer, the session or an exporter.
+//
+// Each recording call is: one load of the global epoch (0 = no session), one compare
+// of the thread's epoch and free space, one clock read, one or two 16-byte stores and
+// one release store of the write index. Everything else (first event on a thread, a
+// ring that looks full, a new session, drops) is in the noinline cold slow path in
+// runtime/thread_writer.cpp.
+#pragma once
+
+#include <atomic>       // the epoch and the published write index
+#include <bit>          // std::bit_cast for counter values
+#include <cstdint>      // record words
+#include <type_traits>  // counter value dispatch
+
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API, RINGTRACE_NOINLINE, TLS model
+#include "ringtrace/detail/ticks.hpp"     // read_ticks
+#include "ringtrace/site.hpp"             // SiteInfo
+
+namespace ringtrace::detail {
+
+// One ring slot. `word` is a SiteInfo address with the RecordKind in its low three
+// bits, or, in the slot after a counter or region header, the raw 64-bit payload.
+struct Record {
+  std::uint64_t ticks;
+  std::uint64_t word;
+};
+static_assert(sizeof(Record) == 16, "a ring slot is 16 bytes");
+static_assert(alignof(SiteInfo) >= 8, "site addresses must leave three tag bits");
+
+enum RecordKind : std::uint64_t {
+  record_zone_begin = 0,
+  record_zone_end = 1,
+  record_instant = 2,
+  record_counter_int = 3,     // + payload slot: int64 value
+  record_counter_double = 4,  // + payload slot: double bits
+  record_region_begin = 5,    // + payload slot: region id
+  record_dropped = 6,         // + payload slot: count; word's site part is null
+};
+inline constexpr std::uint64_t record_kind_mask = 7;
+
+RINGTRACE_ALWAYS_INLINE std::uint64_t record_word(const SiteInfo* site, RecordKind kind) noexcept {
+  return reinterpret_cast<std::uintptr_t>(site) | kind;
+}
+
+// Thread-local writer state. Constant-initialised and trivially destructible, so an
+// access is one fs-relative load with no TLS wrapper call or guard.
+struct ThreadWriter {
+  Record* slots = nullptr;
+  std::uint64_t mask = 0;
+  std::uint64_t write_pos = 0;
+  // write_pos may grow up to here: the cached limit (read index + capacity, or + the
+  // high-water mark) minus one slot reserved for the end of every open zone, so that
+  // a recorded zone always has room for its end.
+  std::uint64_t avail_end = 0;
+  std::atomic<std::uint64_t>* published = nullptr;  // the ring's write index
+  std::uint32_t epoch = 0;  // session this writer is bound to; 0: none (never equals a zone's epoch)
+  bool use_tsc = false;
+  // Cold fields, used by the slow path only.
+  std::uint64_t limit = 0;
+  void* buffer = nullptr;  // runtime's ThreadBuffer
+};
+
+// Session generation: 0 while no session records, else the active session's number.
+RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_epoch{0};
+
+RINGTRACE_TLS_MODEL inline constinit thread_local ThreadWriter t_writer{};
+
+inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: no session, after stop
+inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
+
+enum class Reserve : std::uint8_t { ok, dropped, inactive };
+
+// Cold path: binds the thread to the active session, refreshes the cached read index,
+// wakes the drainer past the high-water mark, waits (block policy) or counts a drop.
+// On `ok`, `need` slots are free at t_writer.write_pos.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need) noexcept;
+// Cold path: the end of a zone whose begin was dropped is counted as dropped too.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcept;
+
+// Returns the writer with `need` free slots, or null (no session, dropped).
+template <std::uint64_t Need>
+RINGTRACE_ALWAYS_INLINE ThreadWriter* writer_for(std::uint32_t epoch, Reserve& why) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch != epoch || t.write_pos + Need > t.avail_end) [[unlikely]] {
+    why = reserve_slow(Need);
+    if (why != Reserve::ok) return nullptr;
+  }
+  return &t;
+}
+
+RINGTRACE_ALWAYS_INLINE void publish(ThreadWriter& t, std::uint64_t pos) noexcept {
+  t.write_pos = pos;
+  t.published->store(pos, std::memory_order_release);  // commit: the drainer may read
+}
+
+// Zone begin; returns the epoch to hand to zone_close, or kNotRecorded / kDroppedZone.
+template <bool Region>
+RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint64_t region_id) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return kNotRecorded;
+  Reserve why = Reserve::ok;
+  ThreadWriter* t = writer_for<Region ? 3 : 2>(epoch, why);  // + one slot for the end
+  if (t == nullptr) [[unlikely]] return why == Reserve::dropped ? kDroppedZone : kNotRecorded;
+  const std::uint64_t pos = t->write_pos;
+  Record* const slots = t->slots;
+  const std::uint64_t mask = t->mask;
+  const std::uint64_t ticks = read_ticks(t->use_tsc);  // last, close to the zone's body
+  if constexpr (Region) {
+    slots[pos & mask] = Record{ticks, record_word(site, record_region_begin)};
+    slots[(pos + 1) & mask] = Record{region_id, 0};
+    t->avail_end -= 1;
+    publish(*t, pos + 2);
+  } else {
+    slots[pos & mask] = Record{ticks, record_word(site, record_zone_begin)};
+    t->avail_end -= 1;
+    publish(*t, pos + 1);
+  }
+  return epoch;
+}
+
+RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  // Same epoch as the begin: the slot reserved at begin is still ours. After stop()
+  // the end goes into the thread's unregistered ring and is never delivered.
+  if (epoch == t.epoch) [[likely]] {
+    const std::uint64_t ticks = read_ticks(t.use_tsc);  // first, close to the body's end
+    const std::uint64_t pos = t.write_pos;
+    t.slots[pos & t.mask] = Record{ticks, record_word(site, record_zone_end)};
+    t.avail_end += 1;
+    publish(t, pos + 1);
+  } else if (epoch == kDroppedZone) [[unlikely]] {
+    count_dropped_end();
+  }
+}
+
+RINGTRACE_ALWAYS_INLINE void instant(const SiteInfo* site) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  Reserve why = Reserve::ok;
+  ThreadWriter* t = writer_for<1>(epoch, why);
+  if (t == nullptr) [[unlikely]] return;
+  const std::uint64_t pos = t->write_pos;
+  t->slots[pos & t->mask] = Record{read_ticks(t->use_tsc), record_word(site, record_instant)};
+  publish(*t, pos + 1);
+}
+
+template <typename T>
+RINGTRACE_ALWAYS_INLINE void counter(const SiteInfo* site, T value) noexcept {
+  static_assert(std::is_arithmetic_v<T>, "RINGTRACE_COUNTER takes an integer or floating-point value");
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  Reserve why = Reserve::ok;
+  ThreadWriter* t = writer_for<2>(epoch, why);
+  if (t == nullptr) [[unlikely]] return;
+  const std::uint64_t pos = t->write_pos;
+  const std::uint64_t ticks = read_ticks(t->use_tsc);
+  if constexpr (std::is_floating_point_v<T>) {
+    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_counter_double)};
+    t->slots[(pos + 1) & t->mask] = Record{std::bit_cast<std::uint64_t>(static_cast<double>(value)), 0};
+  } else {
+    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_counter_int)};
+    t->slots[(pos + 1) & t->mask] = Record{static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), 0};
+  }
+  publish(*t, pos + 2);
+}
+
+// RAII zone: the begin in the constructor, the end in the destructor.
+class ScopedZone {
+ public:
+  RINGTRACE_ALWAYS_INLINE explicit ScopedZone(const SiteInfo* site) noexcept
+      : site_(site), epoch_(zone_open<false>(site, 0)) {}
+  RINGTRACE_ALWAYS_INLINE ScopedZone(const SiteInfo* site, std::int64_t region_id) noexcept
+      : site_(site), epoch_(zone_open<true>(site, static_cast<std::uint64_t>(region_id))) {}
+  RINGTRACE_ALWAYS_INLINE ~ScopedZone() { zone_close(site_, epoch_); }
+  ScopedZone(const ScopedZone&) = delete;
+  ScopedZone& operator=(const ScopedZone&) = delete;
+
+ private:
+  const SiteInfo* site_;
+  std::uint32_t epoch_;
+};
+
+}  // namespace ringtrace::detail

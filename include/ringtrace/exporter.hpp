@@ -1,0 +1,49 @@
+// The exporter interface: what an output format implements. Exporters see only the
+// ordered event stream and the context that resolves its ids; they never see rings,
+// threads' buffers or the clock's raw ticks.
+#pragma once
+
+#include <cstdint>  // os thread ids
+#include <span>     // batches of events
+#include <string>   // thread names
+
+#include "ringtrace/event.hpp"  // Event, SiteId, ThreadId
+#include "ringtrace/site.hpp"   // SiteInfo
+#include "ringtrace/stats.hpp"  // SessionStats, ClockInfo
+
+namespace ringtrace {
+
+struct ThreadInfo {
+  ThreadId id = 0;
+  std::uint64_t os_tid = 0;
+  std::string name;        // "" until set_thread_name; may change during a session
+  std::uint32_t sort_index = 0;  // order of first event
+};
+
+// Resolves the ids in events. Valid for the duration of the call that received it;
+// ids stay valid for the whole session.
+class TraceContext {
+ public:
+  virtual ~TraceContext() = default;
+  virtual const SiteInfo& site(SiteId id) const = 0;
+  virtual std::uint32_t site_count() const = 0;
+  virtual const ThreadInfo& thread(ThreadId id) const = 0;
+  virtual std::uint32_t thread_count() const = 0;
+  virtual const ClockInfo& clock() const = 0;
+  virtual const std::string& process_name() const = 0;
+};
+
+// Receives the merged stream. All calls come from one thread (the drainer, or the
+// caller of replay()), in order: on_start, on_events any number of times, on_finish.
+// An exporter that throws is disabled for the rest of the session and its message is
+// listed in SessionStats::exporter_errors.
+class Exporter {
+ public:
+  virtual ~Exporter() = default;
+  virtual void on_start(const TraceContext& /*context*/) {}
+  // Events are ordered by time_ns; per thread, zones nest properly.
+  virtual void on_events(std::span<const Event> events, const TraceContext& context) = 0;
+  virtual void on_finish(const TraceContext& /*context*/, const SessionStats& /*stats*/) {}
+};
+
+}  // namespace ringtrace

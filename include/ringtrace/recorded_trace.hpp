@@ -1,0 +1,97 @@
+// A recorded stream: what MemoryExporter keeps, what TraceBuilder makes by hand, and
+// what replay() feeds to any exporter (so every exporter works on a live session and
+// on a recorded stream through the same interface).
+#pragma once
+
+#include <cstddef>  // batch sizes
+#include <cstdint>  // times
+#include <mutex>    // MemoryExporter is read from other threads
+#include <string>   // owned names
+#include <vector>   // events, sites, threads
+
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
+#include "ringtrace/exporter.hpp"         // Exporter, TraceContext, ThreadInfo
+
+namespace ringtrace {
+
+struct RecordedSite {
+  std::string name;
+  std::string function;
+  std::string file;
+  std::uint32_t line = 0;
+  SiteKind kind = SiteKind::zone;
+};
+
+// SiteId 0 is always the site of `dropped` events ("ringtrace: dropped events").
+struct RecordedTrace {
+  std::string process_name = "ringtrace";
+  ClockInfo clock;
+  std::vector<RecordedSite> sites;   // index: SiteId
+  std::vector<ThreadInfo> threads;   // index: ThreadId
+  std::vector<Event> events;         // ordered by time_ns
+  SessionStats stats;
+};
+
+// Feeds a recorded stream to an exporter: on_start, on_events in batches, on_finish.
+// Exceptions from the exporter reach the caller.
+RINGTRACE_API void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_events = 4096);
+
+// Keeps every event in memory: for tests and small captures (memory grows with the
+// capture, unlike the file exporters).
+class RINGTRACE_API MemoryExporter final : public Exporter {
+ public:
+  void on_start(const TraceContext& context) override;
+  void on_events(std::span<const Event> events, const TraceContext& context) override;
+  void on_finish(const TraceContext& context, const SessionStats& stats) override;
+
+  // A copy of what was captured; complete once the session's stop() has returned.
+  RecordedTrace trace() const;
+  std::size_t event_count() const;
+
+ private:
+  mutable std::mutex mutex_;
+  RecordedTrace trace_;
+};
+
+// Builds a RecordedTrace by hand, for tests with known answers and for converting
+// other sources. Events may be added in any order across threads but in time order
+// within a thread; build() merges them as the drainer does and fills the stats.
+class RINGTRACE_API TraceBuilder {
+ public:
+  explicit TraceBuilder(std::string process_name = "ringtrace");
+
+  SiteId site(std::string name, SiteKind kind = SiteKind::zone, std::string file = {}, std::uint32_t line = 0,
+              std::string function = {});
+  ThreadId thread(std::string name = {}, std::uint64_t os_tid = 0);
+
+  // Throws std::logic_error on misuse: unknown ids, time going backwards on a thread,
+  // an end with no open zone.
+  TraceBuilder& begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t region_id = 0);
+  TraceBuilder& end(ThreadId thread, std::uint64_t time_ns);
+  TraceBuilder& instant(ThreadId thread, SiteId site, std::uint64_t time_ns);
+  TraceBuilder& counter(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t value);
+  TraceBuilder& counter(ThreadId thread, SiteId site, std::uint64_t time_ns, double value);
+  TraceBuilder& dropped(ThreadId thread, std::uint64_t time_ns, std::uint64_t count);
+
+  // Zones still open are closed at `stop_ns` (or the last event's time if later),
+  // flagged closed_at_stop, as a live session does at stop().
+  RecordedTrace build(std::uint64_t stop_ns = 0) const;
+
+ private:
+  struct Pending {
+    Event event;
+    std::uint64_t order;
+  };
+  struct ThreadState {
+    std::vector<std::pair<SiteId, std::int64_t>> open;
+    std::uint64_t last_ns = 0;
+  };
+  void check(ThreadId thread, std::uint64_t time_ns, const char* what);
+  Event& add(ThreadId thread, std::uint64_t time_ns, EventKind kind, SiteId site);
+
+  RecordedTrace trace_;
+  std::vector<ThreadState> state_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace ringtrace

@@ -1,0 +1,29 @@
+// Call-site descriptions: what a macro knows about itself at compile time.
+#pragma once
+
+#include <cstdint>  // fixed-width fields of SiteInfo
+
+namespace ringtrace {
+
+// What kind of call site a SiteInfo describes.
+enum class SiteKind : std::uint8_t {
+  zone = 0,     // RINGTRACE_ZONE / RINGTRACE_FUNCTION / an interned name
+  instant = 1,  // RINGTRACE_INSTANT
+  counter = 2,  // RINGTRACE_COUNTER
+  region = 3,   // RINGTRACE_REGION: a zone that marks a capture region
+};
+
+// One per call site, a `static constexpr` object in the macro's expansion (or, for
+// names only known at run time, an interned object that lives until the process
+// exits). Its address is what the hot path stores into the ring; the drainer maps
+// addresses to dense SiteIds for exporters. Aligned to 8 so that the low three bits
+// of the address are free to carry the record kind.
+struct alignas(8) SiteInfo {
+  const char* name;      // never null; may hold any bytes (exporters escape them)
+  const char* function;  // enclosing function, "" for interned names
+  const char* file;      // source file, "" for interned names
+  std::uint32_t line;    // source line, 0 for interned names
+  SiteKind kind;
+};
+
+}  // namespace ringtrace

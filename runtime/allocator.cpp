@@ -1,0 +1,67 @@
+#include "allocator.hpp"
+
+#include <dlfcn.h>
+#include <mimalloc.h>  // signatures only: the library itself is loaded with dlopen
+
+#include <cstdlib>
+#include <new>
+
+namespace ringtrace::detail {
+namespace {
+
+using AlignedAlloc = decltype(&mi_malloc_aligned);
+using Free = decltype(&mi_free);
+
+struct Mimalloc {
+  AlignedAlloc malloc_aligned = nullptr;
+  Free free = nullptr;
+
+  Mimalloc() {
+    // RTLD_LOCAL: mimalloc's malloc/free must not interpose on the host program's.
+    void* lib = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    auto a = reinterpret_cast<AlignedAlloc>(dlsym(lib, "mi_malloc_aligned"));
+    auto f = reinterpret_cast<Free>(dlsym(lib, "mi_free"));
+    if (a != nullptr && f != nullptr) {
+      malloc_aligned = a;
+      free = f;
+    }
+  }
+};
+
+const Mimalloc& mimalloc() {
+  static const Mimalloc instance;  // loaded once, on the first (cold) allocation
+  return instance;
+}
+
+}  // namespace
+
+void* runtime_alloc(std::size_t bytes, std::size_t alignment) {
+  if (bytes == 0) bytes = 1;
+  const Mimalloc& mi = mimalloc();
+  void* p = nullptr;
+  if (mi.malloc_aligned != nullptr) {
+    p = mi.malloc_aligned(bytes, alignment);
+  } else {
+    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    p = std::aligned_alloc(alignment, rounded);
+  }
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+void runtime_free(void* p) noexcept {
+  if (p == nullptr) return;
+  const Mimalloc& mi = mimalloc();
+  if (mi.free != nullptr) {
+    mi.free(p);
+  } else {
+    std::free(p);
+  }
+}
+
+const char* runtime_allocator_name() noexcept {
+  return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system";
+}
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,121 @@
+// The drainer: one background thread per running session. Each pass it takes new
+// threads' rings from the registration queue, merges every ring's published records
+// into one stream ordered by time (holding back the newest `merge_grace`), converts
+// ticks to nanoseconds and hands the stream to the exporters in batches.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "clock_calibration.hpp"
+#include "ringtrace/config.hpp"
+#include "ringtrace/exporter.hpp"
+#include "site_table.hpp"
+#include "thread_registry.hpp"
+
+namespace ringtrace::detail {
+
+class Drainer final : public TraceContext {
+ public:
+  Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
+          ClockInfo clock_info, bool use_tsc, std::uint32_t epoch);
+  ~Drainer() override;
+
+  void start();
+  // The epoch is already retracted: drain everything, close open zones at
+  // `stop_ticks`, finish the exporters, let go of every ring, join the thread.
+  void finish(std::uint64_t stop_ticks, std::uint64_t stop_ns);
+  SessionStats stats() const;
+
+  // For benchmarks and tests: run one pass on the calling thread.
+  void drain_once(bool final);
+
+  // TraceContext
+  const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
+  std::uint32_t site_count() const override { return sites_.size(); }
+  const ThreadInfo& thread(ThreadId id) const override { return threads_[id].info; }
+  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(threads_.size()); }
+  const ClockInfo& clock() const override { return clock_info_; }
+  const std::string& process_name() const override { return process_name_; }
+
+ private:
+  struct Open {
+    SiteId site;
+    std::uint8_t flags;
+    std::uint64_t value;
+  };
+  struct Cursor {
+    ThreadBuffer* buffer = nullptr;
+    ThreadId thread = 0;
+    std::uint64_t read_pos = 0;
+    std::uint64_t end = 0;
+    std::uint64_t last_ticks = 0;
+    std::uint64_t reported_drops = 0;  // sum of dropped markers delivered
+    std::uint32_t name_version = 0;
+    bool retired = false;
+    std::vector<Open> open;
+  };
+  struct ThreadRow {
+    ThreadInfo info;
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+  };
+
+  void run();
+  void pass(bool final);
+  void accept_registrations();
+  void merge(std::uint64_t watermark);
+  void emit_run(Cursor& c, std::uint64_t limit);
+  std::uint64_t head_ticks(const Cursor& c) const;
+  Event& next_event();
+  void flush();
+  void publish_read_positions();
+  void close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags);
+  void update_names(Cursor& c);
+  void maybe_refit();
+  void update_stats();
+  void deliver(std::span<const Event> events);
+
+  Config config_;
+  std::string process_name_;
+  std::vector<std::shared_ptr<Exporter>> exporters_;
+  std::vector<bool> exporter_failed_;
+  TickConverter converter_;
+  ClockInfo clock_info_;
+  bool use_tsc_;
+  std::uint32_t epoch_;
+  std::uint64_t grace_ticks_;
+  std::uint64_t refit_period_ticks_;
+  std::uint64_t last_refit_ticks_ = 0;
+  std::uint64_t stop_ticks_ = 0;
+
+  Registry& registry_;
+  SiteTable sites_;
+  std::vector<std::unique_ptr<Cursor>> cursors_;
+  std::vector<Cursor*> active_;  // scratch for merge
+  std::vector<ThreadRow> threads_;
+
+  Event* batch_ = nullptr;
+  std::size_t batch_capacity_ = 0;
+  std::size_t batch_size_ = 0;
+  std::uint64_t last_emitted_ticks_ = 0;
+
+  std::uint64_t late_ = 0;
+  std::uint64_t unbalanced_ = 0;
+  std::uint64_t closed_at_stop_ = 0;
+  std::uint64_t passes_ = 0;
+  std::vector<std::string> errors_;
+
+  mutable std::mutex stats_mutex_;
+  SessionStats stats_;
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,41 @@
+// Call-site addresses to dense SiteIds, per session (drainer only), and the process-
+// wide table of interned runtime names.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "ringtrace/event.hpp"
+#include "ringtrace/site.hpp"
+
+namespace ringtrace::detail {
+
+// The site of `dropped` events.
+extern const SiteInfo kDroppedSite;
+
+class SiteTable {
+ public:
+  SiteTable();
+  SiteId id_of(const SiteInfo* site) {
+    Slot& slot = cache_[(reinterpret_cast<std::uintptr_t>(site) >> 3) & (kCacheSize - 1)];
+    if (slot.site == site) [[likely]] return slot.id;
+    return miss(site, slot);
+  }
+  const SiteInfo& site(SiteId id) const { return *sites_[id]; }
+  std::uint32_t size() const { return static_cast<std::uint32_t>(sites_.size()); }
+
+ private:
+  struct Slot {
+    const SiteInfo* site = nullptr;
+    SiteId id = 0;
+  };
+  static constexpr std::size_t kCacheSize = 4096;
+  SiteId miss(const SiteInfo* site, Slot& slot);
+
+  std::vector<Slot> cache_;
+  std::unordered_map<const SiteInfo*, SiteId> ids_;
+  std::vector<const SiteInfo*> sites_;
+};
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,102 @@
+// Threads' rings and how they reach the drainer.
+//
+// A ThreadBuffer belongs to one thread at a time. On its first event in a session the
+// thread (slow path, under Registry::mutex) resets its ring, marks it registered and
+// hands it to the drainer through a lock-free queue. A thread that exits only marks
+// its buffer retired; whoever lets go of it last (the exiting thread if no session
+// holds it, else the drainer once it has emptied it) puts it in the pool that new
+// threads take their buffer from. So memory follows the number of live threads, not
+// the number of threads ever started.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include "ringtrace/config.hpp"
+#include "ringtrace/detail/writer.hpp"
+
+namespace ringtrace::detail {
+
+inline constexpr std::uint32_t kRegistered = 1;  // a session's drainer reads this ring
+inline constexpr std::uint32_t kRetired = 2;     // the owning thread has exited
+
+struct ThreadBuffer {
+  // Producer side: written by the owning thread.
+  alignas(128) std::atomic<std::uint64_t> write_index{0};
+  std::atomic<std::uint64_t> dropped{0};  // single writer; the drainer reads it
+  std::uint64_t pending_drops = 0;        // not yet reported by a dropped marker
+  std::uint64_t pending_first_ticks = 0;  // time of the first of those drops
+  // Consumer side: written by the drainer.
+  alignas(128) std::atomic<std::uint64_t> read_index{0};
+  // Control, cold.
+  alignas(128) std::atomic<std::uint32_t> flags{0};
+  std::uint32_t epoch = 0;
+  std::uint64_t os_tid = 0;
+  std::uint64_t capacity = 0;    // slots, power of two
+  std::uint64_t high_water = 0;  // slots; past this the thread wakes the drainer
+  bool block = false;            // overflow policy of the session it is bound to
+  Record* slots = nullptr;
+  std::mutex name_mutex;
+  std::string name;
+  std::atomic<std::uint32_t> name_version{0};
+
+  std::string read_name() {
+    std::lock_guard<std::mutex> lock(name_mutex);
+    return name;
+  }
+};
+
+// Parameters of the active session that the threads' slow path needs.
+struct ActiveParams {
+  std::uint64_t capacity = 0;      // power of two
+  std::uint64_t high_water = 0;    // slots
+  OverflowPolicy overflow = OverflowPolicy::drop;
+  bool use_tsc = false;
+};
+
+class Registry {
+ public:
+  static Registry& instance();  // never destroyed: threads may exit after main returns
+
+  // Session side. publish_epoch / retract_epoch hold `mutex` so that a registration
+  // is either complete before stop's epoch change or sees epoch 0 and gives up.
+  std::uint32_t publish_epoch(const ActiveParams& params);
+  void retract_epoch();
+
+  // Drainer side.
+  bool take_registration(ThreadBuffer*& buffer) { return registrations_.try_dequeue(buffer); }
+  // Drops the drainer's hold; recycles the buffer if its thread has exited.
+  void release(ThreadBuffer* buffer);
+  bool wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop);
+  void clear_wake() { wake_.store(false, std::memory_order_relaxed); }
+  void wake_drainer();  // producer slow path and stop(): at most one notify per pass
+
+  // Thread side (slow path).
+  bool bind(ThreadWriter& writer, std::uint32_t epoch);
+  void recycle(ThreadBuffer* buffer);
+  std::uint64_t buffers_created() const { return buffers_created_.load(std::memory_order_relaxed); }
+
+ private:
+  Registry() = default;
+  ThreadBuffer* acquire_buffer();
+
+  std::mutex mutex_;
+  std::uint32_t last_epoch_ = 0;
+  ActiveParams params_;
+  moodycamel::ConcurrentQueue<ThreadBuffer*> registrations_;
+  moodycamel::ConcurrentQueue<ThreadBuffer*> pool_;
+  std::atomic<std::uint64_t> buffers_created_{0};
+  std::atomic<bool> wake_{false};
+  std::mutex wake_mutex_;
+  std::condition_variable wake_cv_;
+};
+
+// Marks the calling thread as never traced (the drainer itself).
+void mark_thread_untraced() noexcept;
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,260 @@
+// The capture API end to end, through a real session and the in-memory exporter.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace {
+
+using ringtrace::Event;
+using ringtrace::EventKind;
+using ringtrace::RecordedTrace;
+
+std::string site_name(const RecordedTrace& trace, const Event& e) { return trace.sites.at(e.site).name; }
+
+RecordedTrace capture(const std::function<void()>& body, ringtrace::Config config = {}) {
+  ringtrace::Session session(config);
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  body();
+  session.stop();
+  return memory->trace();
+}
+
+void named_function() { RINGTRACE_FUNCTION(); }
+
+TEST(Capture, EveryMacroReachesTheExporterWithItsCallSite) {
+  const RecordedTrace trace = capture([] {
+    ringtrace::set_thread_name("main-thread");
+    {
+      RINGTRACE_ZONE("parse");
+      RINGTRACE_INSTANT("checkpoint");
+      RINGTRACE_COUNTER("queue_depth", 17);
+      RINGTRACE_COUNTER("load", 0.25);
+      named_function();
+    }
+    { RINGTRACE_REGION("compiled_graph", 3); }
+  });
+  ASSERT_EQ(trace.events.size(), 9u);
+  const auto& e = trace.events;
+  EXPECT_EQ(e[0].kind, EventKind::zone_begin);
+  EXPECT_EQ(site_name(trace, e[0]), "parse");
+  EXPECT_EQ(e[0].depth, 0u);
+  EXPECT_EQ(trace.sites[e[0].site].kind, ringtrace::SiteKind::zone);
+  EXPECT_NE(std::string(trace.sites[e[0].site].file).find("test_capture.cpp"), std::string::npos);
+  EXPECT_GT(trace.sites[e[0].site].line, 0u);
+  EXPECT_STREQ(trace.sites[e[0].site].function.c_str(), "operator()");  // the lambda in this test
+  EXPECT_EQ(e[1].kind, EventKind::instant);
+  EXPECT_EQ(site_name(trace, e[1]), "checkpoint");
+  EXPECT_EQ(e[1].depth, 1u);
+  EXPECT_EQ(e[2].kind, EventKind::counter);
+  EXPECT_EQ(e[2].value.i, 17);
+  EXPECT_EQ(e[2].flags & ringtrace::EventFlags::counter_double, 0);
+  EXPECT_EQ(e[3].kind, EventKind::counter);
+  EXPECT_NE(e[3].flags & ringtrace::EventFlags::counter_double, 0);
+  EXPECT_DOUBLE_EQ(e[3].value.d, 0.25);
+  EXPECT_EQ(site_name(trace, e[4]), "named_function");
+  EXPECT_EQ(e[4].depth, 1u);
+  EXPECT_EQ(e[5].kind, EventKind::zone_end);
+  EXPECT_EQ(site_name(trace, e[5]), "named_function");
+  EXPECT_EQ(e[6].kind, EventKind::zone_end);
+  EXPECT_EQ(site_name(trace, e[6]), "parse");
+  EXPECT_EQ(e[7].kind, EventKind::zone_begin);
+  EXPECT_EQ(site_name(trace, e[7]), "compiled_graph");
+  EXPECT_NE(e[7].flags & ringtrace::EventFlags::region, 0);
+  EXPECT_EQ(e[7].value.i, 3);
+  EXPECT_EQ(e[8].kind, EventKind::zone_end);
+  EXPECT_EQ(e[8].value.i, 3);
+  for (std::size_t i = 1; i < e.size(); ++i) EXPECT_LE(e[i - 1].time_ns, e[i].time_ns);
+}
+
+TEST(Capture, ThreadNamesAndIdsResolve) {
+  std::uint64_t worker_tid = 0;
+  const RecordedTrace trace = capture([&] {
+    ringtrace::set_thread_name("main-thread");
+    RINGTRACE_INSTANT("from main");
+    std::thread worker([&] {
+      ringtrace::set_thread_name("worker \"1\"");
+      worker_tid = static_cast<std::uint64_t>(gettid());
+      RINGTRACE_INSTANT("from worker");
+    });
+    worker.join();
+  });
+  ASSERT_EQ(trace.threads.size(), 2u);
+  EXPECT_EQ(trace.threads[0].name, "main-thread");
+  EXPECT_EQ(trace.threads[1].name, "worker \"1\"");
+  EXPECT_EQ(trace.threads[1].os_tid, worker_tid);
+  EXPECT_EQ(trace.threads[0].os_tid, static_cast<std::uint64_t>(gettid()));
+  ASSERT_EQ(trace.stats.threads.size(), 2u);
+  EXPECT_EQ(trace.stats.threads[1].name, "worker \"1\"");
+  EXPECT_EQ(trace.stats.threads[1].recorded, 1u);
+}
+
+TEST(Capture, InternedNamesAreStableAndRecorded) {
+  const ringtrace::SiteInfo* a = ringtrace::intern("dynamic op \xff");
+  const ringtrace::SiteInfo* b = ringtrace::intern(std::string("dynamic op ") + "\xff");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, ringtrace::intern("dynamic op \xff", ringtrace::SiteKind::instant));
+  EXPECT_STREQ(a->file, "");
+  EXPECT_EQ(a->line, 0u);
+  const RecordedTrace trace = capture([a] {
+    RINGTRACE_ZONE_SITE(a);
+    RINGTRACE_INSTANT_SITE(ringtrace::intern("dynamic instant", ringtrace::SiteKind::instant));
+    RINGTRACE_COUNTER_SITE(ringtrace::intern("dynamic counter", ringtrace::SiteKind::counter), 5);
+  });
+  ASSERT_EQ(trace.events.size(), 4u);
+  EXPECT_EQ(site_name(trace, trace.events[0]), "dynamic op \xff");
+  EXPECT_EQ(site_name(trace, trace.events[1]), "dynamic instant");
+  EXPECT_EQ(trace.events[2].value.i, 5);
+}
+
+TEST(Capture, NoSessionRecordsNothing) {
+  for (int i = 0; i < 1000; ++i) {
+    RINGTRACE_ZONE("before any session");
+    RINGTRACE_INSTANT("before");
+  }
+  const RecordedTrace trace = capture([] {});
+  EXPECT_TRUE(trace.events.empty());
+  EXPECT_EQ(trace.stats.recorded, 0u);
+}
+
+TEST(Capture, StartStopAndStartAgain) {
+  ringtrace::Session session;
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  for (int i = 0; i < 10; ++i) {
+    RINGTRACE_ZONE("first run");
+  }
+  session.stop();
+  EXPECT_EQ(memory->trace().events.size(), 20u);
+  EXPECT_FALSE(session.running());
+  session.start();
+  for (int i = 0; i < 5; ++i) {
+    RINGTRACE_ZONE("second run");
+  }
+  session.stop();
+  const RecordedTrace second = memory->trace();
+  ASSERT_EQ(second.events.size(), 10u);
+  EXPECT_EQ(site_name(second, second.events[0]), "second run");
+  EXPECT_EQ(second.stats.recorded, 10u);
+
+  ringtrace::Session other;  // a new session after the first has stopped
+  auto other_memory = std::make_shared<ringtrace::MemoryExporter>();
+  other.add_exporter(other_memory);
+  other.start();
+  RINGTRACE_INSTANT("third");
+  other.stop();
+  EXPECT_EQ(other_memory->trace().events.size(), 1u);
+}
+
+TEST(Capture, EventsAfterStopAreIgnoredAndOpenZonesClosedAtStop) {
+  ringtrace::Session session;
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  {
+    RINGTRACE_ZONE("spans stop");
+    RINGTRACE_INSTANT("inside");
+    session.stop();
+    RINGTRACE_INSTANT("after stop");
+    RINGTRACE_ZONE("after stop zone");
+    RINGTRACE_COUNTER("after stop counter", 1);
+  }  // the end of "spans stop" comes after stop(): ignored
+  session.stop();  // a second stop does nothing
+  const RecordedTrace trace = memory->trace();
+  ASSERT_EQ(trace.events.size(), 3u);
+  EXPECT_EQ(trace.events[2].kind, EventKind::zone_end);
+  EXPECT_NE(trace.events[2].flags & ringtrace::EventFlags::closed_at_stop, 0);
+  EXPECT_EQ(trace.stats.closed_at_stop, 1u);
+  EXPECT_GE(trace.events[2].time_ns, trace.events[1].time_ns);
+  EXPECT_LE(trace.events[2].time_ns, trace.clock.stop_ns + 1000);
+
+  // The stale end left in this thread's ring must not leak into the next run.
+  session.start();
+  RINGTRACE_INSTANT("next run");
+  session.stop();
+  const RecordedTrace next = memory->trace();
+  ASSERT_EQ(next.events.size(), 1u);
+  EXPECT_EQ(next.stats.unbalanced_ends, 0u);
+}
+
+TEST(Capture, OneSessionAtATime) {
+  ringtrace::Session a;
+  ringtrace::Session b;
+  a.start();
+  EXPECT_THROW(b.start(), std::logic_error);
+  EXPECT_THROW(a.start(), std::logic_error);
+  EXPECT_THROW(a.add_exporter(std::make_shared<ringtrace::MemoryExporter>()), std::logic_error);
+  a.stop();
+  EXPECT_THROW(b.add_exporter(nullptr), std::invalid_argument);
+  b.start();
+  b.stop();
+}
+
+class ThrowingExporter final : public ringtrace::Exporter {
+ public:
+  void on_events(std::span<const ringtrace::Event>, const ringtrace::TraceContext&) override {
+    throw std::runtime_error("disk full");
+  }
+};
+
+TEST(Capture, AThrowingExporterIsReportedAndTheOthersContinue) {
+  ringtrace::Session session;
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(std::make_shared<ThrowingExporter>());
+  session.add_exporter(memory);
+  session.start();
+  for (int i = 0; i < 100; ++i) RINGTRACE_INSTANT("x");
+  session.stop();
+  EXPECT_EQ(memory->trace().events.size(), 100u);
+  const auto stats = session.stats();
+  ASSERT_EQ(stats.exporter_errors.size(), 1u);
+  EXPECT_NE(stats.exporter_errors[0].find("disk full"), std::string::npos);
+}
+
+TEST(Capture, DeepRecursionBeyondTheRingDropsWholeZones) {
+  ringtrace::Config config;
+  config.buffer_records = 64;
+  config.overflow = ringtrace::OverflowPolicy::drop;
+  ringtrace::Session session(config);
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  std::function<void(int)> recurse = [&](int depth) {
+    RINGTRACE_ZONE("recurse");
+    if (depth > 0) recurse(depth - 1);
+  };
+  recurse(200);  // 200 nested zones cannot all fit a 64-slot ring with their ends
+  session.stop();
+  const RecordedTrace trace = memory->trace();
+  std::uint64_t begins = 0, ends = 0;
+  for (const Event& e : trace.events) {
+    begins += e.kind == EventKind::zone_begin;
+    ends += e.kind == EventKind::zone_end;
+  }
+  EXPECT_EQ(begins, ends);
+  EXPECT_EQ(begins * 2 + trace.stats.dropped, 402u);
+  EXPECT_GT(trace.stats.dropped, 0u);
+  EXPECT_EQ(trace.stats.closed_at_stop, 0u);
+}
+
+TEST(Capture, RuntimeAllocationsDoNotReplaceTheHostMalloc) {
+  const RecordedTrace trace = capture([] { RINGTRACE_INSTANT("x"); });
+  EXPECT_EQ(trace.stats.allocator, "mimalloc");
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(libc, nullptr);
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "malloc"), dlsym(libc, "malloc"));
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, "free"), dlsym(libc, "free"));
+  dlclose(libc);
+}
+
+}  // namespace

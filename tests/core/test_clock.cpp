@@ -1,0 +1,94 @@
+// Ticks to nanoseconds: the converter's arithmetic, and a live session against
+// CLOCK_MONOTONIC.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "clock_calibration.hpp"
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace {
+
+using ringtrace::detail::ClockSample;
+using ringtrace::detail::TickConverter;
+
+TEST(TickConverter, IdentityForTheMonotonicSource) {
+  TickConverter c;
+  c.start_identity();
+  EXPECT_EQ(c.to_ns(0), 0u);
+  EXPECT_EQ(c.to_ns(123456789012345ull), 123456789012345ull);
+}
+
+TEST(TickConverter, RefitsRemoveAWrongStartingSlopeAndStayMonotone) {
+  // A simulated 2.5 GHz TSC; the first fit is 0.05% off (as from a noisy 10 ms window).
+  const auto truth = [](std::uint64_t ticks) { return 1'000'000'000ull + ticks * 2 / 5; };
+  TickConverter c;
+  const std::uint64_t t0 = 1'000'000, t1 = t0 + 25'000'000;
+  c.start_tsc(ClockSample{t0, truth(t0)}, ClockSample{t1, truth(t1) + 5'000});
+  const std::uint64_t period = 2'500'000'000ull;  // one second of ticks
+  std::uint64_t previous = 0;
+  double last_error = 0;
+  for (int second = 1; second <= 60; ++second) {
+    const std::uint64_t now = t1 + second * period;
+    c.refit(ClockSample{now, truth(now)}, period);
+    for (std::uint64_t k = 0; k < 10; ++k) {  // monotone across the segment joins
+      const std::uint64_t ns = c.to_ns(now + k * period / 10);
+      EXPECT_GE(ns, previous);
+      previous = ns;
+    }
+    last_error = std::fabs(static_cast<double>(c.to_ns(now + period)) - static_cast<double>(truth(now + period)));
+  }
+  EXPECT_LT(last_error, 1000.0) << "no drift after a minute of simulated run";
+  EXPECT_NEAR(c.ticks_per_second(), 2.5e9, 2.5e9 * 1e-6);
+  // Old ticks still convert through their own segment.
+  EXPECT_NEAR(static_cast<double>(c.to_ns(t1 + period / 2)), static_cast<double>(truth(t1 + period / 2)), 20'000.0);
+}
+
+TEST(Clock, SessionTimesFollowClockMonotonicWithinATenthOfAPercent) {
+  if (!ringtrace::detail::cpu_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC on this machine";
+  ringtrace::Session session;
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  std::vector<std::uint64_t> reference;
+  for (int i = 0; i < 26; ++i) {  // 2.5 s: spans at least two drainer re-fits
+    RINGTRACE_INSTANT("tick");
+    reference.push_back(ringtrace::detail::monotonic_ns());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  session.stop();
+  const auto trace = memory->trace();
+  ASSERT_TRUE(trace.clock.tsc);
+  ASSERT_EQ(trace.events.size(), reference.size());
+  EXPECT_GE(trace.clock.recalibrations, 1u);
+  for (std::size_t i = 1; i < reference.size(); ++i) {
+    const double measured = static_cast<double>(trace.events[i].time_ns - trace.events[0].time_ns);
+    const double expected = static_cast<double>(reference[i] - reference[0]);
+    EXPECT_LE(std::fabs(measured - expected), expected * 0.001) << "instant " << i;
+    // On the CLOCK_MONOTONIC timeline itself, not only in differences.
+    EXPECT_LT(std::fabs(static_cast<double>(trace.events[i].time_ns) - static_cast<double>(reference[i])), 200'000.0);
+  }
+}
+
+TEST(Clock, MonotonicSourceWhenAsked) {
+  ringtrace::Config config;
+  config.clock = ringtrace::ClockSource::monotonic;
+  ringtrace::Session session(config);
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  const std::uint64_t before = ringtrace::detail::monotonic_ns();
+  RINGTRACE_INSTANT("tick");
+  const std::uint64_t after = ringtrace::detail::monotonic_ns();
+  session.stop();
+  const auto trace = memory->trace();
+  EXPECT_FALSE(trace.clock.tsc);
+  EXPECT_EQ(session.stats().clock.tsc, false);
+  ASSERT_EQ(trace.events.size(), 1u);
+  EXPECT_GE(trace.events[0].time_ns, before);
+  EXPECT_LE(trace.events[0].time_ns, after);
+}
+
+}  // namespace
