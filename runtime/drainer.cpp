@@ -59,16 +59,17 @@ void Drainer::run() {
 }
 
 void Drainer::finish(std::uint64_t stop_ticks, std::uint64_t stop_ns) {
-  stop_ticks_ = stop_ticks;
-  clock_info_.stop_ns = stop_ns;
-  stop_.store(true, std::memory_order_release);
+  stop_ticks_.store(stop_ticks, std::memory_order_relaxed);
+  stop_ns_.store(stop_ns, std::memory_order_relaxed);
+  stop_.store(true, std::memory_order_release);  // the drainer reads both after seeing this
   registry_.wake_drainer();
   if (thread_.joinable()) thread_.join();
 }
 
 void Drainer::drain_once(bool final) {
   if (final) {
-    stop_ticks_ = read_ticks(use_tsc_);
+    stop_ticks_.store(read_ticks(use_tsc_), std::memory_order_relaxed);
+    stop_ns_.store(monotonic_ns(), std::memory_order_relaxed);
   }
   pass(final);
 }
@@ -307,7 +308,7 @@ void Drainer::pass(bool final) {
   for (std::size_t i = 0; i < cursors_.size();) {
     Cursor& c = *cursors_[i];
     if (final || (c.retired && c.read_pos >= c.end)) {
-      close_thread(c, final ? stop_ticks_ : c.last_ticks, EventFlags::closed_at_stop);
+      close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.last_ticks, EventFlags::closed_at_stop);
       flush();
       registry_.release(c.buffer);
       cursors_[i] = std::move(cursors_.back());
@@ -319,7 +320,11 @@ void Drainer::pass(bool final) {
   }
   flush();
   publish_read_positions();
-  if (!final) maybe_refit();
+  if (final) {
+    clock_info_.stop_ns = stop_ns_.load(std::memory_order_relaxed);
+  } else {
+    maybe_refit();
+  }
   update_stats();
   if (final) {
     SessionStats final_stats = stats();

@@ -92,7 +92,6 @@ class Drainer final : public TraceContext {
   std::uint64_t grace_ticks_;
   std::uint64_t refit_period_ticks_;
   std::uint64_t last_refit_ticks_ = 0;
-  std::uint64_t stop_ticks_ = 0;
 
   Registry& registry_;
   SiteTable sites_;
@@ -115,6 +114,8 @@ class Drainer final : public TraceContext {
   SessionStats stats_;
 
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_
+  std::atomic<std::uint64_t> stop_ns_{0};
   std::thread thread_;
 };
 

@@ -6,7 +6,7 @@
 namespace ringtrace {
 
 using SiteId = std::uint32_t;    // dense, per session: TraceContext::site(id)
-using ThreadId = std::uint32_t;  // dense, per session, in order of first event
+using ThreadId = std::uint32_t;  // dense, per session, in the order the drainer first sees threads
 
 enum class EventKind : std::uint8_t {
   zone_begin = 0,  // value: region id for region sites, else 0
@@ -26,7 +26,7 @@ inline constexpr std::uint8_t late = 8;            // time raised to keep the st
 // 32 bytes. Times are nanoseconds on the CLOCK_MONOTONIC timeline.
 struct Event {
   std::uint64_t time_ns;
-  SiteId site;       // for `dropped` events: the site id of TraceContext::dropped_site()
+  SiteId site;       // for `dropped` events: 0, the built-in "ringtrace: dropped events" site
   ThreadId thread;
   EventKind kind;
   std::uint8_t flags;

@@ -17,7 +17,7 @@ struct ThreadInfo {
   ThreadId id = 0;
   std::uint64_t os_tid = 0;
   std::string name;        // "" until set_thread_name; may change during a session
-  std::uint32_t sort_index = 0;  // order of first event
+  std::uint32_t sort_index = 0;  // order in which the drainer first saw the thread
 };
 
 // Resolves the ids in events. Valid for the duration of the call that received it;

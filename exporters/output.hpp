@@ -1,0 +1,57 @@
+// Text building and file output shared by the exporters: escaping (JSON, CSV),
+// UTF-8 repair, integer time formatting, and buffered sinks (file, gzip file, stream)
+// that report every failure as an exception naming the path.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ringtrace::detail {
+
+// `s` with every invalid UTF-8 sequence (bad lead or continuation bytes, overlong
+// forms, surrogates, code points above U+10FFFF, truncated sequences) replaced by
+// U+FFFD, one replacement per maximal invalid subpart.
+void append_valid_utf8(std::string& out, std::string_view s);
+
+// A quoted JSON string: `"`, `\` and control characters escaped, invalid UTF-8 replaced.
+void append_json_string(std::string& out, std::string_view s);
+
+// One CSV field (RFC 4180): quoted when it holds a comma, quote, CR, LF or leading or
+// trailing space, quotes doubled; invalid UTF-8 replaced.
+void append_csv_field(std::string& out, std::string_view s);
+
+void append_uint(std::string& out, std::uint64_t value);
+void append_int(std::string& out, std::int64_t value);
+// Shortest text that reads back as the same double; `null` for NaN and infinities so
+// that the result is always a valid JSON value.
+void append_double(std::string& out, double value);
+// Nanoseconds as microseconds with exactly three decimals: 1234567 -> "1234.567".
+void append_us(std::string& out, std::uint64_t ns);
+
+// Buffered output. Every failure throws std::runtime_error that names the target and
+// the operating system's reason.
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  // Creates or truncates `path`; gzip-compressed when the path ends in ".gz".
+  static std::unique_ptr<OutputSink> open_file(const std::string& path);
+  // Writes to a stream the caller keeps alive; close() flushes it.
+  static std::unique_ptr<OutputSink> to_stream(std::ostream& stream, std::string name = "stream");
+
+  virtual void write(std::string_view text) = 0;
+  // Flushes and finishes the output (gzip trailer, file close). Idempotent. A sink
+  // destroyed without close() closes quietly and swallows errors.
+  virtual void close() = 0;
+  const std::string& name() const { return name_; }
+
+ protected:
+  explicit OutputSink(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+}  // namespace ringtrace::detail

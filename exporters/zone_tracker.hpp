@@ -1,0 +1,78 @@
+// Per-thread zone stacks over the ordered stream, shared by every exporter that needs
+// inclusive and self times (folded stacks, pstats, ops summary, key averages, Chrome's
+// handling of zones).
+//
+// Feed every event in order; for each zone end the callback gets the closed zone with
+// its total and self time (total minus its direct children's totals, integer ns) and
+// the zones still open outside it on that thread, outermost first. Memory: the deepest
+// nesting per thread, never the number of events.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ringtrace/event.hpp"
+
+namespace ringtrace::detail {
+
+struct OpenZone {
+  SiteId site;
+  std::uint8_t flags;      // EventFlags of the begin (region)
+  std::int64_t value;      // region id
+  std::uint64_t begin_ns;
+  std::uint64_t child_ns;  // sum of direct children's totals so far
+};
+
+struct ClosedZone {
+  ThreadId thread;
+  SiteId site;
+  std::uint8_t flags;      // begin's flags | end's flags (region, closed_at_stop)
+  std::int64_t value;      // region id
+  std::uint64_t begin_ns;
+  std::uint64_t end_ns;
+  std::uint64_t total_ns;  // end - begin
+  std::uint64_t self_ns;   // total - direct children's totals
+  std::uint32_t depth;     // zones open outside this one
+};
+
+class ZoneTracker {
+ public:
+  // Calls on_close(const ClosedZone&, std::span<const OpenZone> outer) at each zone end.
+  // Ends with no open zone on their thread are ignored (the drainer never sends them).
+  template <typename OnClose>
+  void feed(const Event& e, OnClose&& on_close) {
+    if (e.kind == EventKind::zone_begin) {
+      stack_for(e.thread).push_back(OpenZone{e.site, e.flags, e.value.i, e.time_ns, 0});
+    } else if (e.kind == EventKind::zone_end) {
+      std::vector<OpenZone>& stack = stack_for(e.thread);
+      if (stack.empty()) return;
+      const OpenZone open = stack.back();
+      stack.pop_back();
+      const std::uint64_t total = e.time_ns >= open.begin_ns ? e.time_ns - open.begin_ns : 0;
+      const std::uint64_t self = total >= open.child_ns ? total - open.child_ns : 0;
+      if (!stack.empty()) stack.back().child_ns += total;
+      const ClosedZone closed{e.thread, open.site, static_cast<std::uint8_t>(open.flags | e.flags),
+                              open.value, open.begin_ns, e.time_ns, total, self,
+                              static_cast<std::uint32_t>(stack.size())};
+      on_close(closed, std::span<const OpenZone>(stack.data(), stack.size()));
+    }
+  }
+
+  // Zones open on `thread` now, outermost first.
+  std::span<const OpenZone> open(ThreadId thread) const {
+    if (thread >= stacks_.size()) return {};
+    return std::span<const OpenZone>(stacks_[thread].data(), stacks_[thread].size());
+  }
+
+  std::uint32_t thread_count() const { return static_cast<std::uint32_t>(stacks_.size()); }
+
+ private:
+  std::vector<OpenZone>& stack_for(ThreadId thread) {
+    if (thread >= stacks_.size()) [[unlikely]] stacks_.resize(thread + 1);
+    return stacks_[thread];
+  }
+  std::vector<std::vector<OpenZone>> stacks_;
+};
+
+}  // namespace ringtrace::detail
