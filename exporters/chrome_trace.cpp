@@ -1,0 +1,417 @@
+// Chrome trace exporter: streams the Trace Event Format (JSON object form).
+//
+// Layout of the file:
+//   {"traceEvents":[
+//   {"ph":"M","name":"process_name",...},          on_start
+//   {"ph":"X",...}, {"ph":"i",...}, {"ph":"C",...}  on_events: zones at their end
+//   {"ph":"M","name":"thread_name",...}, ...       on_finish: one per thread
+//   ],
+//   "displayTimeUnit":"ns","otherData":{...}}      on_finish: session counts
+//
+// Zones are written as complete ("X") events when they end, so memory is the deepest
+// nesting per thread (ZoneTracker) plus one cached fragment per site and per thread,
+// never the number of events. Text is formatted into one fixed buffer that goes to the
+// sink in large writes; in steady state no event allocates. Names are escaped once per
+// site (output.hpp's append_json_string); the per-event writers copy those fragments and
+// format numbers straight into the buffer, by the same rules as output.hpp's append_uint
+// and append_us (integer arithmetic, three decimals; the golden tests pin the text).
+#include "ringtrace/exporters/chrome_trace.hpp"
+
+#include <unistd.h>  // getpid
+
+#include <charconv>     // std::to_chars into the output buffer
+#include <cmath>        // std::isfinite
+#include <cstdint>
+#include <cstring>      // std::memcpy
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "output.hpp"        // escaping, number formatting, OutputSink
+#include "zone_tracker.hpp"  // begin time and duration of each zone at its end
+
+namespace ringtrace {
+namespace {
+
+using detail::append_double;
+using detail::append_json_string;
+using detail::append_uint;
+using detail::OutputSink;
+
+class ChromeTraceExporter final : public Exporter {
+ public:
+  ChromeTraceExporter(std::string path, ChromeTraceOptions options)
+      : path_(std::move(path)), options_(options), sink_(OutputSink::open_file(path_)) {}
+
+  ChromeTraceExporter(std::ostream& stream, ChromeTraceOptions options)
+      : stream_(&stream), options_(options), sink_(OutputSink::to_stream(stream, "Chrome trace stream")) {}
+
+  ~ChromeTraceExporter() override {
+    // A run that never finished (the session disabled this exporter) leaves an
+    // incomplete file; the sink still flushes what it has, quietly.
+    try {
+      if (sink_) sink_->close();
+    } catch (...) {
+    }
+  }
+
+  void on_start(const TraceContext& context) override {
+    // Every run is a complete capture: a later run rewrites the file from the start.
+    if (runs_ > 0 && stream_ == nullptr) {
+      sink_.reset();
+      sink_ = OutputSink::open_file(path_);
+    }
+    ++runs_;
+    tracker_ = detail::ZoneTracker{};
+    site_names_.clear();
+    site_locations_.clear();
+    thread_ids_.clear();
+    last_ns_ = 0;
+    skipped_counters_ = 0;
+    pid_ = options_.pid != 0 ? options_.pid : static_cast<std::uint32_t>(::getpid());
+    const std::size_t capacity = options_.buffer_bytes < 4096 ? 4096 : options_.buffer_bytes;
+    if (capacity != capacity_) {
+      out_ = std::make_unique<char[]>(capacity);
+      capacity_ = capacity;
+    }
+    used_ = 0;
+
+    std::string& text = scratch_;
+    text.clear();
+    text.append("{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    append_uint(text, pid_);
+    text.append(",\"tid\":0,\"args\":{\"name\":");
+    append_json_string(text, context.process_name());
+    text.append("}}");
+    put(text);
+  }
+
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
+    for (const Event& e : events) {
+      last_ns_ = e.time_ns;
+      switch (e.kind) {
+        case EventKind::zone_begin:
+          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          continue;  // written at its end
+        case EventKind::zone_end:
+          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
+            write_zone(zone, context);
+          });
+          break;
+        case EventKind::instant:
+          write_instant(e, context);
+          break;
+        case EventKind::counter:
+          write_counter(e, context);
+          break;
+        case EventKind::dropped:
+          write_dropped(e, context);
+          break;
+      }
+    }
+  }
+
+  void on_finish(const TraceContext& context, const SessionStats& stats) override {
+    close_open_zones(context);
+    std::string& text = scratch_;
+    text.clear();
+
+    for (ThreadId t = 0; t < context.thread_count(); ++t) {
+      const ThreadInfo& info = context.thread(t);
+      text.append(",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+      append_uint(text, pid_);
+      text.append(",\"tid\":");
+      append_uint(text, info.os_tid);
+      text.append(",\"args\":{\"name\":");
+      if (info.name.empty()) {
+        append_json_string(text, std::string("thread ") + std::to_string(info.os_tid));
+      } else {
+        append_json_string(text, info.name);
+      }
+      text.append("}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
+      append_uint(text, pid_);
+      text.append(",\"tid\":");
+      append_uint(text, info.os_tid);
+      text.append(",\"args\":{\"sort_index\":");
+      append_uint(text, info.sort_index);
+      text.append("}}");
+    }
+    text.append("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"ringtrace\",\"clock\":");
+    text.append(stats.clock.tsc ? "\"tsc\"" : "\"monotonic\"");
+    text.append(",\"clock_start_ns\":");
+    append_uint(text, context.clock().start_ns);
+    text.append(",\"clock_stop_ns\":");
+    append_uint(text, context.clock().stop_ns);
+    text.append(",\"recorded_events\":");
+    append_uint(text, stats.recorded);
+    text.append(",\"dropped_events\":");
+    append_uint(text, stats.dropped);
+    text.append(",\"late_events\":");
+    append_uint(text, stats.late_events);
+    text.append(",\"unbalanced_ends\":");
+    append_uint(text, stats.unbalanced_ends);
+    text.append(",\"closed_at_stop\":");
+    append_uint(text, stats.closed_at_stop);
+    text.append(",\"non_finite_counters_skipped\":");
+    append_uint(text, skipped_counters_);
+    text.append(",\"threads\":[");
+    bool first = true;
+    for (const ThreadStats& t : stats.threads) {
+      text.append(first ? "\n{\"tid\":" : ",\n{\"tid\":");
+      first = false;
+      append_uint(text, t.os_tid);
+      text.append(",\"name\":");
+      append_json_string(text, t.name);
+      text.append(",\"recorded\":");
+      append_uint(text, t.recorded);
+      text.append(",\"dropped\":");
+      append_uint(text, t.dropped);
+      text.push_back('}');
+    }
+    text.append("]}}\n");
+    put(text);
+    flush();
+    sink_->close();
+  }
+
+ private:
+  void flush() {
+    sink_->write(std::string_view(out_.get(), used_));
+    used_ = 0;
+  }
+
+  // Room for `n` more bytes in the buffer: where to write them. Commit with done().
+  char* room(std::size_t n) {
+    if (used_ + n > capacity_) [[unlikely]] {
+      flush();
+      if (n > capacity_) grow(n);
+    }
+    return out_.get() + used_;
+  }
+  void done(const char* end) { used_ = static_cast<std::size_t>(end - out_.get()); }
+
+  RINGTRACE_NOINLINE void grow(std::size_t n) {  // a name longer than the buffer
+    out_ = std::make_unique<char[]>(n);
+    capacity_ = n;
+  }
+
+  void put(std::string_view text) { done(copy(room(text.size()), text)); }
+
+  static char* copy(char* p, std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    return p + s.size();
+  }
+  template <std::size_t N>
+  static char* copy(char* p, const char (&literal)[N]) {
+    std::memcpy(p, literal, N - 1);
+    return p + N - 1;
+  }
+  static char* put_uint(char* p, std::uint64_t value) { return std::to_chars(p, p + 20, value).ptr; }
+  static char* put_int(char* p, std::int64_t value) { return std::to_chars(p, p + 20, value).ptr; }
+  // Nanoseconds as microseconds with exactly three decimals (as detail::append_us).
+  static char* put_us(char* p, std::uint64_t ns) {
+    p = put_uint(p, ns / 1000);
+    const auto frac = static_cast<unsigned>(ns % 1000);
+    p[0] = '.';
+    p[1] = static_cast<char>('0' + frac / 100);
+    p[2] = static_cast<char>('0' + frac / 10 % 10);
+    p[3] = static_cast<char>('0' + frac % 10);
+    return p + 4;
+  }
+  // Bound on the bytes of an event besides its cached fragments: literals, two times
+  // (24 bytes each at most), a region id or count (20).
+  static constexpr std::size_t kEventBytes = 256;
+
+  // `"name"` of a site, escaped once per site and run.
+  std::string_view site_name(SiteId site, const TraceContext& context) {
+    if (site >= site_names_.size()) [[unlikely]] cache_sites(context);
+    return site_names_[site];
+  }
+
+  // `,"file":"...","line":N` or "" (no location, or not asked for).
+  std::string_view site_location(SiteId site) const { return site_locations_[site]; }
+
+  // `,"pid":P,"tid":T` of a thread.
+  std::string_view thread_ids(ThreadId thread, const TraceContext& context) {
+    if (thread >= thread_ids_.size()) [[unlikely]] cache_threads(context);
+    return thread_ids_[thread];
+  }
+
+  RINGTRACE_NOINLINE void cache_sites(const TraceContext& context) {
+    const std::uint32_t count = context.site_count();
+    for (SiteId id = static_cast<SiteId>(site_names_.size()); id < count; ++id) {
+      const SiteInfo& info = context.site(id);
+      std::string name;
+      append_json_string(name, info.name);
+      site_names_.push_back(std::move(name));
+      std::string location;
+      if (options_.source_locations && info.file[0] != '\0') {
+        location.append(",\"file\":");
+        append_json_string(location, info.file);
+        location.append(",\"line\":");
+        append_uint(location, info.line);
+      }
+      site_locations_.push_back(std::move(location));
+    }
+  }
+
+  RINGTRACE_NOINLINE void cache_threads(const TraceContext& context) {
+    const std::uint32_t count = context.thread_count();
+    for (ThreadId id = static_cast<ThreadId>(thread_ids_.size()); id < count; ++id) {
+      std::string ids = ",\"pid\":";
+      append_uint(ids, pid_);
+      ids.append(",\"tid\":");
+      append_uint(ids, context.thread(id).os_tid);
+      thread_ids_.push_back(std::move(ids));
+    }
+  }
+
+  void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
+    const bool region = (zone.flags & EventFlags::region) != 0;
+    const bool closed_at_stop = (zone.flags & EventFlags::closed_at_stop) != 0;
+    const std::string_view name = site_name(zone.site, context);
+    const std::string_view ids = thread_ids(zone.thread, context);
+    const std::string_view location = site_location(zone.site);
+    char* p = room(kEventBytes + name.size() + ids.size() + location.size());
+    p = region ? copy(p, ",\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":")
+               : copy(p, ",\n{\"ph\":\"X\",\"cat\":\"zone\",\"name\":");
+    p = copy(p, name);
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, zone.begin_ns);
+    p = copy(p, ",\"dur\":");
+    p = put_us(p, zone.total_ns);
+    if (region || closed_at_stop || !location.empty()) {
+      p = copy(p, ",\"args\":{");
+      const char* first = p;
+      if (region) {
+        p = copy(p, ",\"region_id\":");
+        p = put_int(p, zone.value);
+      }
+      if (closed_at_stop) p = copy(p, ",\"closed_at_stop\":true");
+      p = copy(p, location);
+      // Drop the first field's leading comma.
+      std::memmove(const_cast<char*>(first), first + 1, static_cast<std::size_t>(p - first - 1));
+      p[-1] = '}';
+    }
+    *p++ = '}';
+    done(p);
+  }
+
+  void write_instant(const Event& e, const TraceContext& context) {
+    const std::string_view name = site_name(e.site, context);
+    const std::string_view ids = thread_ids(e.thread, context);
+    const std::string_view location = site_location(e.site);
+    char* p = room(kEventBytes + name.size() + ids.size() + location.size());
+    p = copy(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"instant\",\"name\":");
+    p = copy(p, name);
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, e.time_ns);
+    if (!location.empty()) {
+      p = copy(p, ",\"args\":{");
+      p = copy(p, location.substr(1));
+      *p++ = '}';
+    }
+    *p++ = '}';
+    done(p);
+  }
+
+  // Counter tracks belong to the process in the Trace Event Format: samples of one name
+  // from several threads form one track. Each sample's args hold only the series.
+  void write_counter(const Event& e, const TraceContext& context) {
+    const bool is_double = (e.flags & EventFlags::counter_double) != 0;
+    if (is_double && !std::isfinite(e.value.d)) [[unlikely]] {
+      ++skipped_counters_;  // JSON has no NaN or infinity; see docs/formats/chrome_trace.md
+      return;
+    }
+    const std::string_view name = site_name(e.site, context);
+    const std::string_view ids = thread_ids(e.thread, context);
+    char* p = room(kEventBytes + 2 * name.size() + ids.size());
+    p = copy(p, ",\n{\"ph\":\"C\",\"cat\":\"counter\",\"name\":");
+    p = copy(p, name);
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, e.time_ns);
+    p = copy(p, ",\"args\":{");
+    p = copy(p, name);
+    *p++ = ':';
+    if (is_double) {
+      done(p);  // the shortest round-trip text of a double: output.hpp
+      scratch_.clear();
+      append_double(scratch_, e.value.d);
+      scratch_.append("}}");
+      put(scratch_);
+      return;
+    }
+    p = put_int(p, e.value.i);
+    p = copy(p, "}}");
+    done(p);
+  }
+
+  void write_dropped(const Event& e, const TraceContext& context) {
+    const std::string_view name = site_name(0, context);
+    const std::string_view ids = thread_ids(e.thread, context);
+    char* p = room(kEventBytes + name.size() + ids.size());
+    p = copy(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"ringtrace\",\"name\":");
+    p = copy(p, name);
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, e.time_ns);
+    p = copy(p, ",\"args\":{\"count\":");
+    p = put_uint(p, e.value.u);
+    p = copy(p, "}}");
+    done(p);
+  }
+
+  // The session closes zones still open at stop() itself (closed_at_stop ends); this
+  // only matters for a stream that ended without them: such zones end at the stop time
+  // (or the last event's) and are marked the same way, never dropped.
+  void close_open_zones(const TraceContext& context) {
+    std::uint64_t stop_ns = context.clock().stop_ns;
+    if (stop_ns < last_ns_) stop_ns = last_ns_;
+    for (ThreadId t = 0; t < tracker_.thread_count(); ++t) {
+      while (!tracker_.open(t).empty()) {
+        const detail::OpenZone& open = tracker_.open(t).back();
+        Event end{stop_ns, open.site, t, EventKind::zone_end,
+                  static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_stop), 0,
+                  static_cast<std::uint32_t>(tracker_.open(t).size() - 1), {}};
+        end.value.i = open.value;
+        tracker_.feed(end, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
+          write_zone(zone, context);
+        });
+      }
+    }
+  }
+
+  std::string path_;
+  std::ostream* stream_ = nullptr;
+  ChromeTraceOptions options_;
+  std::unique_ptr<OutputSink> sink_;
+  std::uint64_t runs_ = 0;
+
+  detail::ZoneTracker tracker_;
+  std::vector<std::string> site_names_;
+  std::vector<std::string> site_locations_;
+  std::vector<std::string> thread_ids_;
+  std::unique_ptr<char[]> out_;  // formatted text not yet given to the sink
+  std::size_t used_ = 0;
+  std::size_t capacity_ = 0;
+  std::string scratch_;           // cold paths: header, metadata, doubles
+  std::uint32_t pid_ = 0;
+  std::uint64_t last_ns_ = 0;
+  std::uint64_t skipped_counters_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> chrome_trace_exporter(const std::string& path, ChromeTraceOptions options) {
+  return std::make_shared<ChromeTraceExporter>(path, options);
+}
+
+std::shared_ptr<Exporter> chrome_trace_exporter(std::ostream& stream, ChromeTraceOptions options) {
+  return std::make_shared<ChromeTraceExporter>(stream, options);
+}
+
+}  // namespace ringtrace

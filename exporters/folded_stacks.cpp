@@ -1,0 +1,327 @@
+// Folded stacks exporter: aggregates zones by call stack, writes one line per stack.
+//
+// Stacks live in a trie: node = (parent node, frame), found through one open-addressing
+// hash table keyed by both, so memory grows with the number of distinct stacks and
+// never with the number of events. Each thread keeps a cursor (the trie node of every
+// zone it has open, parallel to ZoneTracker's stack); ZoneTracker gives each closed
+// zone's total and self time. At on_finish every node is rendered as its line of frame
+// names, lines are sorted by their text and lines whose text is equal are merged (two
+// sites with the same name are the same frame), then written in one pass.
+#include "ringtrace/exporters/folded_stacks.hpp"
+
+#include <algorithm>  // sort
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "output.hpp"        // append_valid_utf8, append_uint, OutputSink
+#include "zone_tracker.hpp"  // self and total time of each closed zone
+
+namespace ringtrace {
+namespace {
+
+using detail::OutputSink;
+
+// A frame name every folded-stack reader parses: valid UTF-8, no ';' (frame separator),
+// no control characters (newline ends a line), and never ending in whitespace followed
+// by a number or by spaces (flamegraph.pl would read "name 12 34" as a differential line).
+std::string sanitize_frame(std::string_view raw) {
+  std::string valid;
+  detail::append_valid_utf8(valid, raw);
+  std::string out;
+  out.reserve(valid.size());
+  for (const char c : valid) {
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(c == ';' || u < 0x20 || u == 0x7f ? '_' : c);
+  }
+  if (out.empty()) return "(empty)";
+  // flamegraph.pl reads "stack N1 N2" as a differential line, with any whitespace
+  // around N1: a name may end neither in spaces nor in a space and a number.
+  for (std::size_t k = out.size(); k > 0 && out[k - 1] == ' '; --k) out[k - 1] = '_';
+  std::size_t k = out.size();
+  while (k > 0 && ((out[k - 1] >= '0' && out[k - 1] <= '9') || out[k - 1] == '.')) --k;
+  if (k < out.size() && k > 0 && out[k - 1] == ' ') out[k - 1] = '_';
+  return out;
+}
+
+// Open-addressing map (parent node, frame) -> child node.
+class ChildTable {
+ public:
+  ChildTable() { rehash(1024); }
+
+  void clear() {
+    keys_.clear();
+    values_.clear();
+    count_ = 0;
+    rehash(1024);
+  }
+
+  // The child of `parent` for `frame`, or `fresh` after inserting it.
+  std::uint32_t find_or_insert(std::uint32_t parent, std::uint32_t frame, std::uint32_t fresh, bool& inserted) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | frame;
+    std::size_t i = slot(key);
+    while (true) {
+      if (keys_[i] == key) {
+        inserted = false;
+        return values_[i];
+      }
+      if (keys_[i] == kEmpty) break;
+      i = (i + 1) & mask_;
+    }
+    inserted = true;
+    keys_[i] = key;
+    values_[i] = fresh;
+    if (++count_ * 2 > keys_.size()) rehash(keys_.size() * 2);
+    return fresh;
+  }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+
+  std::size_t slot(std::uint64_t key) const {
+    key *= 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(key >> 32 ^ key) & mask_;
+  }
+
+  void rehash(std::size_t size) {
+    std::vector<std::uint64_t> keys(size, kEmpty);
+    std::vector<std::uint32_t> values(size, 0);
+    mask_ = size - 1;
+    for (std::size_t j = 0; j < keys_.size(); ++j) {
+      if (keys_[j] == kEmpty) continue;
+      std::size_t i = slot(keys_[j]);
+      while (keys[i] != kEmpty) i = (i + 1) & mask_;
+      keys[i] = keys_[j];
+      values[i] = values_[j];
+    }
+    keys_ = std::move(keys);
+    values_ = std::move(values);
+  }
+
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint32_t> values_;
+  std::size_t mask_ = 0;
+  std::size_t count_ = 0;
+};
+
+class FoldedStacksExporter final : public Exporter {
+ public:
+  FoldedStacksExporter(std::string path, FoldedStacksOptions options)
+      : path_(std::move(path)), options_(options), sink_(OutputSink::open_file(path_)) {
+    reset();
+  }
+
+  FoldedStacksExporter(std::ostream& stream, FoldedStacksOptions options)
+      : stream_(&stream), options_(options), sink_(OutputSink::to_stream(stream, "folded stacks stream")) {
+    reset();
+  }
+
+  ~FoldedStacksExporter() override {
+    try {
+      if (sink_) sink_->close();
+    } catch (...) {
+    }
+  }
+
+  void on_start(const TraceContext&) override {
+    if (runs_ > 0 && stream_ == nullptr) {
+      sink_.reset();
+      sink_ = OutputSink::open_file(path_);
+    }
+    ++runs_;
+    reset();
+  }
+
+  void on_events(std::span<const Event> events, const TraceContext&) override {
+    for (const Event& e : events) {
+      if (e.kind == EventKind::zone_begin) {
+        begin(e);
+      } else if (e.kind == EventKind::zone_end) {
+        end(e);
+      }
+    }
+  }
+
+  void on_finish(const TraceContext& context, const SessionStats&) override {
+    close_open_zones(context);
+    write(context);
+  }
+
+ private:
+  // Thread-root frames are told apart from sites by the top bit.
+  static constexpr std::uint32_t kThreadFrame = 0x80000000u;
+
+  struct Node {
+    std::uint32_t parent;
+    std::uint32_t frame;  // SiteId, or kThreadFrame | ThreadId
+    std::uint64_t self_ns;
+    std::uint64_t total_ns;
+    std::uint64_t calls;
+  };
+
+  void reset() {
+    tracker_ = detail::ZoneTracker{};
+    cursors_.clear();
+    thread_roots_.clear();
+    children_.clear();
+    nodes_.clear();
+    nodes_.push_back(Node{0, 0, 0, 0, 0});  // the root above every stack
+    last_ns_ = 0;
+  }
+
+  std::uint32_t child(std::uint32_t parent, std::uint32_t frame) {
+    bool inserted = false;
+    const auto fresh = static_cast<std::uint32_t>(nodes_.size());
+    const std::uint32_t node = children_.find_or_insert(parent, frame, fresh, inserted);
+    if (inserted) nodes_.push_back(Node{parent, frame, 0, 0, 0});
+    return node;
+  }
+
+  std::vector<std::uint32_t>& cursor(ThreadId thread) {
+    if (thread >= cursors_.size()) [[unlikely]] add_threads(thread);
+    return cursors_[thread];
+  }
+
+  RINGTRACE_NOINLINE void add_threads(ThreadId thread) {
+    cursors_.resize(thread + 1);
+    thread_roots_.resize(thread + 1, 0);
+    if (options_.thread_root) {
+      for (ThreadId t = 0; t <= thread; ++t) {
+        if (thread_roots_[t] == 0) thread_roots_[t] = child(0, kThreadFrame | t);
+      }
+    }
+  }
+
+  void begin(const Event& e) {
+    last_ns_ = e.time_ns;
+    std::vector<std::uint32_t>& stack = cursor(e.thread);
+    const std::uint32_t parent = stack.empty() ? thread_roots_[e.thread] : stack.back();
+    stack.push_back(child(parent, e.site));
+    tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+  }
+
+  void end(const Event& e) {
+    last_ns_ = e.time_ns;
+    std::vector<std::uint32_t>& stack = cursor(e.thread);
+    tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
+      Node& node = nodes_[stack.back()];
+      stack.pop_back();
+      node.self_ns += zone.self_ns;
+      node.total_ns += zone.total_ns;
+      node.calls += 1;
+    });
+  }
+
+  // Zones a stream left open (a live session closes them itself at stop()) end at the
+  // stop time, as in the other exporters.
+  void close_open_zones(const TraceContext& context) {
+    std::uint64_t stop_ns = context.clock().stop_ns;
+    if (stop_ns < last_ns_) stop_ns = last_ns_;
+    for (ThreadId t = 0; t < tracker_.thread_count(); ++t) {
+      while (!tracker_.open(t).empty()) {
+        const detail::OpenZone& open = tracker_.open(t).back();
+        Event e{stop_ns, open.site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0,
+                static_cast<std::uint32_t>(tracker_.open(t).size() - 1), {}};
+        e.value.i = open.value;
+        end(e);
+      }
+    }
+  }
+
+  std::uint64_t value_of(const Node& node) const {
+    switch (options_.value) {
+      case FoldedValue::total_ns: return node.total_ns;
+      case FoldedValue::calls: return node.calls;
+      case FoldedValue::self_ns: break;
+    }
+    return node.self_ns;
+  }
+
+  void write(const TraceContext& context) {
+    std::vector<std::string> site_frames(context.site_count());
+    std::vector<bool> site_done(context.site_count(), false);
+    std::vector<std::string> thread_frames(context.thread_count());
+    for (ThreadId t = 0; t < context.thread_count(); ++t) {
+      const ThreadInfo& info = context.thread(t);
+      thread_frames[t] = sanitize_frame(info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name);
+    }
+    auto frame_name = [&](std::uint32_t frame) -> const std::string& {
+      if ((frame & kThreadFrame) != 0) return thread_frames[frame & ~kThreadFrame];
+      if (!site_done[frame]) {
+        site_frames[frame] = sanitize_frame(context.site(frame).name);
+        site_done[frame] = true;
+      }
+      return site_frames[frame];
+    };
+
+    // Every node with a value becomes a line; text in one arena, sorted by index.
+    struct Line {
+      std::size_t offset;
+      std::size_t size;
+      std::uint64_t value;
+    };
+    std::string arena;
+    std::vector<Line> lines;
+    std::vector<std::uint32_t> path;
+    for (std::uint32_t n = 1; n < nodes_.size(); ++n) {
+      const std::uint64_t value = value_of(nodes_[n]);
+      if (value == 0) continue;
+      path.clear();
+      for (std::uint32_t p = n; p != 0; p = nodes_[p].parent) path.push_back(nodes_[p].frame);
+      const std::size_t offset = arena.size();
+      for (auto it = path.rbegin(); it != path.rend(); ++it) {
+        if (it != path.rbegin()) arena.push_back(';');
+        arena.append(frame_name(*it));
+      }
+      lines.push_back(Line{offset, arena.size() - offset, value});
+    }
+    auto text = [&](const Line& line) { return std::string_view(arena).substr(line.offset, line.size); };
+    std::sort(lines.begin(), lines.end(), [&](const Line& a, const Line& b) { return text(a) < text(b); });
+
+    std::string out;
+    out.reserve(1 << 16);
+    for (std::size_t i = 0; i < lines.size();) {
+      std::uint64_t value = lines[i].value;
+      std::size_t j = i + 1;
+      while (j < lines.size() && text(lines[j]) == text(lines[i])) value += lines[j++].value;
+      out.append(text(lines[i]));
+      out.push_back(' ');
+      detail::append_uint(out, value);
+      out.push_back('\n');
+      if (out.size() >= (1 << 16)) {
+        sink_->write(out);
+        out.clear();
+      }
+      i = j;
+    }
+    sink_->write(out);
+    sink_->close();
+  }
+
+  std::string path_;
+  std::ostream* stream_ = nullptr;
+  FoldedStacksOptions options_;
+  std::unique_ptr<OutputSink> sink_;
+  std::uint64_t runs_ = 0;
+
+  detail::ZoneTracker tracker_;
+  std::vector<std::vector<std::uint32_t>> cursors_;  // per thread: trie node of each open zone
+  std::vector<std::uint32_t> thread_roots_;          // per thread: its root node (0 without thread_root)
+  ChildTable children_;
+  std::vector<Node> nodes_;
+  std::uint64_t last_ns_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> folded_stacks_exporter(const std::string& path, FoldedStacksOptions options) {
+  return std::make_shared<FoldedStacksExporter>(path, options);
+}
+
+std::shared_ptr<Exporter> folded_stacks_exporter(std::ostream& stream, FoldedStacksOptions options) {
+  return std::make_shared<FoldedStacksExporter>(stream, options);
+}
+
+}  // namespace ringtrace

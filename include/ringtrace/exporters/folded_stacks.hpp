@@ -1,0 +1,39 @@
+// Folded stacks exporter: one line per distinct stack, `root;child;leaf value`, the
+// input of flamegraph.pl, inferno and speedscope. See docs/formats/folded_stacks.md.
+#pragma once
+
+#include <iosfwd>  // the stream overload
+#include <memory>  // the exporter is shared with the session
+#include <string>  // path
+
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
+#include "ringtrace/exporter.hpp"         // Exporter
+
+namespace ringtrace {
+
+// What the number at the end of each line counts.
+enum class FoldedValue {
+  self_ns,   // time in the leaf zone itself, children excluded (nanoseconds)
+  total_ns,  // time in the leaf zone including its children (nanoseconds)
+  calls,     // number of times the leaf zone was entered from this stack
+};
+
+struct FoldedStacksOptions {
+  FoldedValue value = FoldedValue::self_ns;
+  // Starts every stack with a frame named after its thread ("thread <os tid>" when the
+  // thread has no name), so a flame graph shows one tower per thread.
+  bool thread_root = false;
+};
+
+// Aggregates zones by stack while the session runs and writes the file at stop()
+// (gzip-compressed when `path` ends in ".gz"). The file is created here: a path that
+// cannot be opened throws std::runtime_error naming the path and the reason. Each later
+// run of the session starts from an empty aggregate and rewrites the file.
+RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(const std::string& path,
+                                                               FoldedStacksOptions options = {});
+
+// Writes to a stream that the caller keeps alive for the exporter's lifetime.
+RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(std::ostream& stream,
+                                                               FoldedStacksOptions options = {});
+
+}  // namespace ringtrace

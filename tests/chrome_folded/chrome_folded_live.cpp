@@ -1,0 +1,151 @@
+// A live session for the `clients` tests: several named threads with nested zones,
+// regions, instants, counters, hostile names and a zone still open at stop(), traced
+// by the Chrome and folded exporters and by a MemoryExporter. Writes, into the folder
+// given as argument:
+//   live.json, live.json.gz       Chrome trace (source locations on), plain and gzip
+//   live.folded                   folded stacks, self time (the default)
+//   live_calls.folded             folded stacks, call counts, thread root frames
+//   expected.json                 what the readers must report, from the MemoryExporter
+//                                 stream through tests' own reference computation
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chrome_folded/chrome_folded_streams.hpp"
+#include "output.hpp"
+#include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/folded_stacks.hpp"
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace {
+
+volatile double g_sink = 0;
+
+void spin(int n) {
+  double x = 1;
+  for (int i = 0; i < n; ++i) x = x * 1.0000001 + 1e-9;
+  g_sink = g_sink + x;
+}
+
+void worker(int index, const ringtrace::SiteInfo* weird_site) {
+  if (index == 2) {
+    ringtrace::set_thread_name(ringtrace::testing::kWeirdThread);
+  } else {
+    ringtrace::set_thread_name(std::string("worker-") + std::to_string(index));
+  }
+  for (int i = 0; i < 60; ++i) {
+    RINGTRACE_ZONE("step");
+    {
+      RINGTRACE_ZONE("compute");
+      spin(2000);
+      {
+        RINGTRACE_ZONE("inner");
+        spin(1000);
+      }
+    }
+    if (i % 3 == 0) {
+      RINGTRACE_REGION("graph", i);
+      RINGTRACE_ZONE("compute");
+      spin(500);
+    }
+    if (index == 2) {
+      RINGTRACE_ZONE_SITE(weird_site);
+      spin(300);
+    }
+    RINGTRACE_INSTANT("tick");
+    RINGTRACE_COUNTER("progress", i);
+    RINGTRACE_COUNTER("ratio", i / 60.0);
+  }
+}
+
+std::string json(std::string_view s) {
+  std::string out;
+  ringtrace::detail::append_json_string(out, s);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: chrome_folded_live <output folder>\n");
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  std::filesystem::create_directories(dir);
+
+  ringtrace::Config config;
+  config.process_name = "ringtrace live \"test\"";
+  config.overflow = ringtrace::OverflowPolicy::block;  // lossless: the expectations are exact
+  ringtrace::Session session(config);
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  ringtrace::ChromeTraceOptions chrome;
+  chrome.source_locations = true;
+  session.add_exporter(ringtrace::chrome_trace_exporter((dir / "live.json").string(), chrome));
+  session.add_exporter(ringtrace::chrome_trace_exporter((dir / "live.json.gz").string(), chrome));
+  session.add_exporter(ringtrace::folded_stacks_exporter((dir / "live.folded").string()));
+  ringtrace::FoldedStacksOptions calls;
+  calls.value = ringtrace::FoldedValue::calls;
+  calls.thread_root = true;
+  session.add_exporter(ringtrace::folded_stacks_exporter((dir / "live_calls.folded").string(), calls));
+
+  const ringtrace::SiteInfo* weird = ringtrace::intern(ringtrace::testing::kWeirdZone);
+  ringtrace::set_thread_name("main");
+  session.start();
+  {
+    RINGTRACE_ZONE("main_open_at_stop");
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) threads.emplace_back(worker, i, weird);
+    for (auto& t : threads) t.join();
+    session.stop();  // the zone is still open: closed at the stop time
+  }
+  const ringtrace::SessionStats stats = session.stats();
+  for (const auto& e : stats.exporter_errors) std::fprintf(stderr, "exporter error: %s\n", e.c_str());
+  if (!stats.exporter_errors.empty() || stats.dropped != 0) return 1;
+
+  // expected.json: names as JSON strings (invalid UTF-8 already replaced), times in ns.
+  const ringtrace::RecordedTrace trace = memory->trace();
+  const std::vector<ringtrace::testing::RefZone> zones = ringtrace::testing::reference_zones(trace);
+  std::string out = std::string("{\"process_name\":") + json(trace.process_name) + ",\n\"threads\":[";
+  for (ringtrace::ThreadId t = 0; t < trace.threads.size(); ++t) {
+    const auto& info = trace.threads[t];
+    out += (t == 0 ? "\n" : ",\n");
+    out += std::string("{\"tid\":") + std::to_string(info.os_tid) + ",\"name\":" + json(info.name) + ",\"zones\":[";
+    bool first = true;
+    std::map<std::int64_t, std::size_t> index;  // zone index -> index within the thread
+    for (std::size_t i = 0; i < zones.size(); ++i) {
+      const auto& z = zones[i];
+      if (z.thread != t) continue;
+      const std::size_t position = index.size();
+      index[static_cast<std::int64_t>(i)] = position;
+      const std::int64_t parent =
+          z.parent < 0 ? -1 : static_cast<std::int64_t>(index.at(z.parent));
+      out += first ? "\n" : ",\n";
+      first = false;
+      // [name, begin_ns, duration_ns, parent (index in this list), closed_at_stop, self_ns]
+      out += std::string("[") + json(trace.sites[z.site].name) + "," + std::to_string(z.begin_ns) + "," +
+             std::to_string(z.end_ns - z.begin_ns) + "," + std::to_string(parent) + "," +
+             (z.closed_at_stop ? "true" : "false") + "," + std::to_string(z.self_ns) + "]";
+    }
+    out += "]}";
+  }
+  std::uint64_t self_total = 0;
+  for (const auto& z : zones) self_total += z.self_ns;
+  out += std::string("],\n\"zone_count\":") + std::to_string(zones.size()) + ",\"self_total_ns\":" + std::to_string(self_total) +
+         ",\"top_level_total_ns\":" + std::to_string(ringtrace::testing::top_level_total(trace)) +
+         ",\"closed_at_stop\":" + std::to_string(stats.closed_at_stop) + ",\"recorded\":" +
+         std::to_string(stats.recorded) + "}\n";
+  std::FILE* file = std::fopen((dir / "expected.json").c_str(), "wb");
+  if (file == nullptr || std::fwrite(out.data(), 1, out.size(), file) != out.size() || std::fclose(file) != 0) {
+    std::fprintf(stderr, "cannot write expected.json\n");
+    return 1;
+  }
+  std::printf("live session: %zu zones on %zu threads, files in %s\n", zones.size(), trace.threads.size(),
+              dir.c_str());
+  return 0;
+}

@@ -1,0 +1,72 @@
+#include "chrome_folded_streams.hpp"
+
+#include <stdexcept>
+
+namespace ringtrace::testing {
+
+RecordedTrace golden_trace() {
+  TraceBuilder b("golden \"proc\"");
+  const SiteId main = b.site("main", SiteKind::zone, "src/main.cpp", 10);
+  const SiteId parse = b.site("parse", SiteKind::zone, "src/parse.cpp", 20);
+  const SiteId lex = b.site("lex", SiteKind::zone, "src/lex.cpp", 30);
+  const SiteId graph = b.site("graph", SiteKind::region, "src/graph.cpp", 40);
+  const SiteId tick = b.site("tick", SiteKind::instant, "src/main.cpp", 12);
+  const SiteId depth = b.site("queue_depth", SiteKind::counter, "src/main.cpp", 13);
+  const SiteId load = b.site("load", SiteKind::counter, "src/main.cpp", 14);
+  const SiteId weird = b.site(kWeirdZone);  // interned: no file, no line
+  const SiteId lex2 = b.site("lex", SiteKind::zone, "src/other.cpp", 50);  // same name, other site
+
+  const ThreadId t0 = b.thread("main", 1001);
+  const ThreadId t1 = b.thread(kWeirdThread, 1002);
+
+  b.begin(t0, main, 1000).begin(t0, parse, 1500).begin(t0, lex, 2000).end(t0, 2750).end(t0, 4000);
+  b.instant(t0, tick, 4100).counter(t0, depth, 4200, std::int64_t{5}).counter(t0, load, 4300, 0.25);
+  b.begin(t0, graph, 5000, 7).begin(t0, parse, 5100).end(t0, 5600).end(t0, 6000);
+  b.dropped(t0, 6100, 3);
+  b.begin(t0, lex2, 7000);  // open at stop, like main
+
+  b.begin(t1, weird, 1200).begin(t1, parse, 1300).end(t1, 1400).end(t1, 2500);
+  b.counter(t1, depth, 2600, std::int64_t{-2});
+  b.begin(t1, main, 3000);  // open at stop
+  return b.build(9000);
+}
+
+std::vector<RefZone> reference_zones(const RecordedTrace& trace) {
+  std::vector<RefZone> zones;
+  std::vector<std::vector<std::size_t>> open(trace.threads.size());
+  for (const Event& e : trace.events) {
+    if (e.thread >= open.size()) open.resize(e.thread + 1);
+    auto& stack = open[e.thread];
+    if (e.kind == EventKind::zone_begin) {
+      const std::int64_t parent = stack.empty() ? -1 : static_cast<std::int64_t>(stack.back());
+      zones.push_back(RefZone{e.thread, e.site, e.time_ns, 0, parent, static_cast<std::uint32_t>(stack.size()),
+                              false, 0});
+      stack.push_back(zones.size() - 1);
+    } else if (e.kind == EventKind::zone_end) {
+      if (stack.empty()) throw std::logic_error("reference_zones: end without begin");
+      RefZone& z = zones[stack.back()];
+      stack.pop_back();
+      if (z.site != e.site) throw std::logic_error("reference_zones: end of another site");
+      z.end_ns = e.time_ns;
+      z.closed_at_stop = (e.flags & EventFlags::closed_at_stop) != 0;
+    }
+  }
+  for (const auto& stack : open) {
+    if (!stack.empty()) throw std::logic_error("reference_zones: zone never closed");
+  }
+  for (RefZone& z : zones) z.self_ns = z.end_ns - z.begin_ns;
+  for (const RefZone& z : zones) {
+    if (z.parent >= 0) zones[static_cast<std::size_t>(z.parent)].self_ns -= z.end_ns - z.begin_ns;
+  }
+  return zones;
+}
+
+std::uint64_t top_level_total(const RecordedTrace& trace) {
+  std::uint64_t total = 0;
+  for (const RefZone& z : reference_zones(trace)) {
+    if (z.parent < 0) total += z.end_ns - z.begin_ns;
+  }
+  return total;
+}
+
+}  // namespace ringtrace::testing

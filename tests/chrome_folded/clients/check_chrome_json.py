@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Strict JSON check of a Chrome trace with Python's json module.
+
+    check_chrome_json.py <trace.json> [<trace.json.gz> <expected.json>]
+
+Rejects NaN/Infinity and duplicate keys; checks the Trace Event Format shape (object
+form, ph/pid/tid/ts types, ts and dur with exactly three decimals), that the gzip file
+holds the same text, and, with expected.json, that every zone of the session is there
+with its exact start and duration in nanoseconds, on its thread, with its name.
+"""
+import collections
+import decimal
+import gzip
+import json
+import sys
+
+failures = 0
+
+
+def check(condition, message):
+    global failures
+    if not condition:
+        failures += 1
+        print("FAIL:", message, file=sys.stderr)
+
+
+def reject_constant(name):
+    raise ValueError("non-standard JSON constant " + name)
+
+
+def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate keys: %r" % keys)
+    return dict(pairs)
+
+
+def strict_load(text):
+    return json.loads(text, parse_constant=reject_constant, parse_float=decimal.Decimal,
+                      object_pairs_hook=no_duplicates)
+
+
+def ns(value):
+    """Microseconds with exactly three decimals -> integer nanoseconds."""
+    check(isinstance(value, decimal.Decimal) and value.as_tuple().exponent == -3,
+          "time %r is not a number with three decimals" % (value,))
+    return int(value * 1000)
+
+
+def main(argv):
+    with open(argv[1], "rb") as f:
+        raw = f.read()
+    text = raw.decode("utf-8")  # strict: invalid UTF-8 raises
+    trace = strict_load(text)
+    check(isinstance(trace, dict), "top level is not an object")
+    check(trace.get("displayTimeUnit") == "ns", "displayTimeUnit")
+    check(isinstance(trace.get("otherData"), dict), "otherData")
+    events = trace["traceEvents"]
+    zones = collections.Counter()
+    names = {}
+    for e in events:
+        ph = e.get("ph")
+        check(ph in ("X", "i", "C", "M"), "unexpected ph %r" % ph)
+        check(isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int), "pid/tid not integers: %r" % e)
+        check(isinstance(e.get("name"), str), "name not a string: %r" % e)
+        if ph == "X":
+            begin, dur = ns(e["ts"]), ns(e["dur"])
+            check(dur >= 0, "negative duration %r" % e)
+            zones[(e["tid"], e["name"], begin, dur)] += 1
+        elif ph == "i":
+            ns(e["ts"])
+            check(e.get("s") == "t", "instant without thread scope: %r" % e)
+        elif ph == "C":
+            ns(e["ts"])
+            check(list(e["args"].keys()) == [e["name"]], "counter args %r" % e)
+            value = e["args"][e["name"]]
+            check(isinstance(value, (int, decimal.Decimal)), "counter value %r" % e)
+        elif ph == "M" and e["name"] == "thread_name":
+            names[e["tid"]] = e["args"]["name"]
+    check(sum(zones.values()) > 0, "no zones")
+
+    if len(argv) > 2:
+        with open(argv[2], "rb") as f:
+            check(gzip.decompress(f.read()) == raw, "the .gz file does not hold the same trace")
+        with open(argv[3], "rb") as f:
+            expected = strict_load(f.read().decode("utf-8"))
+        want = collections.Counter()
+        for thread in expected["threads"]:
+            check(names.get(thread["tid"]) == thread["name"],
+                  "thread %d named %r, expected %r" % (thread["tid"], names.get(thread["tid"]), thread["name"]))
+            for z in thread["zones"]:
+                want[(thread["tid"], z[0], z[1], z[2])] += 1
+        missing, extra = want - zones, zones - want
+        check(not missing and not extra, "zones differ: missing %r, unexpected %r"
+              % (list(missing)[:3], list(extra)[:3]))
+        other = trace["otherData"]
+        check(other["closed_at_stop"] == expected["closed_at_stop"], "otherData.closed_at_stop")
+        check(other["recorded_events"] == expected["recorded"], "otherData.recorded_events")
+        check(other["dropped_events"] == 0, "otherData.dropped_events")
+    if failures:
+        print("%s: %d check(s) failed" % (argv[1], failures), file=sys.stderr)
+        return 1
+    print("%s: strict JSON, %d events, %d zones: all checks passed" % (argv[1], len(events), sum(zones.values())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,77 @@
+// The golden files (hand-built stream with hostile names) opened by the real clients:
+// trace_engine and speedscope must report exactly the names, nesting and durations
+// that golden_trace() in chrome_folded_streams.cpp describes.
+//   node check_golden.mjs <golden dir>
+import path from 'node:path';
+import {equal, equalMultiset, finish, moduleUrl, readText} from './common.mjs';
+import {importWithSpeedscope} from './speedscope_loader.mjs';
+
+const dir = process.argv[2];
+const weirdZone = 'q"b\\s\nl;x\u0001 12 \u{1F642} \uFFFD end 7';  // \xFF became U+FFFD
+const weirdThread = 'worker "1"\t\\ \u{1F680} \uFFFD(';         // \xC3\x28 became U+FFFD (
+const weirdFrame = 'q"b\\s_l_x_ 12 \u{1F642} \uFFFD end_7';
+
+// [name, start ns, duration ns, parent] per thread, from golden_trace().
+const zones = {
+  1001: [['main', 1000, 8000, null], ['parse', 1500, 2500, 'main'], ['lex', 2000, 750, 'parse'],
+         ['graph', 5000, 1000, 'main'], ['parse', 5100, 500, 'graph'], ['lex', 7000, 2000, 'main']],
+  1002: [[weirdZone, 1200, 1300, null], ['parse', 1300, 100, weirdZone], ['main', 3000, 6000, null]],
+};
+const names = {1001: 'main', 1002: weirdThread};
+
+for (const file of ['basic.json', 'basic_nolocations.json']) {
+  const json = JSON.parse(readText(path.join(dir, file)));
+  const {polyfillDOMRect} = await import(moduleUrl('@paulirish/trace_engine/analyze-trace.mjs'));
+  const Trace = await import(moduleUrl('@paulirish/trace_engine/models/trace/trace.js'));
+  polyfillDOMRect();
+  const model = Trace.TraceModel.Model.createWithAllHandlers();
+  await model.parse(json.traceEvents);
+  const data = model.parsedTrace().data;
+  equal(data.Meta.processNames.get(4242)?.args?.name, 'golden "proc"', `${file}: process name`);
+  for (const tid of [1001, 1002]) {
+    const thread = data.Renderer.processes.get(4242)?.threads.get(tid);
+    equal(thread?.name, names[tid], `${file}: trace_engine thread ${tid} name`);
+    const actual = [];
+    const walk = (node, parent) => {
+      actual.push(JSON.stringify([node.entry.name, Math.round(node.entry.ts * 1000), Math.round(node.entry.dur * 1000),
+                                  parent ? parent.entry.name : null]));
+      for (const c of node.children) walk(c, node);
+    };
+    for (const root of thread?.tree?.roots ?? []) walk(root, null);
+    equalMultiset(actual, zones[tid].map(z => JSON.stringify(z)), `${file}: trace_engine zones of thread ${tid}`);
+  }
+
+  const group = await importWithSpeedscope(file, readText(path.join(dir, file)));
+  equal(group.profiles.length, 2, `${file}: speedscope profiles`);
+  for (const tid of [1001, 1002]) {
+    const profile = group.profiles.find(p => p.getName().endsWith(`(tid ${tid})`));
+    equal(profile?.getName(), `golden "proc" (pid 4242), ${names[tid]} (tid ${tid})`, `${file}: speedscope profile name`);
+    const actual = [], stack = [];
+    profile?.forEachCall(
+      (node, t) => stack.push({name: node.frame.name.replace(/ \{.*\}$/s, ''), t}),
+      (node, t) => {
+        const call = stack.pop();
+        actual.push(JSON.stringify([call.name, Math.round((t - call.t) * 1000), stack.length ? stack[stack.length - 1].name : null]));
+      });
+    equalMultiset(actual, zones[tid].map(z => JSON.stringify([z[0], z[2], z[3]])), `${file}: speedscope calls of thread ${tid}`);
+  }
+}
+
+// Folded stacks: the frames and totals speedscope reads.
+const folded = [
+  ['basic.folded', 15300, {main: 8500, parse: 1750 + 500 + 100, lex: 750 + 2000, graph: 500, [weirdFrame]: 1200}],
+  ['basic_total.folded', 8000 + 2500 + 750 + 1000 + 500 + 2000 + 1300 + 100 + 6000,
+   {main: 14000, parse: 2500 + 500 + 100, lex: 2750, graph: 1000, [weirdFrame]: 1300}],
+  ['basic_calls_threads.folded', 9,
+   {main: 2, parse: 3, lex: 2, graph: 1, [weirdFrame]: 1, ['worker "1"_\\ \u{1F680} \uFFFD(']: 0}],
+];
+for (const [file, total, selfByFrame] of folded) {
+  const group = await importWithSpeedscope(file, readText(path.join(dir, file)));
+  const profile = group.profiles[0];
+  equal(profile.getTotalWeight(), total, `${file}: speedscope total weight`);
+  const got = {};
+  profile.forEachFrame(f => { got[f.name] = f.getSelfWeight(); });
+  equal(Object.keys(got).sort(), Object.keys(selfByFrame).sort(), `${file}: frames`);
+  for (const [name, value] of Object.entries(selfByFrame)) equal(got[name], value, `${file}: self weight of ${name}`);
+}
+finish(`golden files in ${dir}`);
