@@ -1,0 +1,437 @@
+// The pstats exporter: cProfile's aggregation over the ordered stream (per thread stack,
+// then summed over threads) and the marshal-encoded dict that pstats.Stats loads.
+#include "ringtrace/exporters/pstats.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+#include "marshal_writer.hpp"
+#include "output.hpp"
+#include "zone_tracker.hpp"
+
+namespace ringtrace {
+namespace {
+
+constexpr std::uint32_t kUnresolved = std::numeric_limits<std::uint32_t>::max();
+constexpr double kNsPerSecond = 1e9;
+
+// (caller, callee) -> edge index: open addressing with linear probing, never erased.
+// Keys are (caller << 32 | callee); function ids stay below 2^32 - 1, so the all-ones
+// key never occurs and marks an empty slot.
+class EdgeIndex {
+ public:
+  static constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();
+
+  static std::uint64_t key(std::uint32_t caller, std::uint32_t callee) {
+    return (static_cast<std::uint64_t>(caller) << 32) | callee;
+  }
+
+  // The value stored for `k`, or `fresh` after inserting it.
+  std::uint32_t find_or_insert(std::uint64_t k, std::uint32_t fresh) {
+    if ((size_ + 1) * 2 > slots_.size()) [[unlikely]] grow();
+    std::size_t i = slot_of(k);
+    while (true) {
+      Slot& s = slots_[i];
+      if (s.key == k) return s.value;
+      if (s.key == kEmpty) {
+        s.key = k;
+        s.value = fresh;
+        ++size_;
+        return fresh;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+
+  void clear() {
+    slots_.clear();
+    mask_ = 0;
+    size_ = 0;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key;
+    std::uint32_t value;
+  };
+
+  std::size_t slot_of(std::uint64_t k) const {
+    return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  }
+
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{kEmpty, 0});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      std::size_t i = slot_of(s.key);
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+void reject_gzip(const std::string& path) {
+  if (ends_with(path, ".gz")) {
+    throw std::invalid_argument("ringtrace: pstats file '" + path +
+                                "' cannot be gzip-compressed (pstats reads plain marshal data); drop the .gz suffix");
+  }
+}
+
+double seconds(std::uint64_t ns) { return static_cast<double>(ns) / kNsPerSecond; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// PstatsTable
+
+std::uint64_t PstatsTable::total_calls() const {
+  std::uint64_t n = 0;
+  for (const PstatsFunction& f : functions) n += f.calls;
+  return n;
+}
+
+std::uint64_t PstatsTable::total_primitive_calls() const {
+  std::uint64_t n = 0;
+  for (const PstatsFunction& f : functions) n += f.primitive_calls;
+  return n;
+}
+
+std::uint64_t PstatsTable::total_self_ns() const {
+  std::uint64_t n = 0;
+  for (const PstatsFunction& f : functions) n += f.self_ns;
+  return n;
+}
+
+std::int64_t PstatsTable::find(const std::string& file, std::uint32_t line, const std::string& name) const {
+  for (std::size_t i = 0; i < functions.size(); ++i) {
+    const PstatsFunction& f = functions[i];
+    if (f.line == line && f.name == name && f.file == file) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------
+// PstatsAggregator
+
+struct PstatsAggregator::State {
+  struct Counts {
+    std::uint64_t calls = 0;
+    std::uint64_t primitive_calls = 0;
+    std::uint64_t self_ns = 0;
+    std::uint64_t cumulative_ns = 0;
+  };
+  struct Edge {
+    std::uint32_t caller;
+    std::uint32_t callee;
+    Counts counts;
+  };
+  struct Key {
+    std::string file;
+    std::uint32_t line;
+    std::string name;
+  };
+  // Per thread: how many times each function and each edge is open on its stack now.
+  struct ThreadCounts {
+    std::vector<std::uint32_t> function_active;  // index: function id
+    std::vector<std::uint32_t> edge_active;      // index: edge id
+  };
+
+  detail::ZoneTracker tracker;
+  std::vector<std::uint32_t> site_function;  // index: SiteId; kUnresolved until first begin
+  std::vector<Key> keys;                     // index: function id
+  std::vector<Counts> functions;             // index: function id
+  std::unordered_map<std::string, std::uint32_t> function_index;  // key text -> function id (cold)
+  std::vector<Edge> edges;                   // index: edge id
+  EdgeIndex edge_index;
+  std::vector<ThreadCounts> threads;         // index: ThreadId
+  std::uint64_t dropped_events = 0;
+  std::uint64_t closed_at_stop = 0;
+  std::string key_text;                      // scratch for resolve()
+
+  std::uint32_t function_of(SiteId site, const TraceContext& context) {
+    if (site < site_function.size()) [[likely]] {
+      const std::uint32_t id = site_function[site];
+      if (id != kUnresolved) [[likely]] return id;
+    }
+    return resolve(site, context);
+  }
+
+  // First begin of a site: its key, merged with every other site of the same key.
+  [[gnu::noinline]] std::uint32_t resolve(SiteId site, const TraceContext& context) {
+    if (site >= site_function.size()) {
+      site_function.resize(std::max<std::size_t>(site + 1, context.site_count()), kUnresolved);
+    }
+    const SiteInfo& info = context.site(site);
+    Key key;
+    const std::string_view file = info.file != nullptr ? info.file : "";
+    if (file.empty()) {
+      key.file = "~";  // cProfile's file for built-ins: pstats prints just the name
+    } else {
+      detail::append_valid_utf8(key.file, file);
+    }
+    key.line = info.line;
+    detail::append_valid_utf8(key.name, info.name != nullptr ? info.name : "");
+    key_text.clear();
+    key_text.append(key.file).push_back('\0');
+    detail::append_uint(key_text, key.line);
+    key_text.push_back('\0');
+    key_text.append(key.name);
+    const auto [it, inserted] = function_index.emplace(key_text, static_cast<std::uint32_t>(keys.size()));
+    if (inserted) {
+      if (keys.size() >= kUnresolved - 1) throw std::length_error("ringtrace: too many pstats functions");
+      keys.push_back(std::move(key));
+      functions.emplace_back();
+    }
+    site_function[site] = it->second;
+    return it->second;
+  }
+
+  ThreadCounts& counts_of(ThreadId thread) {
+    if (thread >= threads.size()) [[unlikely]] threads.resize(thread + 1);
+    return threads[thread];
+  }
+
+  static std::uint32_t& slot(std::vector<std::uint32_t>& v, std::uint32_t id, std::size_t size) {
+    if (id >= v.size()) [[unlikely]] v.resize(size);
+    return v[id];
+  }
+
+  std::uint32_t edge_of(std::uint32_t caller, std::uint32_t callee) {
+    const std::uint32_t fresh = static_cast<std::uint32_t>(edges.size());
+    const std::uint32_t id = edge_index.find_or_insert(EdgeIndex::key(caller, callee), fresh);
+    if (id == fresh) [[unlikely]] edges.push_back(Edge{caller, callee, {}});
+    return id;
+  }
+
+  void begin(const Event& e, const TraceContext& context) {
+    const std::uint32_t callee = function_of(e.site, context);
+    ThreadCounts& thread = counts_of(e.thread);
+    ++slot(thread.function_active, callee, functions.size());
+    const std::span<const detail::OpenZone> open = tracker.open(e.thread);
+    if (!open.empty()) {
+      const std::uint32_t caller = site_function[open.back().site];  // resolved at its begin
+      const std::uint32_t edge = edge_of(caller, callee);
+      ++slot(thread.edge_active, edge, edges.size());
+    }
+  }
+
+  // cProfile's Stop(): tottime to every call, cumtime to the call (and the edge call)
+  // that leaves the function (the edge) inactive on this thread's stack.
+  void end(const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+    const std::uint32_t callee = site_function[zone.site];
+    ThreadCounts& thread = threads[zone.thread];
+    Counts& f = functions[callee];
+    ++f.calls;
+    f.self_ns += zone.self_ns;
+    if (--thread.function_active[callee] == 0) {
+      ++f.primitive_calls;
+      f.cumulative_ns += zone.total_ns;
+    }
+    if ((zone.flags & EventFlags::closed_at_stop) != 0) ++closed_at_stop;
+    if (!outer.empty()) {
+      const std::uint32_t caller = site_function[outer.back().site];
+      const std::uint32_t edge = edge_of(caller, callee);
+      Counts& c = edges[edge].counts;
+      ++c.calls;
+      c.self_ns += zone.self_ns;
+      if (--thread.edge_active[edge] == 0) {
+        ++c.primitive_calls;
+        c.cumulative_ns += zone.total_ns;
+      }
+    }
+  }
+};
+
+PstatsAggregator::PstatsAggregator() : state_(std::make_unique<State>()) {}
+PstatsAggregator::~PstatsAggregator() = default;
+PstatsAggregator::PstatsAggregator(PstatsAggregator&&) noexcept = default;
+PstatsAggregator& PstatsAggregator::operator=(PstatsAggregator&&) noexcept = default;
+
+void PstatsAggregator::reset() { state_ = std::make_unique<State>(); }
+
+void PstatsAggregator::add(std::span<const Event> events, const TraceContext& context) {
+  State& s = *state_;
+  const auto on_close = [&s](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+    s.end(zone, outer);
+  };
+  for (const Event& e : events) {
+    switch (e.kind) {
+      case EventKind::zone_begin:
+        s.begin(e, context);
+        s.tracker.feed(e, on_close);
+        break;
+      case EventKind::zone_end:
+        s.tracker.feed(e, on_close);
+        break;
+      case EventKind::dropped:
+        s.dropped_events += e.value.u;
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+PstatsTable PstatsAggregator::table() const {
+  const State& s = *state_;
+  PstatsTable table;
+  table.functions.reserve(s.keys.size());
+  for (std::size_t i = 0; i < s.keys.size(); ++i) {
+    const State::Counts& c = s.functions[i];
+    table.functions.push_back(PstatsFunction{s.keys[i].file, s.keys[i].line, s.keys[i].name, c.calls,
+                                             c.primitive_calls, c.self_ns, c.cumulative_ns});
+  }
+  table.edges.reserve(s.edges.size());
+  for (const State::Edge& e : s.edges) {
+    table.edges.push_back(PstatsEdge{e.caller, e.callee, e.counts.calls, e.counts.primitive_calls,
+                                     e.counts.self_ns, e.counts.cumulative_ns});
+  }
+  table.dropped_events = s.dropped_events;
+  table.closed_at_stop = s.closed_at_stop;
+  return table;
+}
+
+PstatsTable pstats_table(const RecordedTrace& trace) {
+  // replay() drives any exporter; a small adapter keeps the aggregator's table.
+  class Collect final : public Exporter {
+   public:
+    void on_events(std::span<const Event> events, const TraceContext& context) override {
+      aggregator.add(events, context);
+    }
+    PstatsAggregator aggregator;
+  } collect;
+  replay(trace, collect);
+  return collect.aggregator.table();
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding
+
+std::string encode_pstats(const PstatsTable& table) {
+  std::string out;
+  detail::MarshalWriter w(out);
+  const auto write_key = [&w](const std::string& file, std::uint32_t line, const std::string& name) {
+    w.begin_tuple(3);
+    w.string(file);
+    w.integer(static_cast<std::uint64_t>(line));
+    w.string(name);
+  };
+  w.begin_dict();
+  if (table.functions.empty()) {
+    write_key("~", 0, "<ringtrace: no zones recorded>");
+    w.begin_tuple(5);
+    w.integer(std::uint64_t{0});
+    w.integer(std::uint64_t{0});
+    w.float64(0.0);
+    w.float64(0.0);
+    w.begin_dict();
+    w.end_dict();
+  }
+  // Edges grouped by callee, each group in order of first call.
+  std::vector<std::uint32_t> order(table.edges.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return table.edges[a].callee < table.edges[b].callee; });
+  std::size_t next = 0;
+  for (std::uint32_t id = 0; id < table.functions.size(); ++id) {
+    const PstatsFunction& f = table.functions[id];
+    write_key(f.file, f.line, f.name);
+    w.begin_tuple(5);
+    w.integer(f.primitive_calls);  // cc
+    w.integer(f.calls);            // nc
+    w.float64(seconds(f.self_ns));
+    w.float64(seconds(f.cumulative_ns));
+    w.begin_dict();
+    while (next < order.size() && table.edges[order[next]].callee < id) ++next;  // malformed ids
+    for (; next < order.size() && table.edges[order[next]].callee == id; ++next) {
+      const PstatsEdge& e = table.edges[order[next]];
+      if (e.caller >= table.functions.size()) continue;
+      const PstatsFunction& caller = table.functions[e.caller];
+      write_key(caller.file, caller.line, caller.name);
+      w.begin_tuple(4);
+      w.integer(e.calls);            // nc first in an edge, as cProfile stores it
+      w.integer(e.primitive_calls);  // cc
+      w.float64(seconds(e.self_ns));
+      w.float64(seconds(e.cumulative_ns));
+    }
+    w.end_dict();
+  }
+  w.end_dict();
+  return out;
+}
+
+void write_pstats(const PstatsTable& table, const std::string& path) {
+  reject_gzip(path);
+  const std::string bytes = encode_pstats(table);
+  const std::unique_ptr<detail::OutputSink> sink = detail::OutputSink::open_file(path);
+  sink->write(bytes);
+  sink->close();
+}
+
+// ---------------------------------------------------------------------------------------
+// PstatsExporter
+
+struct PstatsExporter::Sink {
+  std::unique_ptr<detail::OutputSink> output;
+};
+
+PstatsExporter::PstatsExporter(std::string path, PstatsOptions options)
+    : path_(std::move(path)), options_(std::move(options)), sink_(std::make_unique<Sink>()) {
+  reject_gzip(path_);
+  if (!options_.report_path.empty()) reject_gzip(options_.report_path);
+  sink_->output = detail::OutputSink::open_file(path_);  // fails now, not at stop()
+}
+
+PstatsExporter::~PstatsExporter() = default;
+
+void PstatsExporter::on_start(const TraceContext&) {
+  aggregator_.reset();
+  if (!sink_->output) sink_->output = detail::OutputSink::open_file(path_);  // a later run
+}
+
+void PstatsExporter::on_events(std::span<const Event> events, const TraceContext& context) {
+  aggregator_.add(events, context);
+}
+
+void PstatsExporter::on_finish(const TraceContext&, const SessionStats&) {
+  PstatsTable table = aggregator_.table();
+  if (!sink_->output) sink_->output = detail::OutputSink::open_file(path_);
+  const std::unique_ptr<detail::OutputSink> output = std::move(sink_->output);
+  output->write(encode_pstats(table));
+  output->close();
+  if (!options_.report_path.empty()) {
+    PstatsReportOptions report;
+    report.limit = options_.report_limit;
+    report.title = path_;
+    const std::unique_ptr<detail::OutputSink> text = detail::OutputSink::open_file(options_.report_path);
+    text->write(format_pstats_report(table, report));
+    text->close();
+  }
+  aggregator_.reset();  // free the rows; the table is kept below
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_table_ = std::move(table);
+}
+
+PstatsTable PstatsExporter::table() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_table_;
+}
+
+std::shared_ptr<PstatsExporter> pstats_exporter(std::string path, PstatsOptions options) {
+  return std::make_shared<PstatsExporter>(std::move(path), std::move(options));
+}
+
+}  // namespace ringtrace
