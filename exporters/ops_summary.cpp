@@ -1,0 +1,487 @@
+// Captured-ops summary. Per thread, a ZoneTracker gives each closed zone; two counters
+// per thread (ops open, regions open) decide at each close whether the zone is a
+// top-level op and whether a region encloses it. Memory: per thread, per site, per
+// distinct (region name, id) and per distinct (op, stack) outside regions.
+#include "ringtrace/exporters/ops_summary.hpp"
+
+#include <algorithm>
+#include <array>
+#include <ostream>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "output.hpp"
+#include "report_text.hpp"
+#include "zone_tracker.hpp"
+
+namespace ringtrace {
+namespace {
+
+constexpr std::size_t kMaxFrames = 8;  // frames kept per op outside regions
+
+enum class SiteClass : std::uint8_t { unresolved, op, region, transparent, other };
+
+struct GraphKey {
+  std::uint32_t name;
+  std::int64_t id;
+  bool operator==(const GraphKey&) const = default;
+};
+struct GraphKeyHash {
+  std::size_t operator()(const GraphKey& k) const noexcept {
+    return std::hash<std::uint64_t>()(static_cast<std::uint64_t>(k.id) * 0x9E3779B97F4A7C15ull ^ k.name);
+  }
+};
+
+struct MissingKey {
+  std::uint32_t name = 0;
+  std::uint32_t depth = 0;  // frames used
+  std::array<std::uint32_t, kMaxFrames> frames{};  // outermost first
+  bool operator==(const MissingKey&) const = default;
+};
+struct MissingKeyHash {
+  std::size_t operator()(const MissingKey& k) const noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ull ^ k.name;
+    h = (h ^ k.depth) * 0x100000001b3ull;
+    for (std::uint32_t i = 0; i < k.depth; ++i) h = (h ^ k.frames[i]) * 0x100000001b3ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+struct MissingTotals {
+  std::uint64_t calls = 0;
+  std::uint64_t total_ns = 0;
+  std::uint64_t max_ns = 0;
+};
+
+struct ThreadState {
+  std::uint32_t open_ops = 0;
+  std::uint32_t open_regions = 0;
+  bool active = false;  // ran an op or a region
+  CaptureCounts counts;
+  std::unordered_set<GraphKey, GraphKeyHash> graphs;
+};
+
+void append_counts_json(std::string& out, const CaptureCounts& c) {
+  using detail::append_uint;
+  out.append("\"unique_graphs\":");
+  append_uint(out, c.unique_graphs);
+  out.append(",\"graph_calls\":");
+  append_uint(out, c.graph_calls);
+  out.append(",\"captured_ops\":");
+  append_uint(out, c.captured_ops);
+  out.append(",\"total_ops\":");
+  append_uint(out, c.total_ops);
+  out.append(",\"ops_percent\":");
+  detail::append_double(out, c.ops_percent());
+  out.append(",\"captured_ns\":");
+  append_uint(out, c.captured_ns);
+  out.append(",\"total_ns\":");
+  append_uint(out, c.total_ns);
+  out.append(",\"time_percent\":");
+  detail::append_double(out, c.time_percent());
+}
+
+void append_counts_csv(std::string& out, const CaptureCounts& c) {
+  using detail::append_uint;
+  append_uint(out, c.unique_graphs);
+  out.push_back(',');
+  append_uint(out, c.graph_calls);
+  out.push_back(',');
+  append_uint(out, c.captured_ops);
+  out.push_back(',');
+  append_uint(out, c.total_ops);
+  out.push_back(',');
+  detail::append_double(out, c.ops_percent());
+  out.push_back(',');
+  append_uint(out, c.captured_ns);
+  out.push_back(',');
+  append_uint(out, c.total_ns);
+  out.push_back(',');
+  detail::append_double(out, c.time_percent());
+  out.append("\r\n");
+}
+
+std::string thread_label(const OpsSummaryThread& t) {
+  std::string label = detail::report::terminal_text(t.name);
+  if (!label.empty()) label.append(" ");
+  label.append(t.name.empty() ? "tid " : "(tid ");
+  detail::append_uint(label, t.os_tid);
+  if (!t.name.empty()) label.append(")");
+  return label;
+}
+
+std::string stack_text(const std::vector<std::string>& stack) {
+  std::string s;
+  for (const std::string& frame : stack) {
+    if (!s.empty()) s.append(" >> ");
+    s.append(detail::report::terminal_text(frame));
+  }
+  return s.empty() ? std::string("-") : s;
+}
+
+std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& options) {
+  using detail::report::format_percent;
+  using detail::report::format_time;
+  using detail::report::Unit;
+  std::string out = "Captured ops: " + one_line(summary.total) + "\n";
+  if (!summary.threads.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    auto row_of = [](std::string label, const CaptureCounts& c) {
+      return std::vector<std::string>{std::move(label),
+                                      std::to_string(c.unique_graphs),
+                                      std::to_string(c.graph_calls),
+                                      std::to_string(c.captured_ops),
+                                      std::to_string(c.total_ops),
+                                      format_percent(c.captured_ops, c.total_ops),
+                                      format_time(c.captured_ns, Unit::automatic),
+                                      format_time(c.total_ns, Unit::automatic),
+                                      format_percent(c.captured_ns, c.total_ns)};
+    };
+    for (const OpsSummaryThread& t : summary.threads) rows.push_back(row_of(thread_label(t), t.counts));
+    rows.push_back(row_of("total", summary.total));
+    out.append(detail::report::render_table({{"Thread", true},
+                                             {"Graphs"},
+                                             {"Graph calls"},
+                                             {"Captured ops"},
+                                             {"Total ops"},
+                                             {"Ops %"},
+                                             {"Captured time"},
+                                             {"Total time"},
+                                             {"Time %"}},
+                                            rows));
+  }
+  if (summary.missing.empty()) {
+    out.append(summary.total.total_ops == 0 ? "No ops.\n" : "Every op ran inside a region.\n");
+  } else {
+    const std::size_t shown = options.missing_limit == 0 ? summary.missing.size()
+                                                         : std::min(options.missing_limit, summary.missing.size());
+    out.append("Ops outside any region, most expensive first");
+    if (shown < summary.missing.size()) {
+      out.append(" (" + std::to_string(shown) + " of " + std::to_string(summary.missing.size()) + ")");
+    }
+    out.append(":\n");
+    std::vector<std::vector<std::string>> rows;
+    for (std::size_t i = 0; i < shown; ++i) {
+      const MissingOp& m = summary.missing[i];
+      rows.push_back({format_time(m.total_ns, Unit::automatic), std::to_string(m.calls),
+                      format_time(m.calls == 0 ? 0 : m.total_ns / m.calls, Unit::automatic),
+                      format_time(m.max_ns, Unit::automatic), detail::report::terminal_text(m.name),
+                      stack_text(m.stack)});
+    }
+    out.append(detail::report::render_table(
+        {{"Total"}, {"Calls"}, {"Avg"}, {"Max"}, {"Op", true}, {"Stack (innermost frames)", true}}, rows));
+  }
+  if (summary.dropped > 0) {
+    out.append("Dropped events: " + std::to_string(summary.dropped) + " (the counts above are a lower bound)\n");
+  }
+  if (summary.closed_at_stop > 0) {
+    out.append("Zones still open at stop, closed at the stop time: " + std::to_string(summary.closed_at_stop) + "\n");
+  }
+  return out;
+}
+
+std::string format_csv(const OpsSummary& summary) {
+  std::string out =
+      "scope,thread,os_tid,thread_name,unique_graphs,graph_calls,captured_ops,total_ops,ops_percent,"
+      "captured_ns,total_ns,time_percent\r\n";
+  for (const OpsSummaryThread& t : summary.threads) {
+    out.append("thread,");
+    detail::append_uint(out, t.thread);
+    out.push_back(',');
+    detail::append_uint(out, t.os_tid);
+    out.push_back(',');
+    detail::append_csv_field(out, t.name);
+    out.push_back(',');
+    append_counts_csv(out, t.counts);
+  }
+  out.append("total,,,,");
+  append_counts_csv(out, summary.total);
+  return out;
+}
+
+std::string format_json(const OpsSummary& summary) {
+  std::string out = "{\"format\":\"ringtrace-ops-summary\",\"version\":1,\"total\":{";
+  append_counts_json(out, summary.total);
+  out.append("},\"threads\":[");
+  for (std::size_t i = 0; i < summary.threads.size(); ++i) {
+    const OpsSummaryThread& t = summary.threads[i];
+    out.append(i ? ",{" : "{");
+    out.append("\"thread\":");
+    detail::append_uint(out, t.thread);
+    out.append(",\"os_tid\":");
+    detail::append_uint(out, t.os_tid);
+    out.append(",\"name\":");
+    detail::append_json_string(out, t.name);
+    out.push_back(',');
+    append_counts_json(out, t.counts);
+    out.push_back('}');
+  }
+  out.append("],\"missing\":[");
+  for (std::size_t i = 0; i < summary.missing.size(); ++i) {
+    const MissingOp& m = summary.missing[i];
+    out.append(i ? ",{" : "{");
+    out.append("\"name\":");
+    detail::append_json_string(out, m.name);
+    out.append(",\"stack\":[");
+    for (std::size_t f = 0; f < m.stack.size(); ++f) {
+      if (f) out.push_back(',');
+      detail::append_json_string(out, m.stack[f]);
+    }
+    out.append("],\"calls\":");
+    detail::append_uint(out, m.calls);
+    out.append(",\"total_ns\":");
+    detail::append_uint(out, m.total_ns);
+    out.append(",\"max_ns\":");
+    detail::append_uint(out, m.max_ns);
+    out.push_back('}');
+  }
+  out.append("],\"dropped\":");
+  detail::append_uint(out, summary.dropped);
+  out.append(",\"closed_at_stop\":");
+  detail::append_uint(out, summary.closed_at_stop);
+  out.append("}\n");
+  return out;
+}
+
+}  // namespace
+
+double CaptureCounts::ops_percent() const { return detail::report::percent(captured_ops, total_ops); }
+double CaptureCounts::time_percent() const { return detail::report::percent(captured_ns, total_ns); }
+
+std::string one_line(const CaptureCounts& c) {
+  std::string s;
+  detail::append_uint(s, c.unique_graphs);
+  s.append(" graphs ");
+  detail::append_uint(s, c.graph_calls);
+  s.append(" graph calls ");
+  detail::append_uint(s, c.captured_ops);
+  s.push_back('/');
+  detail::append_uint(s, c.total_ops);
+  s.append(" = ");
+  detail::append_uint(s, detail::report::whole_percent(c.captured_ops, c.total_ops));
+  s.append("% ops ");
+  detail::append_uint(s, detail::report::whole_percent(c.captured_ns, c.total_ns));
+  s.append("% time");
+  return s;
+}
+
+std::string format_ops_summary(const OpsSummary& summary, const OpsSummaryOptions& options) {
+  switch (options.format) {
+    case OpsSummaryOptions::Format::csv: return format_csv(summary);
+    case OpsSummaryOptions::Format::json: return format_json(summary);
+    case OpsSummaryOptions::Format::text: break;
+  }
+  return format_text(summary, options);
+}
+
+struct OpsSummaryExporter::Impl {
+  OpsSummaryOptions options;
+  std::string path;                  // empty: stream output (or none)
+  std::ostream* stream = nullptr;
+  std::unique_ptr<detail::OutputSink> sink;
+  OpsSummary result;
+
+  // Aggregation state of the current run.
+  detail::ZoneTracker tracker;
+  std::vector<SiteClass> site_class;         // by SiteId
+  std::vector<std::uint32_t> site_name;      // by SiteId: index into names
+  std::vector<std::string> names;
+  std::unordered_map<std::string, std::uint32_t> name_index;
+  std::vector<ThreadState> threads;          // by ThreadId
+  std::unordered_set<GraphKey, GraphKeyHash> graphs;
+  std::unordered_map<MissingKey, MissingTotals, MissingKeyHash> missing;
+  std::size_t stack_frames = 3;
+
+  void reset() {
+    tracker = detail::ZoneTracker();
+    site_class.clear();
+    site_name.clear();
+    names.clear();
+    name_index.clear();
+    threads.clear();
+    graphs.clear();
+    missing.clear();
+    stack_frames = std::min(options.stack_frames, kMaxFrames);
+  }
+
+  [[gnu::noinline]] void resolve_sites(SiteId up_to, const TraceContext& context) {
+    const std::size_t first = site_class.size();
+    site_class.resize(std::max<std::size_t>(up_to + 1, context.site_count()), SiteClass::unresolved);
+    site_name.resize(site_class.size(), 0);
+    for (std::size_t id = first; id < site_class.size() && id < context.site_count(); ++id) {
+      const SiteInfo& info = context.site(static_cast<SiteId>(id));
+      const std::string_view name = info.name;
+      auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
+      if (inserted) names.emplace_back(name);
+      site_name[id] = it->second;
+      auto listed = [&](const std::vector<std::string>& list) {
+        return std::find(list.begin(), list.end(), name) != list.end();
+      };
+      if (info.kind == SiteKind::region || (info.kind == SiteKind::zone && listed(options.region_names))) {
+        site_class[id] = SiteClass::region;
+      } else if (info.kind == SiteKind::zone && listed(options.transparent_names)) {
+        site_class[id] = SiteClass::transparent;
+      } else if (info.kind == SiteKind::zone) {
+        site_class[id] = SiteClass::op;
+      } else {
+        site_class[id] = SiteClass::other;
+      }
+    }
+  }
+
+  ThreadState& thread(ThreadId id) {
+    if (id >= threads.size()) [[unlikely]] threads.resize(id + 1);
+    return threads[id];
+  }
+
+  void on_close(const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) {
+    ThreadState& t = threads[z.thread];
+    switch (site_class[z.site]) {
+      case SiteClass::region: {
+        t.open_regions -= 1;
+        t.counts.graph_calls += 1;
+        const GraphKey key{site_name[z.site], z.value};
+        if (t.graphs.insert(key).second) graphs.insert(key);
+        break;
+      }
+      case SiteClass::op:
+        t.open_ops -= 1;
+        if (t.open_ops == 0) {  // not nested inside another op
+          t.counts.total_ops += 1;
+          t.counts.total_ns += z.total_ns;
+          if (t.open_regions > 0) {
+            t.counts.captured_ops += 1;
+            t.counts.captured_ns += z.total_ns;
+          } else {
+            add_missing(z, outer);
+          }
+        }
+        break;
+      default: break;
+    }
+  }
+
+  void add_missing(const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) {
+    MissingKey key;
+    key.name = site_name[z.site];
+    const std::size_t n = std::min(stack_frames, outer.size());
+    key.depth = static_cast<std::uint32_t>(n);
+    for (std::size_t i = 0; i < n; ++i) key.frames[i] = site_name[outer[outer.size() - n + i].site];
+    MissingTotals& m = missing[key];
+    m.calls += 1;
+    m.total_ns += z.total_ns;
+    m.max_ns = std::max(m.max_ns, z.total_ns);
+  }
+
+  void feed(std::span<const Event> events, const TraceContext& context) {
+    for (const Event& e : events) {
+      if (e.kind == EventKind::zone_begin) {
+        if (e.site >= site_class.size()) [[unlikely]] resolve_sites(e.site, context);
+        ThreadState& t = thread(e.thread);
+        const SiteClass c = site_class[e.site];
+        t.open_ops += c == SiteClass::op ? 1 : 0;
+        t.open_regions += c == SiteClass::region ? 1 : 0;
+        t.active |= c == SiteClass::op || c == SiteClass::region;
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+      } else if (e.kind == EventKind::zone_end) {
+        tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) {
+          on_close(z, outer);
+        });
+      }
+    }
+  }
+
+  OpsSummary finish(const TraceContext& context, const SessionStats& stats) {
+    OpsSummary s;
+    for (ThreadId id = 0; id < threads.size(); ++id) {
+      const ThreadState& t = threads[id];
+      if (!t.active) continue;
+      OpsSummaryThread row;
+      row.thread = id;
+      if (id < context.thread_count()) {
+        row.os_tid = context.thread(id).os_tid;
+        row.name = context.thread(id).name;
+      }
+      row.counts = t.counts;
+      row.counts.unique_graphs = t.graphs.size();
+      s.total.graph_calls += t.counts.graph_calls;
+      s.total.captured_ops += t.counts.captured_ops;
+      s.total.total_ops += t.counts.total_ops;
+      s.total.captured_ns += t.counts.captured_ns;
+      s.total.total_ns += t.counts.total_ns;
+      s.threads.push_back(std::move(row));
+    }
+    s.total.unique_graphs = graphs.size();
+    s.missing.reserve(missing.size());
+    for (const auto& [key, totals] : missing) {
+      MissingOp m;
+      m.name = names[key.name];
+      for (std::uint32_t i = 0; i < key.depth; ++i) m.stack.push_back(names[key.frames[i]]);
+      m.calls = totals.calls;
+      m.total_ns = totals.total_ns;
+      m.max_ns = totals.max_ns;
+      s.missing.push_back(std::move(m));
+    }
+    std::sort(s.missing.begin(), s.missing.end(), [](const MissingOp& a, const MissingOp& b) {
+      if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+      if (a.name != b.name) return a.name < b.name;
+      return a.stack < b.stack;
+    });
+    s.dropped = stats.dropped;
+    s.closed_at_stop = stats.closed_at_stop;
+    return s;
+  }
+};
+
+OpsSummaryExporter::OpsSummaryExporter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+OpsSummaryExporter::~OpsSummaryExporter() = default;
+
+void OpsSummaryExporter::on_start(const TraceContext&) {
+  impl_->reset();
+  if (!impl_->sink && !impl_->path.empty()) impl_->sink = detail::OutputSink::open_file(impl_->path);
+}
+
+void OpsSummaryExporter::on_events(std::span<const Event> events, const TraceContext& context) {
+  impl_->feed(events, context);
+}
+
+void OpsSummaryExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
+  impl_->result = impl_->finish(context, stats);
+  if (impl_->stream != nullptr && !impl_->sink) {
+    impl_->sink = detail::OutputSink::to_stream(*impl_->stream, "ops summary stream");
+  }
+  if (impl_->sink) {
+    std::unique_ptr<detail::OutputSink> sink = std::move(impl_->sink);
+    sink->write(format_ops_summary(impl_->result, impl_->options));
+    sink->close();
+  }
+  impl_->reset();  // release the run's aggregation memory; the result stays
+}
+
+const OpsSummary& OpsSummaryExporter::summary() const { return impl_->result; }
+
+OpsSummary ops_summary(const RecordedTrace& trace, const OpsSummaryOptions& options) {
+  auto impl = std::make_unique<OpsSummaryExporter::Impl>();
+  impl->options = options;
+  OpsSummaryExporter exporter(std::move(impl));
+  replay(trace, exporter);
+  return exporter.summary();
+}
+
+std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(const std::string& path, OpsSummaryOptions options) {
+  auto impl = std::make_unique<OpsSummaryExporter::Impl>();
+  impl->options = std::move(options);
+  impl->path = path;
+  impl->sink = detail::OutputSink::open_file(path);  // fail now, naming the path
+  return std::make_shared<OpsSummaryExporter>(std::move(impl));
+}
+
+std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(std::ostream& stream, OpsSummaryOptions options) {
+  auto impl = std::make_unique<OpsSummaryExporter::Impl>();
+  impl->options = std::move(options);
+  impl->stream = &stream;
+  return std::make_shared<OpsSummaryExporter>(std::move(impl));
+}
+
+}  // namespace ringtrace

@@ -1,0 +1,503 @@
+// Key-averages table. Each zone begin is mapped to its group (by site, or by the pair
+// (parent group, site) when grouping by stack) and pushed on a per-thread stack of
+// group ids; a per-thread count of open activations per group tells, at the close,
+// whether the zone is the outermost activation of its group (recursion counted once
+// in Total). The ZoneTracker gives total and self times. Memory: per site, per group
+// (a bounded histogram each) and per thread; nothing per event.
+#include "ringtrace/exporters/table.hpp"
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+#include "latency_histogram.hpp"
+#include "output.hpp"
+#include "report_text.hpp"
+#include "zone_tracker.hpp"
+
+namespace ringtrace {
+namespace {
+
+constexpr std::size_t kMaxStackFrames = 8;
+constexpr std::uint32_t kNoGroup = 0xFFFFFFFFu;
+
+// What a zone close updates (kept apart from the key so that a close touches as few
+// cache lines as possible when there are many groups).
+struct Group {
+  std::uint64_t calls = 0;
+  std::uint64_t self_ns = 0;
+  std::uint64_t total_ns = 0;          // outermost activations only
+  std::uint64_t inclusive_ns = 0;      // every call (for the mean)
+  detail::LatencyHistogram histogram;  // inclusive time per call
+};
+
+// A group's key and order, read when the table is made.
+struct GroupKey {
+  std::uint32_t name = 0;             // index into names
+  std::vector<std::uint32_t> frames;  // enclosing names, outermost first (stack grouping)
+  std::uint64_t first_seen = ~std::uint64_t{0};  // order of the group's first counted call
+};
+
+// Open addressing map from a 64-bit key to a group, for the (parent group, site)
+// transitions of stack grouping: one probe per zone begin in the steady state.
+class TransitionMap {
+ public:
+  TransitionMap() { clear(); }
+  void clear() {
+    keys_.assign(1024, kEmpty);
+    values_.assign(1024, 0);
+    mask_ = 1023;
+    count_ = 0;
+  }
+  std::uint32_t find(std::uint64_t key) const {
+    for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
+      if (keys_[i] == key) return values_[i];
+      if (keys_[i] == kEmpty) return kNoGroup;
+    }
+  }
+  void insert(std::uint64_t key, std::uint32_t value) {
+    std::size_t i = slot(key);
+    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask_;
+    if (keys_[i] == kEmpty) ++count_;
+    keys_[i] = key;
+    values_[i] = value;
+    if (count_ * 2 > keys_.size()) rehash(keys_.size() * 2);
+  }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  std::size_t slot(std::uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
+  }
+  void rehash(std::size_t size) {
+    std::vector<std::uint64_t> keys(size, kEmpty);
+    std::vector<std::uint32_t> values(size, 0);
+    keys.swap(keys_);
+    values.swap(values_);
+    mask_ = size - 1;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == kEmpty) continue;
+      std::size_t j = slot(keys[i]);
+      while (keys_[j] != kEmpty) j = (j + 1) & mask_;
+      keys_[j] = keys[i];
+      values_[j] = values[i];
+    }
+  }
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint32_t> values_;
+  std::size_t mask_ = 0;
+  std::size_t count_ = 0;
+};
+
+struct ThreadState {
+  std::vector<std::uint32_t> stack;   // group of each open zone
+  std::vector<std::uint32_t> active;  // by group: open activations on this thread
+};
+
+detail::report::Unit unit_of(TableOptions::TimeUnit u) {
+  switch (u) {
+    case TableOptions::TimeUnit::s: return detail::report::Unit::s;
+    case TableOptions::TimeUnit::ms: return detail::report::Unit::ms;
+    case TableOptions::TimeUnit::us: return detail::report::Unit::us;
+    case TableOptions::TimeUnit::ns: return detail::report::Unit::ns;
+    case TableOptions::TimeUnit::automatic: break;
+  }
+  return detail::report::Unit::automatic;
+}
+
+std::string join_stack(const std::vector<std::string>& stack, bool terminal) {
+  std::string s;
+  for (const std::string& frame : stack) {
+    if (!s.empty()) s.append(" >> ");
+    s.append(terminal ? detail::report::terminal_text(frame) : frame);
+  }
+  return s;
+}
+
+std::string thread_label(const ThreadDrops& t) {
+  std::string label = detail::report::terminal_text(t.name);
+  if (label.empty()) label = "tid " + std::to_string(t.os_tid);
+  return label;
+}
+
+std::string format_text(const KeyAverages& table, const TableOptions& options) {
+  using detail::report::format_percent;
+  using detail::report::format_time;
+  const detail::report::Unit unit = unit_of(options.time_unit);
+  const bool with_stack = options.group_by_stack_n > 0;
+  std::vector<detail::report::TextColumn> columns = {
+      {"Name", true}, {"Self %"}, {"Self"}, {"Total %"}, {"Total"}, {"Avg"},
+      {"Min"},        {"Max"},    {"p50"},  {"p99"},     {"Calls"}};
+  if (with_stack) columns.push_back({"Stack", true});
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(table.rows.size());
+  for (const TableRow& r : table.rows) {
+    std::vector<std::string> row = {
+        detail::report::truncate_to_width(detail::report::terminal_text(r.name), options.name_width),
+        format_percent(r.self_ns, table.self_total_ns),
+        format_time(r.self_ns, unit),
+        format_percent(r.total_ns, table.self_total_ns),
+        format_time(r.total_ns, unit),
+        format_time(r.avg_ns, unit),
+        format_time(r.min_ns, unit),
+        format_time(r.max_ns, unit),
+        format_time(r.p50_ns, unit),
+        format_time(r.p99_ns, unit),
+        std::to_string(r.calls)};
+    if (with_stack) row.push_back(join_stack(r.stack, true));
+    rows.push_back(std::move(row));
+  }
+  std::string out;
+  if (options.top_level_only) out.append("Top-level zones only\n");
+  out.append(detail::report::render_table(columns, rows));
+  if (table.rows.size() < table.groups) {
+    out.append("Rows shown: " + std::to_string(table.rows.size()) + " of " + std::to_string(table.groups) + "\n");
+  }
+  out.append("Self time total: " + format_time(table.self_total_ns, unit) + "\n");
+  out.append("Dropped events: " + std::to_string(table.dropped));
+  if (!table.dropped_by_thread.empty()) {
+    out.append(" (");
+    for (std::size_t i = 0; i < table.dropped_by_thread.size(); ++i) {
+      if (i) out.append(", ");
+      out.append(thread_label(table.dropped_by_thread[i]) + ": " + std::to_string(table.dropped_by_thread[i].dropped));
+    }
+    out.append(")");
+  }
+  out.push_back('\n');
+  if (table.closed_at_stop > 0) {
+    out.append("Zones still open at stop, closed at the stop time: " + std::to_string(table.closed_at_stop) + "\n");
+  }
+  return out;
+}
+
+std::string format_csv(const KeyAverages& table) {
+  std::string out =
+      "name,stack,self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls\r\n";
+  for (const TableRow& r : table.rows) {
+    detail::append_csv_field(out, r.name);
+    out.push_back(',');
+    detail::append_csv_field(out, join_stack(r.stack, false));
+    out.push_back(',');
+    detail::append_double(out, r.self_percent);
+    out.push_back(',');
+    detail::append_uint(out, r.self_ns);
+    out.push_back(',');
+    detail::append_double(out, r.total_percent);
+    for (const std::uint64_t v : {r.total_ns, r.avg_ns, r.min_ns, r.max_ns, r.p50_ns, r.p99_ns, r.calls}) {
+      out.push_back(',');
+      detail::append_uint(out, v);
+    }
+    out.append("\r\n");
+  }
+  return out;
+}
+
+std::string format_json(const KeyAverages& table) {
+  using detail::append_uint;
+  std::string out = "{\"format\":\"ringtrace-key-averages\",\"version\":1,\"self_total_ns\":";
+  append_uint(out, table.self_total_ns);
+  out.append(",\"groups\":");
+  append_uint(out, table.groups);
+  out.append(",\"dropped\":");
+  append_uint(out, table.dropped);
+  out.append(",\"dropped_by_thread\":[");
+  for (std::size_t i = 0; i < table.dropped_by_thread.size(); ++i) {
+    const ThreadDrops& t = table.dropped_by_thread[i];
+    out.append(i ? ",{\"thread\":" : "{\"thread\":");
+    append_uint(out, t.thread);
+    out.append(",\"os_tid\":");
+    append_uint(out, t.os_tid);
+    out.append(",\"name\":");
+    detail::append_json_string(out, t.name);
+    out.append(",\"dropped\":");
+    append_uint(out, t.dropped);
+    out.push_back('}');
+  }
+  out.append("],\"closed_at_stop\":");
+  append_uint(out, table.closed_at_stop);
+  out.append(",\"rows\":[");
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    const TableRow& r = table.rows[i];
+    out.append(i ? ",{\"name\":" : "{\"name\":");
+    detail::append_json_string(out, r.name);
+    out.append(",\"stack\":[");
+    for (std::size_t f = 0; f < r.stack.size(); ++f) {
+      if (f) out.push_back(',');
+      detail::append_json_string(out, r.stack[f]);
+    }
+    out.append("],\"self_percent\":");
+    detail::append_double(out, r.self_percent);
+    out.append(",\"self_ns\":");
+    append_uint(out, r.self_ns);
+    out.append(",\"total_percent\":");
+    detail::append_double(out, r.total_percent);
+    const std::pair<const char*, std::uint64_t> fields[] = {
+        {"total_ns", r.total_ns}, {"avg_ns", r.avg_ns}, {"min_ns", r.min_ns}, {"max_ns", r.max_ns},
+        {"p50_ns", r.p50_ns},     {"p99_ns", r.p99_ns}, {"calls", r.calls}};
+    for (const auto& [key, value] : fields) {
+      out.append(",\"");
+      out.append(key);
+      out.append("\":");
+      append_uint(out, value);
+    }
+    out.push_back('}');
+  }
+  out.append("]}\n");
+  return out;
+}
+
+// Sort key comparison: true when a goes before b.
+bool row_before(const TableRow& a, const TableRow& b, TableOptions::SortBy by) {
+  using S = TableOptions::SortBy;
+  auto number = [&](const TableRow& r) -> std::uint64_t {
+    switch (by) {
+      case S::self_percent:
+      case S::self: return r.self_ns;
+      case S::total_percent:
+      case S::total: return r.total_ns;
+      case S::avg: return r.avg_ns;
+      case S::min: return r.min_ns;
+      case S::max: return r.max_ns;
+      case S::p50: return r.p50_ns;
+      case S::p99: return r.p99_ns;
+      case S::calls: return r.calls;
+      case S::name:
+      case S::first_seen: break;
+    }
+    return 0;
+  };
+  if (by != S::name) {
+    const std::uint64_t x = number(a), y = number(b);
+    if (x != y) return x > y;
+  }
+  if (a.name != b.name) return a.name < b.name;
+  return a.stack < b.stack;
+}
+
+}  // namespace
+
+std::string format_table(const KeyAverages& table, const TableOptions& options) {
+  switch (options.format) {
+    case TableOptions::Format::csv: return format_csv(table);
+    case TableOptions::Format::json: return format_json(table);
+    case TableOptions::Format::text: break;
+  }
+  return format_text(table, options);
+}
+
+struct TableExporter::Impl {
+  TableOptions options;
+  std::string path;
+  std::ostream* stream = nullptr;
+  std::unique_ptr<detail::OutputSink> sink;
+  KeyAverages result;
+
+  // Aggregation state of the current run.
+  detail::ZoneTracker tracker;
+  std::size_t stack_n = 0;
+  std::vector<std::uint32_t> site_name;   // by SiteId: index into names (kNoGroup: unresolved)
+  std::vector<std::uint32_t> site_group;  // by SiteId (stack_n == 0)
+  std::vector<std::string> names;
+  std::unordered_map<std::string, std::uint32_t> name_index;
+  std::vector<Group> groups;
+  std::vector<GroupKey> keys;  // by group
+  TransitionMap transitions;  // (parent group + 1) << 32 | site -> group
+  std::map<std::vector<std::uint32_t>, std::uint32_t> group_index;  // (name, frames...) -> group
+  std::vector<ThreadState> threads;
+  std::uint64_t self_total_ns = 0;
+  std::uint64_t next_seen = 0;
+
+  void reset() {
+    tracker = detail::ZoneTracker();
+    stack_n = std::min(options.group_by_stack_n, kMaxStackFrames);
+    site_name.clear();
+    site_group.clear();
+    names.clear();
+    name_index.clear();
+    groups.clear();
+    keys.clear();
+    transitions.clear();
+    group_index.clear();
+    threads.clear();
+    self_total_ns = 0;
+    next_seen = 0;
+  }
+
+  std::uint32_t group_for_key(std::vector<std::uint32_t> key) {
+    auto [it, inserted] = group_index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
+    if (inserted) {
+      GroupKey k;
+      k.name = key.front();
+      k.frames.assign(key.begin() + 1, key.end());
+      keys.push_back(std::move(k));
+      groups.emplace_back();
+    }
+    return it->second;
+  }
+
+  [[gnu::noinline]] void resolve_site(SiteId site, const TraceContext& context) {
+    if (site >= site_name.size()) {
+      site_name.resize(std::max<std::size_t>(site + 1, context.site_count()), kNoGroup);
+      site_group.resize(site_name.size(), kNoGroup);
+    }
+    const std::string_view name = context.site(site).name;
+    auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
+    if (inserted) names.emplace_back(name);
+    site_name[site] = it->second;
+    if (stack_n == 0) site_group[site] = group_for_key({it->second});
+  }
+
+  [[gnu::noinline]] std::uint32_t resolve_transition(std::uint32_t parent, SiteId site) {
+    std::vector<std::uint32_t> key{site_name[site]};
+    if (parent != kNoGroup) {
+      const GroupKey& p = keys[parent];
+      std::vector<std::uint32_t> frames = p.frames;
+      frames.push_back(p.name);
+      const std::size_t keep = std::min(stack_n, frames.size());
+      key.insert(key.end(), frames.end() - static_cast<std::ptrdiff_t>(keep), frames.end());
+    }
+    const std::uint32_t g = group_for_key(std::move(key));
+    transitions.insert((static_cast<std::uint64_t>(parent + 1u) << 32) | site, g);
+    return g;
+  }
+
+  void feed(std::span<const Event> events, const TraceContext& context) {
+    for (const Event& e : events) {
+      if (e.kind == EventKind::zone_begin) {
+        if (e.site >= site_name.size() || site_name[e.site] == kNoGroup) [[unlikely]] resolve_site(e.site, context);
+        if (e.thread >= threads.size()) [[unlikely]] threads.resize(e.thread + 1);
+        ThreadState& t = threads[e.thread];
+        std::uint32_t g;
+        if (stack_n == 0) {
+          g = site_group[e.site];
+        } else {
+          const std::uint32_t parent = t.stack.empty() ? kNoGroup : t.stack.back();
+          g = transitions.find((static_cast<std::uint64_t>(parent + 1u) << 32) | e.site);
+          if (g == kNoGroup) [[unlikely]] g = resolve_transition(parent, e.site);
+        }
+        t.stack.push_back(g);
+        if (g >= t.active.size()) [[unlikely]] t.active.resize(groups.size(), 0);
+        t.active[g] += 1;
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+      } else if (e.kind == EventKind::zone_end) {
+        tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
+      }
+    }
+  }
+
+  void on_close(const detail::ClosedZone& z) {
+    ThreadState& t = threads[z.thread];
+    const std::uint32_t g = t.stack.back();
+    t.stack.pop_back();
+    const bool outermost = --t.active[g] == 0;
+    self_total_ns += z.self_ns;
+    if (options.top_level_only && z.depth != 0) return;
+    Group& group = groups[g];
+    if (group.calls == 0) [[unlikely]] keys[g].first_seen = next_seen++;
+    group.calls += 1;
+    group.self_ns += z.self_ns;
+    group.inclusive_ns += z.total_ns;
+    if (outermost) group.total_ns += z.total_ns;
+    group.histogram.record(z.total_ns);
+  }
+
+  KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
+    KeyAverages out;
+    out.self_total_ns = self_total_ns;
+    std::vector<std::pair<std::uint64_t, TableRow>> rows;  // (first_seen, row)
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const Group& g = groups[i];
+      if (g.calls == 0) continue;
+      TableRow r;
+      r.name = names[keys[i].name];
+      for (const std::uint32_t f : keys[i].frames) r.stack.push_back(names[f]);
+      r.calls = g.calls;
+      r.self_ns = g.self_ns;
+      r.total_ns = g.total_ns;
+      r.avg_ns = g.inclusive_ns / g.calls + (g.inclusive_ns % g.calls * 2 >= g.calls ? 1 : 0);
+      r.min_ns = g.histogram.min();
+      r.max_ns = g.histogram.max();
+      r.p50_ns = g.histogram.percentile(50);
+      r.p99_ns = g.histogram.percentile(99);
+      r.self_percent = detail::report::percent(r.self_ns, self_total_ns);
+      r.total_percent = detail::report::percent(r.total_ns, self_total_ns);
+      rows.emplace_back(keys[i].first_seen, std::move(r));
+    }
+    if (options.sort_by == TableOptions::SortBy::first_seen) {
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    } else {
+      const TableOptions::SortBy by = options.sort_by;
+      std::sort(rows.begin(), rows.end(), [by](const auto& a, const auto& b) { return row_before(a.second, b.second, by); });
+    }
+    out.groups = rows.size();
+    const std::size_t keep = options.row_limit == 0 ? rows.size() : std::min(options.row_limit, rows.size());
+    out.rows.reserve(keep);
+    for (std::size_t i = 0; i < keep; ++i) out.rows.push_back(std::move(rows[i].second));
+    out.dropped = stats.dropped;
+    for (const ThreadStats& t : stats.threads) {
+      if (t.dropped == 0) continue;
+      ThreadDrops d{t.thread, t.os_tid, t.name, t.dropped};
+      if (t.thread < context.thread_count() && !context.thread(t.thread).name.empty()) {
+        d.name = context.thread(t.thread).name;
+      }
+      out.dropped_by_thread.push_back(std::move(d));
+    }
+    out.closed_at_stop = stats.closed_at_stop;
+    return out;
+  }
+};
+
+TableExporter::TableExporter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TableExporter::~TableExporter() = default;
+
+void TableExporter::on_start(const TraceContext&) {
+  impl_->reset();
+  if (!impl_->sink && !impl_->path.empty()) impl_->sink = detail::OutputSink::open_file(impl_->path);
+}
+
+void TableExporter::on_events(std::span<const Event> events, const TraceContext& context) {
+  impl_->feed(events, context);
+}
+
+void TableExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
+  impl_->result = impl_->finish(context, stats);
+  if (impl_->stream != nullptr && !impl_->sink) {
+    impl_->sink = detail::OutputSink::to_stream(*impl_->stream, "key-averages table stream");
+  }
+  if (impl_->sink) {
+    std::unique_ptr<detail::OutputSink> sink = std::move(impl_->sink);
+    sink->write(format_table(impl_->result, impl_->options));
+    sink->close();
+  }
+  impl_->reset();  // release the run's aggregation memory; the result stays
+}
+
+const KeyAverages& TableExporter::table() const { return impl_->result; }
+
+KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options) {
+  auto impl = std::make_unique<TableExporter::Impl>();
+  impl->options = options;
+  TableExporter exporter(std::move(impl));
+  replay(trace, exporter);
+  return exporter.table();
+}
+
+std::shared_ptr<TableExporter> table_exporter(const std::string& path, TableOptions options) {
+  auto impl = std::make_unique<TableExporter::Impl>();
+  impl->options = std::move(options);
+  impl->path = path;
+  impl->sink = detail::OutputSink::open_file(path);  // fail now, naming the path
+  return std::make_shared<TableExporter>(std::move(impl));
+}
+
+std::shared_ptr<TableExporter> table_exporter(std::ostream& stream, TableOptions options) {
+  auto impl = std::make_unique<TableExporter::Impl>();
+  impl->options = std::move(options);
+  impl->stream = &stream;
+  return std::make_shared<TableExporter>(std::move(impl));
+}
+
+}  // namespace ringtrace

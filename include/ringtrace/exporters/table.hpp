@@ -1,0 +1,104 @@
+// Key-averages table: zones grouped by name (optionally by name and the innermost N
+// frames of their stack), with self and total time, their shares, per-call average,
+// min, max, p50, p99 and call counts. PyTorch's key_averages().table(), with
+// recursion counted once. See docs/formats/table.md.
+#pragma once
+
+#include <cstddef>  // limits
+#include <cstdint>  // counts and nanoseconds
+#include <iosfwd>   // the stream overloads
+#include <memory>   // the exporter is shared with the session
+#include <string>   // names, paths
+#include <vector>   // rows
+
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
+#include "ringtrace/exporter.hpp"         // Exporter
+#include "ringtrace/recorded_trace.hpp"   // RecordedTrace
+
+namespace ringtrace {
+
+struct TableOptions {
+  enum class Format : std::uint8_t { text, csv, json };
+  // Rows are sorted by this column: numbers largest first, names A to Z; ties by name,
+  // then stack. first_seen keeps the order in which groups first closed.
+  enum class SortBy : std::uint8_t {
+    first_seen, name, self_percent, self, total_percent, total, avg, min, max, p50, p99, calls
+  };
+  // The unit of every time in the text form; automatic picks s, ms, us or ns per value.
+  // (CSV and JSON always hold integer nanoseconds.)
+  enum class TimeUnit : std::uint8_t { automatic, s, ms, us, ns };
+
+  Format format = Format::text;
+  SortBy sort_by = SortBy::self;
+  std::size_t row_limit = 100;  // rows kept (text, CSV, JSON and rows()); 0: all
+  // Only zones with no enclosing zone on their thread make rows. The percentages stay
+  // shares of the whole session's self time.
+  bool top_level_only = false;
+  TimeUnit time_unit = TimeUnit::automatic;
+  // Text form: the Name column is at most this wide (in code points); longer names are
+  // cut and end in "...". CSV and JSON hold full names.
+  std::size_t name_width = 55;
+  // Group by name and the innermost N enclosing zones (0: by name only; at most 8).
+  std::size_t group_by_stack_n = 0;
+};
+
+struct TableRow {
+  std::string name;
+  std::vector<std::string> stack;  // group_by_stack_n > 0: enclosing zones, outermost first
+  std::uint64_t calls = 0;         // every call, recursive ones included
+  std::uint64_t self_ns = 0;       // sum of self times (children excluded)
+  std::uint64_t total_ns = 0;      // sum of inclusive times of outermost activations only
+  std::uint64_t avg_ns = 0;        // mean inclusive time of one call (rounded)
+  std::uint64_t min_ns = 0;        // shortest call (inclusive)
+  std::uint64_t max_ns = 0;        // longest call (inclusive)
+  std::uint64_t p50_ns = 0;        // from a log-linear histogram: within 0.79% of the
+  std::uint64_t p99_ns = 0;        // nearest-rank percentile
+  double self_percent = 0;         // self_ns / self_total_ns * 100
+  double total_percent = 0;        // total_ns / self_total_ns * 100
+};
+
+struct ThreadDrops {
+  ThreadId thread = 0;
+  std::uint64_t os_tid = 0;
+  std::string name;
+  std::uint64_t dropped = 0;
+};
+
+struct KeyAverages {
+  std::vector<TableRow> rows;      // sorted, at most row_limit
+  std::size_t groups = 0;          // rows before the limit
+  std::uint64_t self_total_ns = 0;  // sum of self times of every zone (the percentages' base)
+  std::uint64_t dropped = 0;        // events the session lost
+  std::vector<ThreadDrops> dropped_by_thread;  // threads that lost events
+  std::uint64_t closed_at_stop = 0;  // zones still open at stop(), closed at the stop time
+};
+
+// The table of a recorded stream (what the exporter computes live).
+RINGTRACE_API KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options = {});
+
+// Formats a table as options.format does.
+RINGTRACE_API std::string format_table(const KeyAverages& table, const TableOptions& options = {});
+
+class RINGTRACE_API TableExporter final : public Exporter {
+ public:
+  struct Impl;
+  explicit TableExporter(std::unique_ptr<Impl> impl);
+  ~TableExporter() override;
+  void on_start(const TraceContext& context) override;
+  void on_events(std::span<const Event> events, const TraceContext& context) override;
+  void on_finish(const TraceContext& context, const SessionStats& stats) override;
+  // The last completed run's table (valid once Session::stop() has returned).
+  const KeyAverages& table() const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Aggregates while the session runs and writes the table at stop(). The file is
+// created here: a path that cannot be opened throws std::runtime_error naming the path
+// and the reason. Each later run of the session rewrites the file.
+RINGTRACE_API std::shared_ptr<TableExporter> table_exporter(const std::string& path, TableOptions options = {});
+// Writes to a stream that the caller keeps alive for the exporter's lifetime.
+RINGTRACE_API std::shared_ptr<TableExporter> table_exporter(std::ostream& stream, TableOptions options = {});
+
+}  // namespace ringtrace
