@@ -8,11 +8,17 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ringtrace/ringtrace.hpp"
+#include "ringtrace/exporters/chrome_trace.hpp"   // trace.json for Perfetto/DevTools (issue 3)
+#include "ringtrace/exporters/folded_stacks.hpp"  // trace.folded for flame graphs (issue 3)
+#include "ringtrace/exporters/ops_summary.hpp"  // captured-ops summary (issue 5)
+#include "ringtrace/exporters/table.hpp"        // key-averages table (issue 5)
+#include "ringtrace/exporters/pstats.hpp"       // trace.prof for pstats/snakeviz (issue 4)
 
 namespace {
 
@@ -80,6 +86,29 @@ int main(int argc, char** argv) {
   config.process_name = "ringtrace-demo";
   ringtrace::Session session(config);
   // [demo exporters] each exporter issue adds its files here.
+  // Chrome trace and folded stacks (issue 3): trace.json (Perfetto UI, chrome://tracing,
+  // DevTools, speedscope) and trace.folded (flamegraph.pl, inferno, speedscope).
+  session.add_exporter(ringtrace::chrome_trace_exporter((out_dir / "trace.json").string()));
+  session.add_exporter(ringtrace::folded_stacks_exporter((out_dir / "trace.folded").string()));
+  // Python profile (issue 4): trace.prof for python3 -m pstats, snakeviz, gprof2dot.
+  const std::string pstats_path = (out_dir / "trace.prof").string();
+  const auto pstats = ringtrace::pstats_exporter(pstats_path);
+  session.add_exporter(pstats);
+  // Captured-ops summary and key-averages table: text kept for printing after the stats,
+  // CSV files in out_dir. A step wraps ops without being one: transparent.
+  std::ostringstream ops_summary_text;
+  std::ostringstream table_text;
+  ringtrace::OpsSummaryOptions summary_options;
+  summary_options.transparent_names = {"step"};
+  session.add_exporter(ringtrace::ops_summary_exporter(ops_summary_text, summary_options));
+  summary_options.format = ringtrace::OpsSummaryOptions::Format::csv;
+  session.add_exporter(ringtrace::ops_summary_exporter((out_dir / "summary.csv").string(), summary_options));
+  ringtrace::TableOptions table_options;
+  table_options.row_limit = 15;
+  session.add_exporter(ringtrace::table_exporter(table_text, table_options));
+  table_options.format = ringtrace::TableOptions::Format::csv;
+  table_options.row_limit = 0;  // every group in the file
+  session.add_exporter(ringtrace::table_exporter((out_dir / "table.csv").string(), table_options));
 
   ringtrace::set_thread_name("main");
   session.start();
@@ -118,6 +147,22 @@ int main(int argc, char** argv) {
   }
   for (const auto& e : stats.exporter_errors) std::printf("exporter error: %s\n", e.c_str());
   // [demo summaries] summaries printed after the stats.
+  {
+    // Python profile (issue 4): the raw aggregate table, the top of the pstats report,
+    // how to open the file, and the optional call-graph SVG.
+    const ringtrace::PstatsTable profile = pstats->table();
+    ringtrace::PstatsReportOptions report;
+    report.limit = 12;
+    std::printf("\n%s\n%s", ringtrace::format_pstats_raw_table(profile).c_str(),
+                ringtrace::format_pstats_report(profile, report).c_str());
+    std::printf("Python profile: %s\n  open with: python3 -m pstats %s   (then: sort cumulative, stats 20, callers)\n"
+                "  or: snakeviz %s   |   pyprof2calltree -k -i %s\n",
+                pstats_path.c_str(), pstats_path.c_str(), pstats_path.c_str(), pstats_path.c_str());
+    const ringtrace::PstatsSvgResult svg =
+        ringtrace::write_pstats_svg(pstats_path, (out_dir / "trace-callgraph.svg").string());
+    std::printf("  %s\n", svg.message.c_str());
+  }
+  std::printf("\n%s\n%s", ops_summary_text.str().c_str(), table_text.str().c_str());
   std::printf("output folder: %s\n", std::filesystem::absolute(out_dir).c_str());
   return stats.exporter_errors.empty() ? 0 : 1;
 }
