@@ -77,6 +77,10 @@ void Drainer::drain_once(bool final) {
 void Drainer::accept_registrations() {
   ThreadBuffer* buffer = nullptr;
   while (registry_.take_registration(buffer)) {
+    if (buffer->epoch != epoch_) {  // cannot happen: stop() drains the queue; never read a stranger's ring
+      registry_.release(buffer);
+      continue;
+    }
     auto cursor = std::make_unique<Cursor>();
     cursor->buffer = buffer;
     cursor->thread = static_cast<ThreadId>(threads_.size());
