@@ -77,16 +77,12 @@ std::int64_t TickConverter::refit(ClockSample now, std::uint64_t period_ticks) n
 }
 
 std::uint64_t TickConverter::convert(const Segment& s, std::uint64_t ticks) noexcept {
-  if (ticks >= s.base_ticks) {
-    const unsigned __int128 delta = static_cast<unsigned __int128>(ticks - s.base_ticks) * s.mult;
-    return s.base_ns + static_cast<std::uint64_t>(delta >> 32);
-  }
-  const unsigned __int128 delta = static_cast<unsigned __int128>(s.base_ticks - ticks) * s.mult;
-  const std::uint64_t back = static_cast<std::uint64_t>(delta >> 32);
+  if (ticks >= s.base_ticks) return s.base_ns + scale(ticks - s.base_ticks, s.mult);
+  const std::uint64_t back = scale(s.base_ticks - ticks, s.mult);
   return back > s.base_ns ? 0 : s.base_ns - back;
 }
 
-std::uint64_t TickConverter::to_ns(std::uint64_t ticks) const noexcept {
+std::uint64_t TickConverter::to_ns_older(std::uint64_t ticks) const noexcept {
   // Newest segment whose base is not after `ticks`; events are mostly recent.
   unsigned index = newest_;
   for (unsigned i = 0; i + 1 < count_; ++i) {

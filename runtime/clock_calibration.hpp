@@ -33,7 +33,12 @@ class TickConverter {
   // Returns the offset found (ns, converted minus CLOCK_MONOTONIC) at `now`.
   std::int64_t refit(ClockSample now, std::uint64_t period_ticks) noexcept;
 
-  std::uint64_t to_ns(std::uint64_t ticks) const noexcept;
+  // Inline for the drainer's per-event loop: events are almost always in the newest segment.
+  std::uint64_t to_ns(std::uint64_t ticks) const noexcept {
+    const Segment& newest = segments_[newest_];
+    if (ticks >= newest.base_ticks) [[likely]] return newest.base_ns + scale(ticks - newest.base_ticks, newest.mult);
+    return to_ns_older(ticks);
+  }
   double ticks_per_second() const noexcept { return ticks_per_second_; }
   bool identity() const noexcept { return identity_; }
 
@@ -44,7 +49,11 @@ class TickConverter {
     std::uint64_t mult;  // ns per tick, 32.32 fixed point
   };
   static constexpr unsigned kSegments = 16;
+  static std::uint64_t scale(std::uint64_t delta, std::uint64_t mult) noexcept {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(delta) * mult) >> 32);
+  }
   static std::uint64_t convert(const Segment& s, std::uint64_t ticks) noexcept;
+  std::uint64_t to_ns_older(std::uint64_t ticks) const noexcept;
   void push(Segment s) noexcept;
 
   Segment segments_[kSegments]{};

@@ -77,6 +77,10 @@ void Drainer::drain_once(bool final) {
 void Drainer::accept_registrations() {
   ThreadBuffer* buffer = nullptr;
   while (registry_.take_registration(buffer)) {
+    if (buffer->epoch != epoch_) {  // cannot happen: stop() drains the queue; never read a stranger's ring
+      registry_.release(buffer);
+      continue;
+    }
     auto cursor = std::make_unique<Cursor>();
     cursor->buffer = buffer;
     cursor->thread = static_cast<ThreadId>(threads_.size());
@@ -141,8 +145,8 @@ void Drainer::emit_run(Cursor& c, std::uint64_t limit) {
       const Open open = c.open.back();
       c.open.pop_back();
       Event& e = next_event();
-      e = Event{converter_.to_ns(ticks), open.site, c.thread, EventKind::zone_end,
-                static_cast<std::uint8_t>(flags | open.flags), 0, static_cast<std::uint32_t>(c.open.size()), {}};
+      e = Event{converter_.to_ns(ticks), open.site(), c.thread, EventKind::zone_end,
+                static_cast<std::uint8_t>(flags | open.flags()), 0, static_cast<std::uint32_t>(c.open.size()), {}};
       e.value.u = open.value;
       ++row.recorded;
       c.read_pos += 1;
@@ -156,7 +160,7 @@ void Drainer::emit_run(Cursor& c, std::uint64_t limit) {
       case record_zone_begin:
         e.site = sites_.id_of(site);
         e.kind = EventKind::zone_begin;
-        c.open.push_back(Open{e.site, 0, 0});
+        c.open.push_back(make_open(e.site, 0, 0));
         ++row.recorded;
         c.read_pos += 1;
         break;
@@ -165,7 +169,7 @@ void Drainer::emit_run(Cursor& c, std::uint64_t limit) {
         e.kind = EventKind::zone_begin;
         e.flags |= EventFlags::region;
         e.value.u = payload();
-        c.open.push_back(Open{e.site, EventFlags::region, e.value.u});
+        c.open.push_back(make_open(e.site, EventFlags::region, e.value.u));
         ++row.recorded;
         c.read_pos += 2;
         break;
@@ -237,7 +241,7 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
     const Open open = c.open.back();
     c.open.pop_back();
     Event& e = next_event();
-    e = Event{ns, open.site, c.thread, EventKind::zone_end, static_cast<std::uint8_t>(open.flags | flags), 0,
+    e = Event{ns, open.site(), c.thread, EventKind::zone_end, static_cast<std::uint8_t>(open.flags() | flags), 0,
               static_cast<std::uint32_t>(c.open.size()), {}};
     e.value.u = open.value;
     ++closed_at_stop_;

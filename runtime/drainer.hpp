@@ -44,11 +44,17 @@ class Drainer final : public TraceContext {
   const std::string& process_name() const override { return process_name_; }
 
  private:
+  // Two full words, written and read whole: a stack entry popped right after it was
+  // pushed then comes from store forwarding instead of stalling on partial stores.
   struct Open {
-    SiteId site;
-    std::uint8_t flags;
+    std::uint64_t site_and_flags;  // site | flags << 32
     std::uint64_t value;
+    SiteId site() const { return static_cast<SiteId>(site_and_flags); }
+    std::uint8_t flags() const { return static_cast<std::uint8_t>(site_and_flags >> 32); }
   };
+  static Open make_open(SiteId site, std::uint8_t flags, std::uint64_t value) {
+    return Open{site | (static_cast<std::uint64_t>(flags) << 32), value};
+  }
   struct Cursor {
     ThreadBuffer* buffer = nullptr;
     ThreadId thread = 0;

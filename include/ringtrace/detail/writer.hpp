@@ -122,6 +122,7 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
 }
 
 RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoch) noexcept {
+  if (epoch == kNotRecorded) return;  // no session: one compare of a register
   ThreadWriter& t = t_writer;
   // Same epoch as the begin: the slot reserved at begin is still ours. After stop()
   // the end goes into the thread's unregistered ring and is never delivered.
@@ -131,7 +132,7 @@ RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoc
     t.slots[pos & t.mask] = Record{ticks, record_word(site, record_zone_end)};
     t.avail_end += 1;
     publish(t, pos + 1);
-  } else if (epoch == kDroppedZone) [[unlikely]] {
+  } else if (epoch == kDroppedZone) {
     count_dropped_end();
   }
 }

@@ -1,0 +1,170 @@
+// The hot path's cost ladder and the drainer's merge rate, measured in one run and
+// printed as ratios to the raw clock read and to the floor of a zone.
+//
+//   raw clock read        one TSC read
+//   zone floor            two TSC reads and two 16-byte stores into a thread-local ring
+//   zone, no session      RINGTRACE_ZONE compiled in, no session running
+//   zone, enabled         RINGTRACE_ZONE with a session and a null exporter (1 and 2 threads)
+//   drain                 stop() draining N threads' full rings into a null exporter
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringtrace/exporter.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace {
+
+class NullExporter final : public ringtrace::Exporter {
+ public:
+  void on_events(std::span<const ringtrace::Event> events, const ringtrace::TraceContext&) override {
+    count += events.size();
+    benchmark::DoNotOptimize(events.data());
+  }
+  std::uint64_t count = 0;
+};
+
+void BM_RawClockRead(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(ringtrace::detail::read_ticks(true));
+}
+
+// What a zone cannot go below: read the clock, store 16 bytes, twice.
+struct FloorRing {
+  ringtrace::detail::Record slots[4096];
+  std::uint64_t pos = 0;
+};
+thread_local FloorRing t_floor;
+
+void BM_ZoneFloor(benchmark::State& state) {
+  static constexpr ringtrace::SiteInfo site{"floor", "", "", 0, ringtrace::SiteKind::zone};
+  FloorRing& ring = t_floor;
+  for (auto _ : state) {
+    ring.slots[ring.pos++ & 4095] = {ringtrace::detail::read_ticks(true), reinterpret_cast<std::uintptr_t>(&site)};
+    benchmark::ClobberMemory();
+    ring.slots[ring.pos++ & 4095] = {ringtrace::detail::read_ticks(true), reinterpret_cast<std::uintptr_t>(&site) | 1};
+    benchmark::ClobberMemory();
+  }
+}
+
+void BM_Zone(benchmark::State& state) {
+  for (auto _ : state) {
+    RINGTRACE_ZONE("bench");
+    benchmark::ClobberMemory();
+  }
+}
+
+// Disabled and enabled runs use the same function; main() runs it twice.
+void BM_ZoneNoSession(benchmark::State& state) { BM_Zone(state); }
+void BM_ZoneEnabled(benchmark::State& state) { BM_Zone(state); }
+
+BENCHMARK(BM_RawClockRead);
+BENCHMARK(BM_ZoneFloor);
+BENCHMARK(BM_ZoneNoSession);
+// Bursts that fit the ring (1M records) and repetitions between which the drainer
+// empties it: every iteration takes the fast path, none is dropped.
+BENCHMARK(BM_ZoneEnabled)->Threads(1)->Threads(2)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+
+// The drainer: threads fill their rings (timing paused), then stop() merges and
+// delivers everything on the drainer thread; items/s is events merged per second.
+void BM_DrainMerge(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const int zones = 1'000'000;
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    ringtrace::Config config;
+    config.buffer_records = std::size_t{1} << 22;
+    config.high_water = 1.0;
+    config.drain_interval = std::chrono::hours(1);
+    config.batch_events = 1 << 14;
+    ringtrace::Session session(config);
+    auto sink = std::make_shared<NullExporter>();
+    session.add_exporter(sink);
+    session.start();
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([zones] {
+        for (int i = 0; i < zones; ++i) {
+          RINGTRACE_ZONE("merge");
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    const auto begin = std::chrono::steady_clock::now();
+    session.stop();
+    const auto end = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
+    events += sink->count;
+    if (session.stats().dropped != 0) state.SkipWithError("events were dropped; the merge figure would be wrong");
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(events));
+}
+BENCHMARK(BM_DrainMerge)->Arg(1)->Arg(2)->Arg(4)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// Keeps every run's per-iteration CPU time (ns) for the ratio table.
+class CollectingReporter final : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
+      ns[run.benchmark_name()] = run.GetAdjustedCPUTime() * benchmark::GetTimeUnitMultiplier(benchmark::kNanosecond) /
+                                 benchmark::GetTimeUnitMultiplier(run.time_unit);
+      const auto items = run.counters.find("items_per_second");
+      if (items != run.counters.end()) rate[run.benchmark_name()] = items->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  std::map<std::string, double> ns;
+  std::map<std::string, double> rate;
+};
+
+double find(const std::map<std::string, double>& m, const std::string& prefix) {
+  for (const auto& [name, value] : m) {
+    if (name.rfind(prefix, 0) == 0) return value;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  CollectingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter, "BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession");
+  {
+    ringtrace::Config config;
+    config.buffer_records = std::size_t{1} << 20;
+    ringtrace::Session session(config);
+    session.add_exporter(std::make_shared<NullExporter>());
+    session.start();
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled");
+    session.stop();
+    const auto stats = session.stats();
+    std::printf("enabled-zone runs: %llu events recorded, %llu dropped (must be 0: a drop takes the cold path)\n",
+                static_cast<unsigned long long>(stats.recorded), static_cast<unsigned long long>(stats.dropped));
+  }
+  benchmark::RunSpecifiedBenchmarks(&reporter, "BM_DrainMerge");
+  benchmark::Shutdown();
+
+  const double clock = find(reporter.ns, "BM_RawClockRead");
+  const double floor = find(reporter.ns, "BM_ZoneFloor");
+  const double disabled = find(reporter.ns, "BM_ZoneNoSession");
+  const double one = find(reporter.ns, "BM_ZoneEnabled/threads:1");
+  const double two = find(reporter.ns, "BM_ZoneEnabled/threads:2");
+  std::printf("\ncost ladder (per zone, CPU time)          ns   x clock   x floor   target\n");
+  std::printf("  raw clock read                    %8.2f   %7.2f\n", clock, 1.0);
+  std::printf("  zone floor (2 reads + 2 stores)   %8.2f   %7.2f   %7.2f\n", floor, floor / clock, 1.0);
+  std::printf("  zone, no session                  %8.2f   %7.2f   %7.2f   <= 1 ns\n", disabled, disabled / clock, disabled / floor);
+  std::printf("  zone, enabled, 1 thread           %8.2f   %7.2f   %7.2f   <= 1.15 x floor\n", one, one / clock, one / floor);
+  std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
+              two / floor, two / one);
+  for (const char* arg : {"1", "2", "4"}) {
+    const double rate = find(reporter.rate, std::string("BM_DrainMerge/") + arg + "/");
+    std::printf("  drain merge, %s thread(s)          %8.1f M events/s   target >= 100\n", arg, rate / 1e6);
+  }
+  return 0;
+}
