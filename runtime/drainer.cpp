@@ -112,7 +112,7 @@ Event& Drainer::next_event() {
   return batch_[batch_size_++];
 }
 
-void Drainer::emit_run(Cursor& c, std::uint64_t limit) {
+std::uint64_t Drainer::emit_run(Cursor& c, std::uint64_t limit) {
   const Record* const slots = c.buffer->slots;
   const std::uint64_t mask = c.buffer->capacity - 1;
   ThreadRow& row = threads_[c.thread];
@@ -122,7 +122,7 @@ void Drainer::emit_run(Cursor& c, std::uint64_t limit) {
     // could see a TSC a few cycles behind); across threads, late arrivals are raised
     // to the last time emitted, so the stream stays ordered and zones stay nested.
     std::uint64_t ticks = rec.ticks < c.last_ticks ? c.last_ticks : rec.ticks;
-    if (ticks > limit) break;
+    if (ticks > limit) return ticks;
     c.last_ticks = ticks;
     std::uint8_t flags = 0;
     if (ticks < last_emitted_ticks_) [[unlikely]] {
@@ -200,21 +200,24 @@ void Drainer::emit_run(Cursor& c, std::uint64_t limit) {
         break;
     }
   }
+  return kExhausted;
 }
 
 void Drainer::merge(std::uint64_t watermark) {
   active_.clear();
   for (auto& c : cursors_) {
-    if (c->read_pos < c->end && head_ticks(*c) <= watermark) active_.push_back(c.get());
+    if (c->read_pos >= c->end) continue;
+    const std::uint64_t head = head_ticks(*c);
+    if (head <= watermark) active_.push_back(Active{c.get(), head});
   }
   while (!active_.empty()) {
     // The thread with the oldest head emits a run up to the second-oldest head: with
     // threads that interleave at microsecond scale, runs are long and this is cheap.
     std::size_t min_index = 0;
-    std::uint64_t min_ticks = head_ticks(*active_[0]);
-    std::uint64_t second = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t min_ticks = active_[0].head;
+    std::uint64_t second = kExhausted;
     for (std::size_t i = 1; i < active_.size(); ++i) {
-      const std::uint64_t h = head_ticks(*active_[i]);
+      const std::uint64_t h = active_[i].head;
       if (h < min_ticks) {
         second = min_ticks;
         min_ticks = h;
@@ -223,10 +226,10 @@ void Drainer::merge(std::uint64_t watermark) {
         second = h;
       }
     }
-    Cursor& c = *active_[min_index];
-    emit_run(c, std::min(second, watermark));
-    if (c.read_pos >= c.end || head_ticks(c) > watermark) {
-      active_[min_index] = active_.back();
+    Active& a = active_[min_index];
+    a.head = emit_run(*a.cursor, std::min(second, watermark));
+    if (a.head == kExhausted || a.head > watermark) {  // emptied, or the rest is too young
+      a = active_.back();
       active_.pop_back();
     }
   }

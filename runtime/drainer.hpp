@@ -76,8 +76,10 @@ class Drainer final : public TraceContext {
   void pass(bool final);
   void accept_registrations();
   void merge(std::uint64_t watermark);
-  void emit_run(Cursor& c, std::uint64_t limit);
+  // Emits c's records up to `limit`; returns the next head's ticks, or kExhausted.
+  std::uint64_t emit_run(Cursor& c, std::uint64_t limit);
   std::uint64_t head_ticks(const Cursor& c) const;
+  static constexpr std::uint64_t kExhausted = ~std::uint64_t{0};
   Event& next_event();
   void flush();
   void publish_read_positions();
@@ -102,7 +104,11 @@ class Drainer final : public TraceContext {
   Registry& registry_;
   SiteTable sites_;
   std::vector<std::unique_ptr<Cursor>> cursors_;
-  std::vector<Cursor*> active_;  // scratch for merge
+  struct Active {
+    Cursor* cursor;
+    std::uint64_t head;  // ticks of its next record (kept here: no ring load per scan)
+  };
+  std::vector<Active> active_;  // scratch for merge
   std::vector<ThreadRow> threads_;
 
   Event* batch_ = nullptr;

@@ -68,7 +68,8 @@ RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_epoch{0};
 
 RINGTRACE_TLS_MODEL inline constinit thread_local ThreadWriter t_writer{};
 
-inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: no session, after stop
+inline constexpr std::uint32_t kNoSession = 0;               // zone: no session was running
+inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: not recorded (after stop, untraced)
 inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
 
 enum class Reserve : std::uint8_t { ok, dropped, inactive };
@@ -96,11 +97,13 @@ RINGTRACE_ALWAYS_INLINE void publish(ThreadWriter& t, std::uint64_t pos) noexcep
   t.published->store(pos, std::memory_order_release);  // commit: the drainer may read
 }
 
-// Zone begin; returns the epoch to hand to zone_close, or kNotRecorded / kDroppedZone.
+// Zone begin; returns the epoch to hand to zone_close, or kNoSession / kNotRecorded /
+// kDroppedZone. kNoSession differs from the cold path's kNotRecorded so that the
+// compiler does not merge the no-session exit into the cold block (a jump out and back).
 template <bool Region>
 RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint64_t region_id) noexcept {
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
-  if (epoch == 0) return kNotRecorded;
+  if (epoch == 0) return kNoSession;
   Reserve why = Reserve::ok;
   ThreadWriter* t = writer_for<Region ? 3 : 2>(epoch, why);  // + one slot for the end
   if (t == nullptr) [[unlikely]] return why == Reserve::dropped ? kDroppedZone : kNotRecorded;
@@ -122,7 +125,7 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
 }
 
 RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoch) noexcept {
-  if (epoch == kNotRecorded) return;  // no session: one compare of a register
+  if (epoch == kNoSession) return;  // no session: one compare of a constant the compiler knows
   ThreadWriter& t = t_writer;
   // Same epoch as the begin: the slot reserved at begin is still ours. After stop()
   // the end goes into the thread's unregistered ring and is never delivered.
