@@ -67,7 +67,6 @@ class ChromeTraceExporter final : public Exporter {
     site_names_.clear();
     site_locations_.clear();
     thread_ids_.clear();
-    last_ns_ = 0;
     skipped_counters_ = 0;
     pid_ = options_.pid != 0 ? options_.pid : static_cast<std::uint32_t>(::getpid());
     const std::size_t capacity = options_.buffer_bytes < 4096 ? 4096 : options_.buffer_bytes;
@@ -89,7 +88,6 @@ class ChromeTraceExporter final : public Exporter {
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
     for (const Event& e : events) {
-      last_ns_ = e.time_ns;
       switch (e.kind) {
         case EventKind::zone_begin:
           tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
@@ -365,24 +363,12 @@ class ChromeTraceExporter final : public Exporter {
     done(p);
   }
 
-  // The session closes zones still open at stop() itself (closed_at_stop ends); this
-  // only matters for a stream that ended without them: such zones end at the stop time
-  // (or the last event's) and are marked the same way, never dropped.
+  // A live session closes zones still open at stop() itself; a recorded stream that
+  // ended without their ends gets them here, marked the same way, never dropped.
   void close_open_zones(const TraceContext& context) {
-    std::uint64_t stop_ns = context.clock().stop_ns;
-    if (stop_ns < last_ns_) stop_ns = last_ns_;
-    for (ThreadId t = 0; t < tracker_.thread_count(); ++t) {
-      while (!tracker_.open(t).empty()) {
-        const detail::OpenZone& open = tracker_.open(t).back();
-        Event end{stop_ns, open.site, t, EventKind::zone_end,
-                  static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_stop), 0,
-                  static_cast<std::uint32_t>(tracker_.open(t).size() - 1), {}};
-        end.value.i = open.value;
-        tracker_.feed(end, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
-          write_zone(zone, context);
-        });
-      }
-    }
+    tracker_.close_open(context.clock().stop_ns, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
+      write_zone(zone, context);
+    });
   }
 
   std::string path_;
@@ -400,7 +386,6 @@ class ChromeTraceExporter final : public Exporter {
   std::size_t capacity_ = 0;
   std::string scratch_;           // cold paths: header, metadata, doubles
   std::uint32_t pid_ = 0;
-  std::uint64_t last_ns_ = 0;
   std::uint64_t skipped_counters_ = 0;
 };
 

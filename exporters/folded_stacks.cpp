@@ -168,7 +168,6 @@ class FoldedStacksExporter final : public Exporter {
     children_.clear();
     nodes_.clear();
     nodes_.push_back(Node{0, 0, 0, 0, 0});  // the root above every stack
-    last_ns_ = 0;
   }
 
   std::uint32_t child(std::uint32_t parent, std::uint32_t frame) {
@@ -195,7 +194,6 @@ class FoldedStacksExporter final : public Exporter {
   }
 
   void begin(const Event& e) {
-    last_ns_ = e.time_ns;
     std::vector<std::uint32_t>& stack = cursor(e.thread);
     const std::uint32_t parent = stack.empty() ? thread_roots_[e.thread] : stack.back();
     stack.push_back(child(parent, e.site));
@@ -203,31 +201,23 @@ class FoldedStacksExporter final : public Exporter {
   }
 
   void end(const Event& e) {
-    last_ns_ = e.time_ns;
-    std::vector<std::uint32_t>& stack = cursor(e.thread);
-    tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
-      Node& node = nodes_[stack.back()];
-      stack.pop_back();
-      node.self_ns += zone.self_ns;
-      node.total_ns += zone.total_ns;
-      node.calls += 1;
-    });
+    tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) { closed(zone); });
+  }
+
+  void closed(const detail::ClosedZone& zone) {
+    std::vector<std::uint32_t>& stack = cursor(zone.thread);
+    Node& node = nodes_[stack.back()];
+    stack.pop_back();
+    node.self_ns += zone.self_ns;
+    node.total_ns += zone.total_ns;
+    node.calls += 1;
   }
 
   // Zones a stream left open (a live session closes them itself at stop()) end at the
   // stop time, as in the other exporters.
   void close_open_zones(const TraceContext& context) {
-    std::uint64_t stop_ns = context.clock().stop_ns;
-    if (stop_ns < last_ns_) stop_ns = last_ns_;
-    for (ThreadId t = 0; t < tracker_.thread_count(); ++t) {
-      while (!tracker_.open(t).empty()) {
-        const detail::OpenZone& open = tracker_.open(t).back();
-        Event e{stop_ns, open.site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0,
-                static_cast<std::uint32_t>(tracker_.open(t).size() - 1), {}};
-        e.value.i = open.value;
-        end(e);
-      }
-    }
+    tracker_.close_open(context.clock().stop_ns,
+                        [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) { closed(zone); });
   }
 
   std::uint64_t value_of(const Node& node) const {
@@ -311,7 +301,6 @@ class FoldedStacksExporter final : public Exporter {
   std::vector<std::uint32_t> thread_roots_;          // per thread: its root node (0 without thread_root)
   ChildTable children_;
   std::vector<Node> nodes_;
-  std::uint64_t last_ns_ = 0;
 };
 
 }  // namespace

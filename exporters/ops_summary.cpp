@@ -393,6 +393,8 @@ struct OpsSummaryExporter::Impl {
   }
 
   OpsSummary finish(const TraceContext& context, const SessionStats& stats) {
+    tracker.close_open(context.clock().stop_ns,
+                       [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) { on_close(z, outer); });
     OpsSummary s;
     for (ThreadId id = 0; id < threads.size(); ++id) {
       const ThreadState& t = threads[id];

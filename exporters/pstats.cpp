@@ -285,6 +285,13 @@ void PstatsAggregator::add(std::span<const Event> events, const TraceContext& co
   }
 }
 
+void PstatsAggregator::finish(std::uint64_t stop_ns) {
+  State& s = *state_;
+  s.tracker.close_open(stop_ns, [&s](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+    s.end(zone, outer);
+  });
+}
+
 PstatsTable PstatsAggregator::table() const {
   const State& s = *state_;
   PstatsTable table;
@@ -310,6 +317,9 @@ PstatsTable pstats_table(const RecordedTrace& trace) {
    public:
     void on_events(std::span<const Event> events, const TraceContext& context) override {
       aggregator.add(events, context);
+    }
+    void on_finish(const TraceContext& context, const SessionStats&) override {
+      aggregator.finish(context.clock().stop_ns);
     }
     PstatsAggregator aggregator;
   } collect;
@@ -406,7 +416,8 @@ void PstatsExporter::on_events(std::span<const Event> events, const TraceContext
   aggregator_.add(events, context);
 }
 
-void PstatsExporter::on_finish(const TraceContext&, const SessionStats&) {
+void PstatsExporter::on_finish(const TraceContext& context, const SessionStats&) {
+  aggregator_.finish(context.clock().stop_ns);
   PstatsTable table = aggregator_.table();
   if (!sink_->output) sink_->output = detail::OutputSink::open_file(path_);
   const std::unique_ptr<detail::OutputSink> output = std::move(sink_->output);

@@ -405,6 +405,8 @@ struct TableExporter::Impl {
   }
 
   KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
+    tracker.close_open(context.clock().stop_ns,
+                       [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
     KeyAverages out;
     out.self_total_ns = self_total_ns;
     std::vector<std::pair<std::uint64_t, TableRow>> rows;  // (first_seen, row)

@@ -8,6 +8,7 @@
 // nesting per thread, never the number of events.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -42,6 +43,7 @@ class ZoneTracker {
   // Ends with no open zone on their thread are ignored (the drainer never sends them).
   template <typename OnClose>
   void feed(const Event& e, OnClose&& on_close) {
+    last_ns_ = e.time_ns;
     if (e.kind == EventKind::zone_begin) {
       stack_for(e.thread).push_back(OpenZone{e.site, e.flags, e.value.i, e.time_ns, 0});
     } else if (e.kind == EventKind::zone_end) {
@@ -59,6 +61,24 @@ class ZoneTracker {
     }
   }
 
+  // Closes every zone still open, innermost first, through the same callback as feed():
+  // at `stop_ns`, or at the last time fed if that is later, flagged closed_at_stop. A live
+  // session closes open zones itself at stop(); this is for a stream that ended without
+  // their ends (a truncated recording), so that every exporter counts them the same way.
+  template <typename OnClose>
+  void close_open(std::uint64_t stop_ns, OnClose&& on_close) {
+    const std::uint64_t end_ns = std::max(stop_ns, last_ns_);
+    for (ThreadId t = 0; t < stacks_.size(); ++t) {
+      while (!stacks_[t].empty()) {
+        const OpenZone& open = stacks_[t].back();
+        Event end{end_ns, open.site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0,
+                  static_cast<std::uint32_t>(stacks_[t].size() - 1), {}};
+        end.value.i = open.value;
+        feed(end, on_close);
+      }
+    }
+  }
+
   // Zones open on `thread` now, outermost first.
   std::span<const OpenZone> open(ThreadId thread) const {
     if (thread >= stacks_.size()) return {};
@@ -73,6 +93,7 @@ class ZoneTracker {
     return stacks_[thread];
   }
   std::vector<std::vector<OpenZone>> stacks_;
+  std::uint64_t last_ns_ = 0;  // time of the last event fed
 };
 
 }  // namespace ringtrace::detail

@@ -81,6 +81,25 @@ TEST_P(CrossExporters, TablePstatsAndFoldedStacksAgreeOnRandomForests) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, CrossExporters, ::testing::Values(1, 2, 3, 4));
 
+// A recording cut off in the middle (no ends for the zones open at the cut): every
+// exporter closes those zones the same way (ZoneTracker::close_open at the stop time),
+// so they still agree, and every begin in the prefix is counted as a call.
+TEST_P(CrossExporters, AgreeOnAStreamTruncatedWithZonesOpen) {
+  RecordedTrace trace = testing::make_forest(static_cast<std::uint64_t>(GetParam()) * 104729, 3).trace;
+  ASSERT_GT(trace.events.size(), 20u);
+  trace.events.resize(trace.events.size() * 2 / 3);
+  std::uint64_t begins = 0, depth_at_cut = 0;
+  for (const Event& e : trace.events) begins += e.kind == EventKind::zone_begin;
+  for (const Event& e : trace.events) depth_at_cut += e.kind == EventKind::zone_begin ? 1 : 0;
+  for (const Event& e : trace.events) depth_at_cut -= e.kind == EventKind::zone_end ? 1 : 0;
+  ASSERT_GT(depth_at_cut, 0u) << "the cut should leave zones open";
+  trace.clock.stop_ns = trace.events.back().time_ns + 1000;
+  expect_agreement(trace);
+  std::uint64_t calls = 0;
+  for (const PstatsFunction& f : pstats_table(trace).functions) calls += f.calls;
+  EXPECT_EQ(calls, begins);
+}
+
 int fib(int n) {
   RINGTRACE_ZONE("fib");
   return n < 2 ? n : fib(n - 1) + fib(n - 2);

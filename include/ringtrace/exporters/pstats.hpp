@@ -82,6 +82,9 @@ class RINGTRACE_API PstatsAggregator {
 
   void reset();
   void add(std::span<const Event> events, const TraceContext& context);
+  // End of the stream: zones it left open end at `stop_ns` (or the last event's time),
+  // flagged closed_at_stop, as a live session closes them at stop().
+  void finish(std::uint64_t stop_ns);
   PstatsTable table() const;
 
  private:
