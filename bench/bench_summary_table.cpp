@@ -85,26 +85,6 @@ const RecordedTrace& stream(int names) {
 
 constexpr std::size_t kBatch = std::size_t{1} << 14;
 
-// A TraceContext over a RecordedTrace (what replay() uses internally).
-class BenchContext final : public TraceContext {
- public:
-  explicit BenchContext(const RecordedTrace& trace) : trace_(trace) {
-    for (const RecordedSite& s : trace.sites) {
-      sites_.push_back(SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind});
-    }
-  }
-  const SiteInfo& site(SiteId id) const override { return sites_.at(id); }
-  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites_.size()); }
-  const ThreadInfo& thread(ThreadId id) const override { return trace_.threads.at(id); }
-  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(trace_.threads.size()); }
-  const ClockInfo& clock() const override { return trace_.clock; }
-  const std::string& process_name() const override { return trace_.process_name; }
-
- private:
-  const RecordedTrace& trace_;
-  std::vector<SiteInfo> sites_;
-};
-
 // Full runs (state.range(last) == 0): every iteration is a whole session, on_start to
 // on_finish, so the per-session set-up of every name's aggregate is included. Steady
 // state (== 1): one session fed the stream again and again (a long capture).
@@ -112,7 +92,7 @@ void run(benchmark::State& state, Exporter& exporter, const RecordedTrace& trace
   if (!steady) {
     for (auto _ : state) replay(trace, exporter, kBatch);
   } else {
-    BenchContext context(trace);
+    RecordedTraceContext context(trace);
     exporter.on_start(context);
     for (std::size_t i = 0; i < trace.events.size(); i += kBatch) {  // warm: every aggregate exists
       exporter.on_events(std::span<const Event>(trace.events).subspan(i, std::min(kBatch, trace.events.size() - i)), context);

@@ -5,6 +5,7 @@
 #include "ringtrace/exporters/ops_summary.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <ostream>
 #include <stdexcept>
@@ -277,9 +278,7 @@ std::string format_ops_summary(const OpsSummary& summary, const OpsSummaryOption
 
 struct OpsSummaryExporter::Impl {
   OpsSummaryOptions options;
-  std::string path;                  // empty: stream output (or none)
-  std::ostream* stream = nullptr;
-  std::unique_ptr<detail::OutputSink> sink;
+  std::optional<detail::ReportOutput> output;  // none: numbers only (ops_summary(trace))
   OpsSummary result;
 
   // Aggregation state of the current run.
@@ -441,7 +440,7 @@ OpsSummaryExporter::~OpsSummaryExporter() = default;
 
 void OpsSummaryExporter::on_start(const TraceContext&) {
   impl_->reset();
-  if (!impl_->sink && !impl_->path.empty()) impl_->sink = detail::OutputSink::open_file(impl_->path);
+  if (impl_->output) impl_->output->start_run();
 }
 
 void OpsSummaryExporter::on_events(std::span<const Event> events, const TraceContext& context) {
@@ -450,14 +449,7 @@ void OpsSummaryExporter::on_events(std::span<const Event> events, const TraceCon
 
 void OpsSummaryExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
   impl_->result = impl_->finish(context, stats);
-  if (impl_->stream != nullptr && !impl_->sink) {
-    impl_->sink = detail::OutputSink::to_stream(*impl_->stream, "ops summary stream");
-  }
-  if (impl_->sink) {
-    std::unique_ptr<detail::OutputSink> sink = std::move(impl_->sink);
-    sink->write(format_ops_summary(impl_->result, impl_->options));
-    sink->close();
-  }
+  if (impl_->output) impl_->output->write_run(format_ops_summary(impl_->result, impl_->options));
   impl_->reset();  // release the run's aggregation memory; the result stays
 }
 
@@ -474,15 +466,14 @@ OpsSummary ops_summary(const RecordedTrace& trace, const OpsSummaryOptions& opti
 std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(const std::string& path, OpsSummaryOptions options) {
   auto impl = std::make_unique<OpsSummaryExporter::Impl>();
   impl->options = std::move(options);
-  impl->path = path;
-  impl->sink = detail::OutputSink::open_file(path);  // fail now, naming the path
+  impl->output.emplace(path);  // fails now, naming the path
   return std::make_shared<OpsSummaryExporter>(std::move(impl));
 }
 
 std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(std::ostream& stream, OpsSummaryOptions options) {
   auto impl = std::make_unique<OpsSummaryExporter::Impl>();
   impl->options = std::move(options);
-  impl->stream = &stream;
+  impl->output.emplace(stream, "ops summary stream");
   return std::make_shared<OpsSummaryExporter>(std::move(impl));
 }
 

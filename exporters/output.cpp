@@ -281,13 +281,29 @@ void append_double(std::string& out, double value) {
   out.append(buffer, result.ptr);
 }
 
-void append_us(std::string& out, std::uint64_t ns) {
-  append_uint(out, ns / 1000);
-  const unsigned frac = static_cast<unsigned>(ns % 1000);
+void append_thousandths(std::string& out, std::uint64_t thousandths) {
+  append_uint(out, thousandths / 1000);
+  const unsigned frac = static_cast<unsigned>(thousandths % 1000);
   out.push_back('.');
   out.push_back(static_cast<char>('0' + frac / 100));
   out.push_back(static_cast<char>('0' + frac / 10 % 10));
   out.push_back(static_cast<char>('0' + frac % 10));
+}
+
+ReportOutput::ReportOutput(std::string path) : path_(std::move(path)), sink_(OutputSink::open_file(path_)) {}
+
+ReportOutput::ReportOutput(std::ostream& stream, std::string name) : stream_(&stream), name_(std::move(name)) {}
+
+void ReportOutput::start_run() {
+  if (!sink_ && !path_.empty()) sink_ = OutputSink::open_file(path_);
+}
+
+void ReportOutput::write_run(std::string_view text) {
+  start_run();  // a run that had no on_start still writes its file
+  if (!sink_ && stream_ != nullptr) sink_ = OutputSink::to_stream(*stream_, name_);
+  const std::unique_ptr<OutputSink> sink = std::move(sink_);
+  sink->write(text);
+  sink->close();
 }
 
 std::unique_ptr<OutputSink> OutputSink::open_file(const std::string& path) {

@@ -28,8 +28,10 @@ void append_int(std::string& out, std::int64_t value);
 // Shortest text that reads back as the same double; `null` for NaN and infinities so
 // that the result is always a valid JSON value.
 void append_double(std::string& out, double value);
+// A count of thousandths as a decimal with exactly three decimals: 1234567 -> "1234.567".
+void append_thousandths(std::string& out, std::uint64_t thousandths);
 // Nanoseconds as microseconds with exactly three decimals: 1234567 -> "1234.567".
-void append_us(std::string& out, std::uint64_t ns);
+inline void append_us(std::string& out, std::uint64_t ns) { append_thousandths(out, ns); }
 
 // Buffered output. Every failure throws std::runtime_error that names the target and
 // the operating system's reason.
@@ -52,6 +54,23 @@ class OutputSink {
 
  private:
   std::string name_;
+};
+
+// A report exporter's destination across runs: a file (created at once, so that a bad
+// path fails at the factory call, and created again for each later run) or a stream the
+// caller keeps alive. Each run writes its whole output at its end.
+class ReportOutput {
+ public:
+  explicit ReportOutput(std::string path);
+  ReportOutput(std::ostream& stream, std::string name);
+  void start_run();                       // reopens the file if an earlier run closed it
+  void write_run(std::string_view text);  // writes, then closes the file or flushes the stream
+
+ private:
+  std::string path_;
+  std::ostream* stream_ = nullptr;
+  std::string name_;
+  std::unique_ptr<OutputSink> sink_;
 };
 
 }  // namespace ringtrace::detail

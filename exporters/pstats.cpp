@@ -395,21 +395,22 @@ void write_pstats(const PstatsTable& table, const std::string& path) {
 // PstatsExporter
 
 struct PstatsExporter::Sink {
-  std::unique_ptr<detail::OutputSink> output;
+  explicit Sink(const std::string& path) : output(path) {}
+  detail::ReportOutput output;  // opened now: a bad path fails at construction, not at stop()
 };
 
 PstatsExporter::PstatsExporter(std::string path, PstatsOptions options)
-    : path_(std::move(path)), options_(std::move(options)), sink_(std::make_unique<Sink>()) {
+    : path_(std::move(path)), options_(std::move(options)) {
   reject_gzip(path_);
   if (!options_.report_path.empty()) reject_gzip(options_.report_path);
-  sink_->output = detail::OutputSink::open_file(path_);  // fails now, not at stop()
+  sink_ = std::make_unique<Sink>(path_);
 }
 
 PstatsExporter::~PstatsExporter() = default;
 
 void PstatsExporter::on_start(const TraceContext&) {
   aggregator_.reset();
-  if (!sink_->output) sink_->output = detail::OutputSink::open_file(path_);  // a later run
+  sink_->output.start_run();  // a later run creates the file again
 }
 
 void PstatsExporter::on_events(std::span<const Event> events, const TraceContext& context) {
@@ -419,10 +420,7 @@ void PstatsExporter::on_events(std::span<const Event> events, const TraceContext
 void PstatsExporter::on_finish(const TraceContext& context, const SessionStats&) {
   aggregator_.finish(context.clock().stop_ns);
   PstatsTable table = aggregator_.table();
-  if (!sink_->output) sink_->output = detail::OutputSink::open_file(path_);
-  const std::unique_ptr<detail::OutputSink> output = std::move(sink_->output);
-  output->write(encode_pstats(table));
-  output->close();
+  sink_->output.write_run(encode_pstats(table));
   if (!options_.report_path.empty()) {
     PstatsReportOptions report;
     report.limit = options_.report_limit;

@@ -10,32 +10,18 @@ RecordedSite copy_site(const SiteInfo& site) {
   return RecordedSite{site.name, site.function, site.file, site.line, site.kind};
 }
 
-// A TraceContext over a RecordedTrace.
-class RecordedContext final : public TraceContext {
- public:
-  explicit RecordedContext(const RecordedTrace& trace) : trace_(trace) {
-    sites_.reserve(trace.sites.size());
-    for (const RecordedSite& s : trace.sites) {
-      sites_.push_back(SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind});
-    }
-  }
-  const SiteInfo& site(SiteId id) const override { return sites_.at(id); }
-  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites_.size()); }
-  const ThreadInfo& thread(ThreadId id) const override { return trace_.threads.at(id); }
-  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(trace_.threads.size()); }
-  const ClockInfo& clock() const override { return trace_.clock; }
-  const std::string& process_name() const override { return trace_.process_name; }
-
- private:
-  const RecordedTrace& trace_;
-  std::vector<SiteInfo> sites_;
-};
-
 }  // namespace
+
+RecordedTraceContext::RecordedTraceContext(const RecordedTrace& trace) : trace_(trace) {
+  sites_.reserve(trace.sites.size());
+  for (const RecordedSite& s : trace.sites) {
+    sites_.push_back(SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind});
+  }
+}
 
 void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_events) {
   if (batch_events == 0) batch_events = 1;
-  RecordedContext context(trace);
+  RecordedTraceContext context(trace);
   exporter.on_start(context);
   for (std::size_t i = 0; i < trace.events.size(); i += batch_events) {
     const std::size_t n = std::min(batch_events, trace.events.size() - i);

@@ -7,14 +7,10 @@
 namespace ringtrace::detail::report {
 namespace {
 
-void append_thousandths(std::string& out, std::uint64_t ns, std::uint64_t ns_per_thousandth, const char* suffix) {
+// ns in units of `ns_per_thousandth` / 1000, rounded half up, with three decimals.
+void append_rounded(std::string& out, std::uint64_t ns, std::uint64_t ns_per_thousandth, const char* suffix) {
   const std::uint64_t q = ns / ns_per_thousandth + (ns % ns_per_thousandth >= (ns_per_thousandth + 1) / 2 ? 1 : 0);
-  append_uint(out, q / 1000);
-  const auto frac = static_cast<unsigned>(q % 1000);
-  out.push_back('.');
-  out.push_back(static_cast<char>('0' + frac / 100));
-  out.push_back(static_cast<char>('0' + frac / 10 % 10));
-  out.push_back(static_cast<char>('0' + frac % 10));
+  detail::append_thousandths(out, q);
   out.append(suffix);
 }
 
@@ -25,9 +21,9 @@ void append_time(std::string& out, std::uint64_t ns, Unit unit) {
     unit = ns >= 1'000'000'000 ? Unit::s : ns >= 1'000'000 ? Unit::ms : ns >= 1'000 ? Unit::us : Unit::ns;
   }
   switch (unit) {
-    case Unit::s: append_thousandths(out, ns, 1'000'000, "s"); break;
-    case Unit::ms: append_thousandths(out, ns, 1'000, "ms"); break;
-    case Unit::us: append_thousandths(out, ns, 1, "us"); break;
+    case Unit::s: append_rounded(out, ns, 1'000'000, "s"); break;
+    case Unit::ms: append_rounded(out, ns, 1'000, "ms"); break;
+    case Unit::us: append_rounded(out, ns, 1, "us"); break;
     case Unit::ns:
     case Unit::automatic:
       append_uint(out, ns);

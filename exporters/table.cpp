@@ -7,6 +7,7 @@
 #include "ringtrace/exporters/table.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -290,9 +291,7 @@ std::string format_table(const KeyAverages& table, const TableOptions& options) 
 
 struct TableExporter::Impl {
   TableOptions options;
-  std::string path;
-  std::ostream* stream = nullptr;
-  std::unique_ptr<detail::OutputSink> sink;
+  std::optional<detail::ReportOutput> output;  // none: numbers only (key_averages(trace))
   KeyAverages result;
 
   // Aggregation state of the current run.
@@ -457,7 +456,7 @@ TableExporter::~TableExporter() = default;
 
 void TableExporter::on_start(const TraceContext&) {
   impl_->reset();
-  if (!impl_->sink && !impl_->path.empty()) impl_->sink = detail::OutputSink::open_file(impl_->path);
+  if (impl_->output) impl_->output->start_run();
 }
 
 void TableExporter::on_events(std::span<const Event> events, const TraceContext& context) {
@@ -466,14 +465,7 @@ void TableExporter::on_events(std::span<const Event> events, const TraceContext&
 
 void TableExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
   impl_->result = impl_->finish(context, stats);
-  if (impl_->stream != nullptr && !impl_->sink) {
-    impl_->sink = detail::OutputSink::to_stream(*impl_->stream, "key-averages table stream");
-  }
-  if (impl_->sink) {
-    std::unique_ptr<detail::OutputSink> sink = std::move(impl_->sink);
-    sink->write(format_table(impl_->result, impl_->options));
-    sink->close();
-  }
+  if (impl_->output) impl_->output->write_run(format_table(impl_->result, impl_->options));
   impl_->reset();  // release the run's aggregation memory; the result stays
 }
 
@@ -490,15 +482,14 @@ KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options
 std::shared_ptr<TableExporter> table_exporter(const std::string& path, TableOptions options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);
-  impl->path = path;
-  impl->sink = detail::OutputSink::open_file(path);  // fail now, naming the path
+  impl->output.emplace(path);  // fails now, naming the path
   return std::make_shared<TableExporter>(std::move(impl));
 }
 
 std::shared_ptr<TableExporter> table_exporter(std::ostream& stream, TableOptions options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);
-  impl->stream = &stream;
+  impl->output.emplace(stream, "key-averages table stream");
   return std::make_shared<TableExporter>(std::move(impl));
 }
 

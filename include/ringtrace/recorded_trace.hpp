@@ -32,6 +32,23 @@ struct RecordedTrace {
   SessionStats stats;
 };
 
+// A TraceContext over a RecordedTrace (what replay() hands to exporters); for code that
+// drives an exporter itself. Keeps a reference: the trace must outlive it.
+class RINGTRACE_API RecordedTraceContext final : public TraceContext {
+ public:
+  explicit RecordedTraceContext(const RecordedTrace& trace);
+  const SiteInfo& site(SiteId id) const override { return sites_.at(id); }
+  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites_.size()); }
+  const ThreadInfo& thread(ThreadId id) const override { return trace_.threads.at(id); }
+  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(trace_.threads.size()); }
+  const ClockInfo& clock() const override { return trace_.clock; }
+  const std::string& process_name() const override { return trace_.process_name; }
+
+ private:
+  const RecordedTrace& trace_;
+  std::vector<SiteInfo> sites_;  // views of trace_.sites' strings
+};
+
 // Feeds a recorded stream to an exporter: on_start, on_events in batches, on_finish.
 // Exceptions from the exporter reach the caller.
 RINGTRACE_API void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_events = 4096);
