@@ -97,8 +97,8 @@ void TraceBuilder::check(ThreadId thread, std::uint64_t time_ns, const char* wha
 Event& TraceBuilder::add(ThreadId thread, std::uint64_t time_ns, EventKind kind, SiteId site) {
   Event e{time_ns, site, thread, kind, 0, 0, static_cast<std::uint32_t>(state_[thread].open.size()), {}};
   e.value.u = 0;
-  pending_.push_back(Pending{e, pending_.size()});
-  return pending_.back().event;
+  pending_.push_back(e);
+  return pending_.back();
 }
 
 TraceBuilder& TraceBuilder::begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t region_id) {
@@ -162,10 +162,9 @@ TraceBuilder& TraceBuilder::dropped(ThreadId thread, std::uint64_t time_ns, std:
 
 RecordedTrace TraceBuilder::build(std::uint64_t stop_ns) const {
   RecordedTrace out = trace_;
-  std::vector<Pending> events = pending_;
+  std::vector<Event> events = pending_;
   std::uint64_t last = stop_ns;
-  for (const Pending& p : events) last = std::max(last, p.event.time_ns);
-  std::uint64_t order = events.size();
+  for (const Event& e : events) last = std::max(last, e.time_ns);
   for (ThreadId t = 0; t < state_.size(); ++t) {
     auto open = state_[t].open;
     while (!open.empty()) {
@@ -175,15 +174,13 @@ RecordedTrace TraceBuilder::build(std::uint64_t stop_ns) const {
               static_cast<std::uint32_t>(open.size()), {}};
       e.value.i = value;
       if (out.sites[site].kind == SiteKind::region) e.flags |= EventFlags::region;
-      events.push_back(Pending{e, order++});
+      events.push_back(e);
       out.stats.closed_at_stop += 1;
     }
   }
-  std::stable_sort(events.begin(), events.end(), [](const Pending& a, const Pending& b) {
-    return a.event.time_ns < b.event.time_ns;
-  });
-  out.events.reserve(events.size());
-  for (const Pending& p : events) out.events.push_back(p.event);
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; });
+  out.events = std::move(events);
   out.stats.recorded = 0;
   out.stats.dropped = 0;
   for (const ThreadStats& s : out.stats.threads) {

@@ -66,14 +66,6 @@ void Drainer::finish(std::uint64_t stop_ticks, std::uint64_t stop_ns) {
   if (thread_.joinable()) thread_.join();
 }
 
-void Drainer::drain_once(bool final) {
-  if (final) {
-    stop_ticks_.store(read_ticks(use_tsc_), std::memory_order_relaxed);
-    stop_ns_.store(monotonic_ns(), std::memory_order_relaxed);
-  }
-  pass(final);
-}
-
 void Drainer::accept_registrations() {
   ThreadBuffer* buffer = nullptr;
   while (registry_.take_registration(buffer)) {

@@ -32,9 +32,6 @@ class Drainer final : public TraceContext {
   void finish(std::uint64_t stop_ticks, std::uint64_t stop_ns);
   SessionStats stats() const;
 
-  // For benchmarks and tests: run one pass on the calling thread.
-  void drain_once(bool final);
-
   // TraceContext
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
   std::uint32_t site_count() const override { return sites_.size(); }

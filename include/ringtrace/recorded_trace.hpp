@@ -95,10 +95,6 @@ class RINGTRACE_API TraceBuilder {
   RecordedTrace build(std::uint64_t stop_ns = 0) const;
 
  private:
-  struct Pending {
-    Event event;
-    std::uint64_t order;
-  };
   struct ThreadState {
     std::vector<std::pair<SiteId, std::int64_t>> open;
     std::uint64_t last_ns = 0;
@@ -108,7 +104,7 @@ class RINGTRACE_API TraceBuilder {
 
   RecordedTrace trace_;
   std::vector<ThreadState> state_;
-  std::vector<Pending> pending_;
+  std::vector<Event> pending_;  // in the order added; build() stable-sorts by time
 };
 
 }  // namespace ringtrace
