@@ -7,16 +7,22 @@
 // bucket that holds the nearest-rank sample, clamped to the exact min and max, so the
 // reported value is within 1/128 (0.79%) of the true nearest-rank percentile.
 //
-// Memory: only the buckets between the smallest and largest value seen are kept (a
-// zone whose durations span three octaves uses about 200 buckets); at most 3,776
-// buckets for the whole uint64 range. record() allocates only when a value falls
-// outside the range seen so far, never in the steady state.
+// Memory: buckets are kept for the range between the smallest and largest value seen,
+// plus slack so that a growing range is copied a logarithmic number of times (a zone
+// whose durations span three octaves uses about 200 buckets); at most 3,776 buckets for
+// the whole uint64 range. Allocation happens only when a value falls outside the range
+// allocated so far, never in the steady state.
+//
+// The object itself is 40 bytes, so that an owner can keep its other per-group numbers
+// in the same cache line. record() is add() followed by increment(): an owner with many
+// histograms touched in random order can call add(), prefetch slot(bucket) and do the
+// increment() a few calls later, when the line has arrived (the key-averages table does).
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <vector>
+#include <utility>
 
 namespace ringtrace::detail {
 
@@ -25,12 +31,13 @@ class LatencyHistogram {
   static constexpr unsigned sub_bucket_bits = 6;
   static constexpr std::uint64_t sub_buckets = std::uint64_t{1} << sub_bucket_bits;  // 64
 
+  // Branch-free (durations straddle 64 ns all the time): below 64, shift is 0 and the
+  // bucket is v; above, shift = k - 6 and (v >> shift) is 64 + the sub-bucket, so the
+  // same sum gives 64 + shift * 64 + sub.
   static std::uint32_t bucket_of(std::uint64_t v) {
-    if (v < sub_buckets) return static_cast<std::uint32_t>(v);
-    const unsigned k = 63u - static_cast<unsigned>(std::countl_zero(v));  // >= 6
-    const unsigned shift = k - sub_bucket_bits;
-    const std::uint64_t sub = (v >> shift) - sub_buckets;  // [0, 64)
-    return static_cast<std::uint32_t>(sub_buckets + shift * sub_buckets + sub);
+    const unsigned k = 63u - static_cast<unsigned>(std::countl_zero(v | 1));
+    const unsigned shift = k > sub_bucket_bits ? k - sub_bucket_bits : 0;
+    return static_cast<std::uint32_t>((v >> shift) + (std::uint64_t{shift} << sub_bucket_bits));
   }
   // Smallest value that falls into `bucket`.
   static std::uint64_t bucket_low(std::uint32_t bucket) {
@@ -44,7 +51,28 @@ class LatencyHistogram {
     return std::uint64_t{1} << ((bucket - sub_buckets) / sub_buckets);
   }
 
-  void record(std::uint64_t v) {
+  LatencyHistogram() = default;
+  LatencyHistogram(LatencyHistogram&& other) noexcept { *this = std::move(other); }
+  LatencyHistogram& operator=(LatencyHistogram&& other) noexcept {
+    if (this != &other) {
+      delete[] counts_;
+      counts_ = std::exchange(other.counts_, nullptr);
+      base_ = std::exchange(other.base_, 0);
+      size_ = std::exchange(other.size_, 0);
+      count_ = std::exchange(other.count_, 0);
+      min_ = std::exchange(other.min_, 0);
+      max_ = std::exchange(other.max_, 0);
+    }
+    return *this;
+  }
+  ~LatencyHistogram() { delete[] counts_; }
+
+  void record(std::uint64_t v) { increment(add(v)); }
+
+  // Counts v in count, min and max and makes room for its bucket, which it returns; the
+  // bucket's own count is raised by increment(bucket), which must follow before the
+  // next percentile() (other add() calls may come in between).
+  std::uint32_t add(std::uint64_t v) {
     const std::uint32_t b = bucket_of(v);
     if (count_ == 0) {
       min_ = max_ = v;
@@ -53,17 +81,12 @@ class LatencyHistogram {
       max_ = std::max(max_, v);
     }
     ++count_;
-    if (counts_.empty()) [[unlikely]] {
-      base_ = b;
-      counts_.assign(1, 0);
-    } else if (b < base_) [[unlikely]] {
-      counts_.insert(counts_.begin(), base_ - b, 0);
-      base_ = b;
-    } else if (b - base_ >= counts_.size()) [[unlikely]] {
-      counts_.resize(b - base_ + 1, 0);
-    }
-    ++counts_[b - base_];
+    if (b - base_ >= size_) [[unlikely]] grow(b);  // also b < base_: unsigned wrap
+    return b;
   }
+  void increment(std::uint32_t bucket) { ++counts_[bucket - base_]; }
+  // Where increment(bucket) writes, for a prefetch; bucket must come from add().
+  const std::uint64_t* slot(std::uint32_t bucket) const { return counts_ + (bucket - base_); }
 
   // Nearest-rank percentile (p in [0, 100]): the smallest recorded value such that at
   // least p% of the samples are <= it, approximated as described above. 0 when empty.
@@ -79,7 +102,7 @@ class LatencyHistogram {
     std::uint64_t rank = static_cast<std::uint64_t>((scaled + denom - 1) / denom);
     rank = std::clamp<std::uint64_t>(rank, 1, count_);
     std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < counts_.size(); ++i) {
+    for (std::size_t i = 0; i < size_; ++i) {
       seen += counts_[i];
       if (seen >= rank) {
         const auto bucket = static_cast<std::uint32_t>(base_ + i);
@@ -93,11 +116,34 @@ class LatencyHistogram {
   std::uint64_t count() const { return count_; }
   std::uint64_t min() const { return min_; }
   std::uint64_t max() const { return max_; }
-  std::size_t buckets_in_use() const { return counts_.size(); }
+  // Buckets between the smallest and the largest value seen.
+  std::size_t buckets_in_use() const { return count_ == 0 ? 0 : bucket_of(max_) - bucket_of(min_) + 1; }
+  std::size_t buckets_allocated() const { return size_; }
 
  private:
-  std::vector<std::uint64_t> counts_;  // counts_[i]: bucket base_ + i
+  static constexpr std::uint32_t kBuckets = 3776;  // bucket_of(UINT64_MAX) + 1
+
+  [[gnu::noinline]] void grow(std::uint32_t b) {
+    std::uint32_t low = b, high = b + 1;  // [low, high) must hold b and the current range
+    if (size_ != 0) {
+      low = std::min(low, base_);
+      high = std::max(high, base_ + size_);
+    }
+    // Slack on the side that grew, half the new span (at least 8 buckets).
+    const std::uint32_t slack = std::max<std::uint32_t>(8, (high - low) / 2);
+    if (size_ == 0 || b < base_) low = low > slack ? low - slack : 0;
+    if (size_ == 0 || b >= base_ + size_) high = std::min(kBuckets, high + slack);
+    auto* counts = new std::uint64_t[high - low]();
+    if (size_ != 0) std::copy(counts_, counts_ + size_, counts + (base_ - low));
+    delete[] counts_;
+    counts_ = counts;
+    base_ = low;
+    size_ = high - low;
+  }
+
+  std::uint64_t* counts_ = nullptr;  // counts_[i]: bucket base_ + i, for i < size_
   std::uint32_t base_ = 0;
+  std::uint32_t size_ = 0;
   std::uint64_t count_ = 0;
   std::uint64_t min_ = 0;
   std::uint64_t max_ = 0;

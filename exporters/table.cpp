@@ -1,8 +1,9 @@
 // Key-averages table. Each zone begin is mapped to its group (by site, or by the pair
 // (parent group, site) when grouping by stack) and pushed on a per-thread stack of
-// group ids; a per-thread count of open activations per group tells, at the close,
-// whether the zone is the outermost activation of its group (recursion counted once
-// in Total). The ZoneTracker gives total and self times. Memory: per site, per group
+// group ids, each marked at its begin when an outer activation of the same group is
+// already open on that thread (found by scanning the stack, which is in L1; a per-group
+// count covers stacks deeper than the scan), so that recursion is counted once in
+// Total. The ZoneTracker gives total and self times. Memory: per site, per group
 // (a bounded histogram each) and per thread; nothing per event.
 #include "ringtrace/exporters/table.hpp"
 
@@ -25,14 +26,45 @@ namespace {
 constexpr std::size_t kMaxStackFrames = 8;
 constexpr std::uint32_t kNoGroup = 0xFFFFFFFFu;
 
-// What a zone close updates (kept apart from the key so that a close touches as few
-// cache lines as possible when there are many groups).
-struct Group {
-  std::uint64_t calls = 0;
+// What a zone close updates, in one cache line (kept apart from the key so that a
+// close touches as few lines as possible when there are many groups). Calls, min and
+// max are the histogram's.
+struct alignas(64) Group {
   std::uint64_t self_ns = 0;
   std::uint64_t total_ns = 0;          // outermost activations only
   std::uint64_t inclusive_ns = 0;      // every call (for the mean)
   detail::LatencyHistogram histogram;  // inclusive time per call
+};
+static_assert(sizeof(Group) == 64);
+
+// With thousands of groups, a close's histogram bucket is a cache miss (the buckets of
+// all groups are megabytes). The close prefetches the bucket and leaves the increment
+// in this queue; it is done kDepth closes later, when the line has arrived.
+class DeferredIncrements {
+ public:
+  static constexpr std::size_t kDepth = 16;
+  void push(std::vector<Group>& groups, std::uint32_t group, std::uint32_t bucket) {
+    __builtin_prefetch(groups[group].histogram.slot(bucket), 1);
+    Entry& e = entries_[next_ % kDepth];
+    if (next_ >= kDepth) groups[e.group].histogram.increment(e.bucket);
+    e = Entry{group, bucket};
+    ++next_;
+  }
+  void flush(std::vector<Group>& groups) {
+    for (std::size_t i = next_ > kDepth ? next_ - kDepth : 0; i < next_; ++i) {
+      const Entry& e = entries_[i % kDepth];
+      groups[e.group].histogram.increment(e.bucket);
+    }
+    next_ = 0;
+  }
+
+ private:
+  struct Entry {
+    std::uint32_t group;
+    std::uint32_t bucket;
+  };
+  Entry entries_[kDepth] = {};
+  std::size_t next_ = 0;
 };
 
 // A group's key and order, read when the table is made.
@@ -43,59 +75,82 @@ struct GroupKey {
 };
 
 // Open addressing map from a 64-bit key to a group, for the (parent group, site)
-// transitions of stack grouping: one probe per zone begin in the steady state.
+// transitions of stack grouping: one probe per zone begin in the steady state, key and
+// value in the same 16-byte slot so that a probe is one cache line.
 class TransitionMap {
  public:
   TransitionMap() { clear(); }
   void clear() {
-    keys_.assign(1024, kEmpty);
-    values_.assign(1024, 0);
+    slots_.assign(1024, Slot{});
     mask_ = 1023;
     count_ = 0;
   }
   std::uint32_t find(std::uint64_t key) const {
     for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
-      if (keys_[i] == key) return values_[i];
-      if (keys_[i] == kEmpty) return kNoGroup;
+      if (slots_[i].key == key) return slots_[i].value;
+      if (slots_[i].key == kEmpty) return kNoGroup;
     }
   }
   void insert(std::uint64_t key, std::uint32_t value) {
     std::size_t i = slot(key);
-    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask_;
-    if (keys_[i] == kEmpty) ++count_;
-    keys_[i] = key;
-    values_[i] = value;
-    if (count_ * 2 > keys_.size()) rehash(keys_.size() * 2);
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
+    if (slots_[i].key == kEmpty) ++count_;
+    slots_[i] = Slot{key, value};
+    if (count_ * 2 > slots_.size()) rehash(slots_.size() * 2);
   }
 
  private:
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  struct alignas(16) Slot {
+    std::uint64_t key = kEmpty;
+    std::uint32_t value = 0;
+  };
   std::size_t slot(std::uint64_t key) const {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
   }
   void rehash(std::size_t size) {
-    std::vector<std::uint64_t> keys(size, kEmpty);
-    std::vector<std::uint32_t> values(size, 0);
-    keys.swap(keys_);
-    values.swap(values_);
+    std::vector<Slot> old(size);
+    old.swap(slots_);
     mask_ = size - 1;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (keys[i] == kEmpty) continue;
-      std::size_t j = slot(keys[i]);
-      while (keys_[j] != kEmpty) j = (j + 1) & mask_;
-      keys_[j] = keys[i];
-      values_[j] = values[i];
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      std::size_t j = slot(s.key);
+      while (slots_[j].key != kEmpty) j = (j + 1) & mask_;
+      slots_[j] = s;
     }
   }
-  std::vector<std::uint64_t> keys_;
-  std::vector<std::uint32_t> values_;
+  std::vector<Slot> slots_;
   std::size_t mask_ = 0;
   std::size_t count_ = 0;
 };
 
 struct ThreadState {
-  std::vector<std::uint32_t> stack;   // group of each open zone
-  std::vector<std::uint32_t> active;  // by group: open activations on this thread
+  static constexpr std::uint32_t kNested = 0x80000000u;  // in stack: an outer activation is open
+  static constexpr std::size_t kScanDepth = 32;
+  std::vector<std::uint32_t> stack;  // group of each open zone | kNested
+  std::vector<std::uint32_t> deep;   // by group: open activations at depth >= kScanDepth
+
+  // Pushes g, marked when the same group is already open on this thread.
+  void push(std::uint32_t g) {
+    bool nested = false;
+    const std::size_t scan = std::min(stack.size(), kScanDepth);
+    for (std::size_t i = 0; i < scan; ++i) nested |= (stack[i] & ~kNested) == g;
+    if (stack.size() >= kScanDepth) [[unlikely]] {
+      if (g >= deep.size()) deep.resize(g + 1, 0);
+      nested |= deep[g] != 0;
+      ++deep[g];
+    }
+    stack.push_back(nested ? g | kNested : g);
+  }
+  std::uint32_t top_group() const { return stack.back() & ~kNested; }
+  // Pops the top zone: its group, and whether it was the outermost activation.
+  std::pair<std::uint32_t, bool> pop() {
+    const std::uint32_t entry = stack.back();
+    stack.pop_back();
+    const std::uint32_t g = entry & ~kNested;
+    if (stack.size() >= kScanDepth) [[unlikely]] --deep[g];
+    return {g, (entry & kNested) == 0};
+  }
 };
 
 detail::report::Unit unit_of(TableOptions::TimeUnit u) {
@@ -302,6 +357,7 @@ struct TableExporter::Impl {
   std::vector<std::string> names;
   std::unordered_map<std::string, std::uint32_t> name_index;
   std::vector<Group> groups;
+  DeferredIncrements deferred;  // histogram increments not yet done
   std::vector<GroupKey> keys;  // by group
   TransitionMap transitions;  // (parent group + 1) << 32 | site -> group
   std::map<std::vector<std::uint32_t>, std::uint32_t> group_index;  // (name, frames...) -> group
@@ -317,6 +373,7 @@ struct TableExporter::Impl {
     names.clear();
     name_index.clear();
     groups.clear();
+    deferred = DeferredIncrements();
     keys.clear();
     transitions.clear();
     group_index.clear();
@@ -373,13 +430,12 @@ struct TableExporter::Impl {
         if (stack_n == 0) {
           g = site_group[e.site];
         } else {
-          const std::uint32_t parent = t.stack.empty() ? kNoGroup : t.stack.back();
+          const std::uint32_t parent = t.stack.empty() ? kNoGroup : t.top_group();
           g = transitions.find((static_cast<std::uint64_t>(parent + 1u) << 32) | e.site);
           if (g == kNoGroup) [[unlikely]] g = resolve_transition(parent, e.site);
         }
-        t.stack.push_back(g);
-        if (g >= t.active.size()) [[unlikely]] t.active.resize(groups.size(), 0);
-        t.active[g] += 1;
+        __builtin_prefetch(&groups[g], 1);  // for the close
+        t.push(g);
         tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
@@ -389,36 +445,34 @@ struct TableExporter::Impl {
 
   void on_close(const detail::ClosedZone& z) {
     ThreadState& t = threads[z.thread];
-    const std::uint32_t g = t.stack.back();
-    t.stack.pop_back();
-    const bool outermost = --t.active[g] == 0;
+    const auto [g, outermost] = t.pop();
     self_total_ns += z.self_ns;
     if (options.top_level_only && z.depth != 0) return;
     Group& group = groups[g];
-    if (group.calls == 0) [[unlikely]] keys[g].first_seen = next_seen++;
-    group.calls += 1;
+    if (group.histogram.count() == 0) [[unlikely]] keys[g].first_seen = next_seen++;
     group.self_ns += z.self_ns;
     group.inclusive_ns += z.total_ns;
     if (outermost) group.total_ns += z.total_ns;
-    group.histogram.record(z.total_ns);
+    deferred.push(groups, g, group.histogram.add(z.total_ns));
   }
 
   KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
     tracker.close_open(context.clock().stop_ns,
                        [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
+    deferred.flush(groups);
     KeyAverages out;
     out.self_total_ns = self_total_ns;
     std::vector<std::pair<std::uint64_t, TableRow>> rows;  // (first_seen, row)
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const Group& g = groups[i];
-      if (g.calls == 0) continue;
+      if (g.histogram.count() == 0) continue;
       TableRow r;
       r.name = names[keys[i].name];
       for (const std::uint32_t f : keys[i].frames) r.stack.push_back(names[f]);
-      r.calls = g.calls;
+      r.calls = g.histogram.count();
       r.self_ns = g.self_ns;
       r.total_ns = g.total_ns;
-      r.avg_ns = g.inclusive_ns / g.calls + (g.inclusive_ns % g.calls * 2 >= g.calls ? 1 : 0);
+      r.avg_ns = g.inclusive_ns / r.calls + (g.inclusive_ns % r.calls * 2 >= r.calls ? 1 : 0);
       r.min_ns = g.histogram.min();
       r.max_ns = g.histogram.max();
       r.p50_ns = g.histogram.percentile(50);

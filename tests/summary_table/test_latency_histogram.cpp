@@ -97,11 +97,41 @@ TEST(LatencyHistogram, MemoryDependsOnTheRangeNotTheCount) {
   // [1000, 7999]: from the bucket of 1000 to the bucket of 7999, three octaves.
   EXPECT_EQ(h.buckets_in_use(), LatencyHistogram::bucket_of(7999) - LatencyHistogram::bucket_of(1000) + 1u);
   EXPECT_LE(h.buckets_in_use(), 3u * 64u);
+  EXPECT_LE(h.buckets_allocated(), 2 * h.buckets_in_use() + 16);  // slack for growth, bounded
   h.record(0);  // grows at the front
   h.record(std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(h.buckets_in_use(), 3776u);
+  EXPECT_EQ(h.buckets_allocated(), 3776u);
   EXPECT_EQ(h.percentile(100), std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(h.percentile(0), 0u);
+}
+
+// The table defers increment() past later add() calls (to prefetch the bucket); growth at
+// either end in between must not lose or misplace the deferred counts.
+TEST(LatencyHistogram, DeferredIncrementsSurviveGrowth) {
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> values;
+  LatencyHistogram deferred, direct;
+  std::vector<std::uint32_t> pending;
+  for (int i = 0; i < 20'000; ++i) {
+    // Ranges that widen in both directions as the run goes on.
+    const std::uint64_t v = (rng() % (std::uint64_t{1} << (i % 40))) + (i % 3 == 0 ? 0 : 5000);
+    values.push_back(v);
+    direct.record(v);
+    pending.push_back(deferred.add(v));
+    if (pending.size() == 16) {
+      for (const std::uint32_t b : pending) deferred.increment(b);
+      pending.clear();
+    }
+  }
+  for (const std::uint32_t b : pending) deferred.increment(b);
+  for (const double p : {1.0, 10.0, 50.0, 90.0, 99.0, 99.9}) {
+    EXPECT_EQ(deferred.percentile(p), direct.percentile(p)) << p;
+    expect_within_bound(deferred, values, p);
+  }
+  EXPECT_EQ(deferred.count(), values.size());
+  EXPECT_EQ(deferred.min(), direct.min());
+  EXPECT_EQ(deferred.max(), direct.max());
 }
 
 }  // namespace

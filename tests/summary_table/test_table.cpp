@@ -142,6 +142,39 @@ TEST(KeyAverages, RecursionCountsTotalOnceAndSelfExactly) {
   EXPECT_LE(f.total_percent, 100.0);
 }
 
+// Nesting deeper than the exporter's stack scan (32 frames): outer activations of a group
+// below and above that depth must still be found, on two threads at once, and the
+// bookkeeping must be clean once the deep stack has unwound.
+TEST(KeyAverages, DeepRecursionCountsTotalOnce) {
+  TraceBuilder b;
+  const ThreadId t = b.thread();
+  const ThreadId u = b.thread();
+  const SiteId a = b.site("a");
+  const SiteId bb = b.site("b");
+  const SiteId c = b.site("c");
+  // t: a b a b ... 81 deep, starting at 0, each nested one starting 1 ns later and ending
+  // 1 ns earlier: a [0,1000] is the only outermost a, b [1,999] the only outermost b.
+  for (std::uint64_t i = 0; i <= 80; ++i) b.begin(t, i % 2 == 0 ? a : bb, i);
+  for (std::uint64_t i = 80 + 1; i-- > 0;) b.end(t, 1000 - i);
+  // u: c 40 deep, then a [100,500] { a [200,300] } entirely beyond the scan depth.
+  for (std::uint64_t i = 0; i < 40; ++i) b.begin(u, c, i);
+  b.begin(u, a, 100).begin(u, a, 200).end(u, 300).end(u, 500);
+  for (std::uint64_t i = 40; i-- > 0;) b.end(u, 2000 - i);
+  // t again, shallow: a [3000,3100] { a [3010,3020] } after the deep stack unwound.
+  b.begin(t, a, 3000).begin(t, a, 3010).end(t, 3020).end(t, 3100);
+  const KeyAverages table = key_averages(b.build());
+  const TableRow& ra = row(table, "a");
+  EXPECT_EQ(ra.calls, 41u + 2u + 2u);
+  EXPECT_EQ(ra.total_ns, 1000u + 400u + 100u);
+  const TableRow& rb = row(table, "b");
+  EXPECT_EQ(rb.calls, 40u);
+  EXPECT_EQ(rb.total_ns, 998u);
+  const TableRow& rc = row(table, "c");
+  EXPECT_EQ(rc.total_ns, 2000u);  // c [0,2000] outermost
+  // Self times still sum to the busy time of both threads.
+  EXPECT_EQ(table.self_total_ns, 1000u + 2000u + 100u);
+}
+
 TEST(KeyAverages, GroupByStackUsesTheInnermostFrames) {
   TableOptions options;
   options.group_by_stack_n = 1;
