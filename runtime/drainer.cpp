@@ -36,6 +36,8 @@ Drainer::~Drainer() {
   runtime_free(batch_);
 }
 
+Drainer::Cursor::~Cursor() { runtime_free(stage); }
+
 void Drainer::start() {
   thread_ = std::thread([this] { run(); });
 }
@@ -104,48 +106,95 @@ Event& Drainer::next_event() {
   return batch_[batch_size_++];
 }
 
-std::uint64_t Drainer::emit_run(Cursor& c, std::uint64_t limit) {
+// Decodes c's records with ticks <= limit into the batch (kStaged false: late events
+// are judged against the running last emitted time) or into c's staging array
+// (kStaged true: judged against `late_floor`, the last time emitted before this merge;
+// the merge of staged arrays then keeps the stream ordered). Returns when c has no
+// record left at or below `limit`, or, staging, when the array is full.
+//
+// The loop state lives in locals written back on the way out: the compiler cannot keep
+// members in registers across the Event stores (same types, may alias), and reloading
+// them cost a quarter of the time.
+template <bool kStaged>
+void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
   const Record* const slots = c.buffer->slots;
   const std::uint64_t mask = c.buffer->capacity - 1;
-  ThreadRow& row = threads_[c.thread];
-  while (c.read_pos < c.end) {
-    const Record& rec = slots[c.read_pos & mask];
+  const std::uint64_t end = c.end;
+  const ThreadId thread = c.thread;
+  std::uint64_t pos = c.read_pos;
+  std::uint64_t last_ticks = c.last_ticks;
+  std::uint64_t recorded = 0;
+  std::uint64_t floor = kStaged ? late_floor : last_emitted_ticks_;
+  Event* out;
+  std::size_t n, capacity;
+  if constexpr (kStaged) {
+    out = c.stage;
+    n = c.stage_end;
+    capacity = kStageEvents;
+  } else {
+    out = batch_;
+    n = batch_size_;
+    capacity = batch_capacity_;
+  }
+  const auto save = [&] {
+    c.read_pos = pos;
+    c.last_ticks = last_ticks;
+    threads_[thread].recorded += recorded;
+    recorded = 0;
+    if constexpr (kStaged) {
+      c.stage_end = static_cast<std::uint32_t>(n);
+    } else {
+      batch_size_ = n;
+      last_emitted_ticks_ = floor;
+    }
+  };
+  while (pos < end) {
+    if (n == capacity) [[unlikely]] {
+      if constexpr (kStaged) {
+        break;
+      } else {
+        save();
+        flush();
+        n = batch_size_;
+      }
+    }
+    const Record& rec = slots[pos & mask];
     // Per thread, time never goes backwards (a thread that migrates between cores
     // could see a TSC a few cycles behind); across threads, late arrivals are raised
     // to the last time emitted, so the stream stays ordered and zones stay nested.
-    std::uint64_t ticks = rec.ticks < c.last_ticks ? c.last_ticks : rec.ticks;
-    if (ticks > limit) return ticks;
-    c.last_ticks = ticks;
+    std::uint64_t ticks = rec.ticks < last_ticks ? last_ticks : rec.ticks;
+    if (ticks > limit) break;
+    last_ticks = ticks;
     std::uint8_t flags = 0;
-    if (ticks < last_emitted_ticks_) [[unlikely]] {
-      ticks = last_emitted_ticks_;
+    if (ticks < floor) [[unlikely]] {
+      ticks = floor;
       flags = EventFlags::late;
       ++late_;
-    } else {
-      last_emitted_ticks_ = ticks;
+    } else if constexpr (!kStaged) {
+      floor = ticks;
     }
     const std::uint64_t kind = rec.word & record_kind_mask;
     const auto* site = reinterpret_cast<const SiteInfo*>(rec.word & ~record_kind_mask);
     // The slot after a counter, region or dropped header; published with it.
-    const auto payload = [&] { return slots[(c.read_pos + 1) & mask].ticks; };
+    const auto payload = [&] { return slots[(pos + 1) & mask].ticks; };
     if (kind == record_zone_end) {
       if (c.open.empty()) [[unlikely]] {
         ++unbalanced_;
-        c.read_pos += 1;
+        pos += 1;
         continue;
       }
       const Open open = c.open.back();
       c.open.pop_back();
-      Event& e = next_event();
-      e = Event{converter_.to_ns(ticks), open.site(), c.thread, EventKind::zone_end,
+      Event& e = out[n++];
+      e = Event{converter_.to_ns(ticks), open.site(), thread, EventKind::zone_end,
                 static_cast<std::uint8_t>(flags | open.flags()), 0, static_cast<std::uint32_t>(c.open.size()), {}};
       e.value.u = open.value;
-      ++row.recorded;
-      c.read_pos += 1;
+      ++recorded;
+      pos += 1;
       continue;
     }
-    Event& e = next_event();
-    e = Event{converter_.to_ns(ticks), 0, c.thread, EventKind::instant, flags, 0,
+    Event& e = out[n++];
+    e = Event{converter_.to_ns(ticks), 0, thread, EventKind::instant, flags, 0,
               static_cast<std::uint32_t>(c.open.size()), {}};
     e.value.u = 0;
     switch (kind) {
@@ -153,8 +202,8 @@ std::uint64_t Drainer::emit_run(Cursor& c, std::uint64_t limit) {
         e.site = sites_.id_of(site);
         e.kind = EventKind::zone_begin;
         c.open.push_back(make_open(e.site, 0, 0));
-        ++row.recorded;
-        c.read_pos += 1;
+        ++recorded;
+        pos += 1;
         break;
       case record_region_begin:
         e.site = sites_.id_of(site);
@@ -162,13 +211,13 @@ std::uint64_t Drainer::emit_run(Cursor& c, std::uint64_t limit) {
         e.flags |= EventFlags::region;
         e.value.u = payload();
         c.open.push_back(make_open(e.site, EventFlags::region, e.value.u));
-        ++row.recorded;
-        c.read_pos += 2;
+        ++recorded;
+        pos += 2;
         break;
       case record_instant:
         e.site = sites_.id_of(site);
-        ++row.recorded;
-        c.read_pos += 1;
+        ++recorded;
+        pos += 1;
         break;
       case record_counter_int:
       case record_counter_double:
@@ -176,55 +225,132 @@ std::uint64_t Drainer::emit_run(Cursor& c, std::uint64_t limit) {
         e.kind = EventKind::counter;
         if (kind == record_counter_double) e.flags |= EventFlags::counter_double;
         e.value.u = payload();
-        ++row.recorded;
-        c.read_pos += 2;
+        ++recorded;
+        pos += 2;
         break;
       case record_dropped:
         e.site = sites_.id_of(&kDroppedSite);
         e.kind = EventKind::dropped;
         e.value.u = payload();
         c.reported_drops += e.value.u;
-        c.read_pos += 2;
+        pos += 2;
         break;
       default:  // not written by any writer; skip the slot rather than stall
-        --batch_size_;
-        c.read_pos += 1;
+        --n;
+        pos += 1;
         break;
     }
   }
-  return kExhausted;
+  save();
+}
+
+// Refills c's staging array (it must be empty). False when c has nothing left at or
+// below the watermark.
+bool Drainer::refill(Cursor& c, std::uint64_t watermark, std::uint64_t late_floor) {
+  if (c.stage == nullptr) c.stage = static_cast<Event*>(runtime_alloc(kStageEvents * sizeof(Event), 64));
+  c.stage_begin = c.stage_end = 0;
+  decode<true>(c, watermark, late_floor);
+  return c.stage_end != 0;
 }
 
 void Drainer::merge(std::uint64_t watermark) {
   active_.clear();
   for (auto& c : cursors_) {
     if (c->read_pos >= c->end) continue;
-    const std::uint64_t head = head_ticks(*c);
-    if (head <= watermark) active_.push_back(Active{c.get(), head});
+    if (head_ticks(*c) <= watermark) active_.push_back(c.get());
   }
-  while (!active_.empty()) {
-    // The thread with the oldest head emits a run up to the second-oldest head: with
-    // threads that interleave at microsecond scale, runs are long and this is cheap.
-    std::size_t min_index = 0;
-    std::uint64_t min_ticks = active_[0].head;
-    std::uint64_t second = kExhausted;
-    for (std::size_t i = 1; i < active_.size(); ++i) {
-      const std::uint64_t h = active_[i].head;
-      if (h < min_ticks) {
-        second = min_ticks;
-        min_ticks = h;
-        min_index = i;
-      } else if (h < second) {
-        second = h;
-      }
-    }
-    Active& a = active_[min_index];
-    a.head = emit_run(*a.cursor, std::min(second, watermark));
-    if (a.head == kExhausted || a.head > watermark) {  // emptied, or the rest is too young
-      a = active_.back();
+  if (active_.size() >= 2) merge_staged(watermark);
+  // One thread left with records (or only one from the start): straight to the batch.
+  if (active_.size() == 1) decode<false>(*active_[0], watermark, 0);
+}
+
+// Several threads: each decodes a chunk of its records into its own staging array
+// (sequential work whose branches are predictable per thread), and the merge only
+// compares times and copies events. Threads that interleave event by event would
+// otherwise pay a run switch, with its mispredicted branches, for every event.
+void Drainer::merge_staged(std::uint64_t watermark) {
+  const std::uint64_t late_floor = last_emitted_ticks_;
+  std::uint64_t newest = late_floor;
+  for (std::size_t i = 0; i < active_.size();) {
+    if (refill(*active_[i], watermark, late_floor)) {
+      ++i;
+    } else {
+      newest = std::max(newest, active_[i]->last_ticks);
+      active_[i] = active_.back();
       active_.pop_back();
     }
   }
+  const auto head_ns = [&](std::size_t i) { return active_[i]->stage[active_[i]->stage_begin].time_ns; };
+  // Called when a's staging array is empty: refills it, or drops a from the merge.
+  const auto exhausted = [&](std::size_t i) {
+    Cursor& c = *active_[i];
+    if (refill(c, watermark, late_floor)) return;
+    newest = std::max(newest, c.last_ticks);
+    active_[i] = active_.back();
+    active_.pop_back();
+  };
+  while (active_.size() >= 2) {
+    // The two threads with the oldest heads merge, event by event and without
+    // branches on which side goes next (a coin toss when threads interleave), until
+    // one runs dry or passes the third-oldest head.
+    std::size_t first = 0, second = 1;
+    if (head_ns(1) < head_ns(0)) std::swap(first, second);
+    std::uint64_t third_ns = ~std::uint64_t{0};
+    for (std::size_t i = 2; i < active_.size(); ++i) {
+      const std::uint64_t t = head_ns(i);
+      if (t < head_ns(first)) {
+        third_ns = head_ns(second);
+        second = first;
+        first = i;
+      } else if (t < head_ns(second)) {
+        third_ns = head_ns(second);
+        second = i;
+      } else if (t < third_ns) {
+        third_ns = t;
+      }
+    }
+    Cursor& a = *active_[first];
+    Cursor& b = *active_[second];
+    const Event* pa = a.stage + a.stage_begin;
+    const Event* pb = b.stage + b.stage_begin;
+    const Event* const ea = a.stage + a.stage_end;
+    const Event* const eb = b.stage + b.stage_end;
+    bool past_third = false;
+    while (pa != ea && pb != eb && !past_third) {
+      // Into the batch through locals (see decode()); flush when it is full.
+      if (batch_size_ == batch_capacity_) flush();
+      Event* const out = batch_;
+      std::size_t n = batch_size_;
+      const std::size_t capacity = batch_capacity_;
+      while (n != capacity && pa != ea && pb != eb) {
+        const bool take_b = pb->time_ns < pa->time_ns;
+        const Event* const src = take_b ? pb : pa;
+        if (src->time_ns > third_ns) {
+          past_third = true;
+          break;
+        }
+        out[n++] = *src;
+        pb += take_b;
+        pa += !take_b;
+      }
+      batch_size_ = n;
+    }
+    a.stage_begin = static_cast<std::uint32_t>(pa - a.stage);
+    b.stage_begin = static_cast<std::uint32_t>(pb - b.stage);
+    // At most one of them ran dry; the other (or both, past the third) stay.
+    if (pa == ea) {
+      exhausted(first);
+    } else if (pb == eb) {
+      exhausted(second);
+    }
+  }
+  if (active_.size() == 1) {
+    // The last one: what it has staged, then (merge() goes on) straight to the batch.
+    Cursor& c = *active_[0];
+    while (c.stage_begin != c.stage_end) next_event() = c.stage[c.stage_begin++];
+    newest = std::max(newest, c.last_ticks);
+  }
+  last_emitted_ticks_ = newest;
 }
 
 void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags) {

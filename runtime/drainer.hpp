@@ -62,6 +62,17 @@ class Drainer final : public TraceContext {
     std::uint32_t name_version = 0;
     bool retired = false;
     std::vector<Open> open;
+    // Decoded events waiting for the merge of several threads: stage[stage_begin,
+    // stage_end), kStageEvents of them from the runtime allocator, allocated the first
+    // time the thread is merged with another.
+    Event* stage = nullptr;
+    std::uint32_t stage_begin = 0;
+    std::uint32_t stage_end = 0;
+
+    Cursor() = default;
+    Cursor(const Cursor&) = delete;
+    Cursor& operator=(const Cursor&) = delete;
+    ~Cursor();
   };
   struct ThreadRow {
     ThreadInfo info;
@@ -73,10 +84,12 @@ class Drainer final : public TraceContext {
   void pass(bool final);
   void accept_registrations();
   void merge(std::uint64_t watermark);
-  // Emits c's records up to `limit`; returns the next head's ticks, or kExhausted.
-  std::uint64_t emit_run(Cursor& c, std::uint64_t limit);
+  void merge_staged(std::uint64_t watermark);
+  template <bool kStaged>
+  void decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor);
+  bool refill(Cursor& c, std::uint64_t watermark, std::uint64_t late_floor);
+  static constexpr std::uint32_t kStageEvents = 512;  // 16 KB per thread
   std::uint64_t head_ticks(const Cursor& c) const;
-  static constexpr std::uint64_t kExhausted = ~std::uint64_t{0};
   Event& next_event();
   void flush();
   void publish_read_positions();
@@ -101,11 +114,7 @@ class Drainer final : public TraceContext {
   Registry& registry_;
   SiteTable sites_;
   std::vector<std::unique_ptr<Cursor>> cursors_;
-  struct Active {
-    Cursor* cursor;
-    std::uint64_t head;  // ticks of its next record (kept here: no ring load per scan)
-  };
-  std::vector<Active> active_;  // scratch for merge
+  std::vector<Cursor*> active_;  // scratch for merge: cursors with records to merge
   std::vector<ThreadRow> threads_;
 
   Event* batch_ = nullptr;
