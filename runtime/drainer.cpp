@@ -315,25 +315,34 @@ void Drainer::merge_staged(std::uint64_t watermark) {
     const Event* pb = b.stage + b.stage_begin;
     const Event* const ea = a.stage + a.stage_end;
     const Event* const eb = b.stage + b.stage_end;
-    bool past_third = false;
-    while (pa != ea && pb != eb && !past_third) {
-      // Into the batch through locals (see decode()); flush when it is full.
-      if (batch_size_ == batch_capacity_) flush();
-      Event* const out = batch_;
-      std::size_t n = batch_size_;
-      const std::size_t capacity = batch_capacity_;
-      while (n != capacity && pa != ea && pb != eb) {
+    // Into the batch through locals (see decode()), in stretches that cannot run past
+    // either array's end or the batch's, so that the loop checks neither.
+    const auto stretch = [&](std::size_t m, auto bounded) {
+      Event* const out = batch_ + batch_size_;
+      std::size_t i = 0;
+      for (; i < m; ++i) {
         const bool take_b = pb->time_ns < pa->time_ns;
         const Event* const src = take_b ? pb : pa;
-        if (src->time_ns > third_ns) {
-          past_third = true;
-          break;
+        if constexpr (decltype(bounded)::value) {
+          if (src->time_ns > third_ns) break;
         }
-        out[n++] = *src;
+        out[i] = *src;
         pb += take_b;
         pa += !take_b;
       }
-      batch_size_ = n;
+      batch_size_ += i;
+      return i == m;
+    };
+    for (;;) {
+      if (batch_size_ == batch_capacity_) flush();
+      const std::size_t m = std::min({batch_capacity_ - batch_size_, static_cast<std::size_t>(ea - pa),
+                                      static_cast<std::size_t>(eb - pb)});
+      if (m == 0) break;  // one of them ran dry
+      if (third_ns == ~std::uint64_t{0}) {
+        stretch(m, std::false_type{});
+      } else if (!stretch(m, std::true_type{})) {
+        break;  // past the third-oldest head
+      }
     }
     a.stage_begin = static_cast<std::uint32_t>(pa - a.stage);
     b.stage_begin = static_cast<std::uint32_t>(pb - b.stage);
