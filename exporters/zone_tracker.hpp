@@ -49,13 +49,21 @@ class ZoneTracker {
     } else if (e.kind == EventKind::zone_end) {
       std::vector<OpenZone>& stack = stack_for(e.thread);
       if (stack.empty()) return;
-      const OpenZone open = stack.back();
+      // Field by field, each as wide as it was stored: a zone that closes right after
+      // it opened would otherwise be read with 16-byte loads spanning two 8-byte stores
+      // still in the store buffer, which cannot be forwarded and stall.
+      const OpenZone& top = stack.back();
+      const SiteId site = top.site;
+      const std::uint8_t flags = top.flags;
+      const std::int64_t value = top.value;
+      const std::uint64_t begin_ns = top.begin_ns;
+      const std::uint64_t child_ns = top.child_ns;
       stack.pop_back();
-      const std::uint64_t total = e.time_ns >= open.begin_ns ? e.time_ns - open.begin_ns : 0;
-      const std::uint64_t self = total >= open.child_ns ? total - open.child_ns : 0;
+      const std::uint64_t total = e.time_ns >= begin_ns ? e.time_ns - begin_ns : 0;
+      const std::uint64_t self = total >= child_ns ? total - child_ns : 0;
       if (!stack.empty()) stack.back().child_ns += total;
-      const ClosedZone closed{e.thread, open.site, static_cast<std::uint8_t>(open.flags | e.flags),
-                              open.value, open.begin_ns, e.time_ns, total, self,
+      const ClosedZone closed{e.thread, site, static_cast<std::uint8_t>(flags | e.flags),
+                              value, begin_ns, e.time_ns, total, self,
                               static_cast<std::uint32_t>(stack.size())};
       on_close(closed, std::span<const OpenZone>(stack.data(), stack.size()));
     }
