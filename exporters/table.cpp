@@ -1,10 +1,10 @@
 // Key-averages table. Each zone begin is mapped to its group (by site, or by the pair
-// (parent group, site) when grouping by stack) and pushed on a per-thread stack of
-// group ids, each marked at its begin when an outer activation of the same group is
-// already open on that thread (found by scanning the stack, which is in L1; a per-group
-// count covers stacks deeper than the scan), so that recursion is counted once in
-// Total. The ZoneTracker gives total and self times. Memory: per site, per group
-// (a bounded histogram each) and per thread; nothing per event.
+// (parent group, site) when grouping by stack), which rides on the ZoneTracker's open
+// zone as its tag, marked when an outer activation of the same group is already open
+// on that thread (found by scanning the thread's open zones, which are in L1; a
+// per-group count covers stacks deeper than the scan), so that recursion is counted
+// once in Total. The ZoneTracker gives total and self times. Memory: per site, per
+// group (a bounded histogram each) and per thread; nothing per event.
 #include "ringtrace/exporters/table.hpp"
 
 #include <algorithm>
@@ -124,33 +124,13 @@ class TransitionMap {
   std::size_t count_ = 0;
 };
 
-struct ThreadState {
-  static constexpr std::uint32_t kNested = 0x80000000u;  // in stack: an outer activation is open
-  static constexpr std::size_t kScanDepth = 32;
-  std::vector<std::uint32_t> stack;  // group of each open zone | kNested
-  std::vector<std::uint32_t> deep;   // by group: open activations at depth >= kScanDepth
+// Tag of an open zone in the tracker: its group, and kNested when an outer activation of
+// the same group is open on the same thread.
+constexpr std::uint32_t kNested = 0x80000000u;
+constexpr std::size_t kScanDepth = 32;  // open zones scanned for an outer activation
 
-  // Pushes g, marked when the same group is already open on this thread.
-  void push(std::uint32_t g) {
-    bool nested = false;
-    const std::size_t scan = std::min(stack.size(), kScanDepth);
-    for (std::size_t i = 0; i < scan; ++i) nested |= (stack[i] & ~kNested) == g;
-    if (stack.size() >= kScanDepth) [[unlikely]] {
-      if (g >= deep.size()) deep.resize(g + 1, 0);
-      nested |= deep[g] != 0;
-      ++deep[g];
-    }
-    stack.push_back(nested ? g | kNested : g);
-  }
-  std::uint32_t top_group() const { return stack.back() & ~kNested; }
-  // Pops the top zone: its group, and whether it was the outermost activation.
-  std::pair<std::uint32_t, bool> pop() {
-    const std::uint32_t entry = stack.back();
-    stack.pop_back();
-    const std::uint32_t g = entry & ~kNested;
-    if (stack.size() >= kScanDepth) [[unlikely]] --deep[g];
-    return {g, (entry & kNested) == 0};
-  }
+struct ThreadState {
+  std::vector<std::uint32_t> deep;  // by group: open activations at depth >= kScanDepth
 };
 
 detail::report::Unit unit_of(TableOptions::TimeUnit u) {
@@ -424,28 +404,39 @@ struct TableExporter::Impl {
     for (const Event& e : events) {
       if (e.kind == EventKind::zone_begin) {
         if (e.site >= site_name.size() || site_name[e.site] == kNoGroup) [[unlikely]] resolve_site(e.site, context);
-        if (e.thread >= threads.size()) [[unlikely]] threads.resize(e.thread + 1);
-        ThreadState& t = threads[e.thread];
+        const std::span<const detail::OpenZone> open = tracker.open(e.thread);
         std::uint32_t g;
         if (stack_n == 0) {
           g = site_group[e.site];
         } else {
-          const std::uint32_t parent = t.stack.empty() ? kNoGroup : t.top_group();
+          const std::uint32_t parent = open.empty() ? kNoGroup : open.back().tag & ~kNested;
           g = transitions.find((static_cast<std::uint64_t>(parent + 1u) << 32) | e.site);
           if (g == kNoGroup) [[unlikely]] g = resolve_transition(parent, e.site);
         }
         __builtin_prefetch(&groups[g], 1);  // for the close
-        t.push(g);
-        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+        bool nested = false;
+        const std::size_t scan = std::min(open.size(), kScanDepth);
+        for (std::size_t i = 0; i < scan; ++i) nested |= (open[i].tag & ~kNested) == g;
+        if (open.size() >= kScanDepth) [[unlikely]] nested |= push_deep(e.thread, g);
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, nested ? g | kNested : g);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
       }
     }
   }
 
+  // A begin at depth >= kScanDepth: counts it; true when the group was already open there.
+  [[gnu::noinline]] bool push_deep(ThreadId thread, std::uint32_t g) {
+    if (thread >= threads.size()) threads.resize(thread + 1);
+    std::vector<std::uint32_t>& deep = threads[thread].deep;
+    if (g >= deep.size()) deep.resize(groups.size(), 0);
+    return deep[g]++ != 0;
+  }
+
   void on_close(const detail::ClosedZone& z) {
-    ThreadState& t = threads[z.thread];
-    const auto [g, outermost] = t.pop();
+    const std::uint32_t g = z.tag & ~kNested;
+    const bool outermost = (z.tag & kNested) == 0;
+    if (z.depth >= kScanDepth) [[unlikely]] --threads[z.thread].deep[g];
     self_total_ns += z.self_ns;
     if (options.top_level_only && z.depth != 0) return;
     Group& group = groups[g];

@@ -19,6 +19,7 @@ namespace ringtrace::detail {
 
 struct OpenZone {
   SiteId site;
+  std::uint32_t tag;       // the exporter's own word, given to feed() with the begin
   std::uint8_t flags;      // EventFlags of the begin (region)
   std::int64_t value;      // region id
   std::uint64_t begin_ns;
@@ -28,6 +29,7 @@ struct OpenZone {
 struct ClosedZone {
   ThreadId thread;
   SiteId site;
+  std::uint32_t tag;       // as given with the begin
   std::uint8_t flags;      // begin's flags | end's flags (region, closed_at_stop)
   std::int64_t value;      // region id
   std::uint64_t begin_ns;
@@ -41,11 +43,13 @@ class ZoneTracker {
  public:
   // Calls on_close(const ClosedZone&, std::span<const OpenZone> outer) at each zone end.
   // Ends with no open zone on their thread are ignored (the drainer never sends them).
+  // `tag` is kept with a begin and handed back with its close (the table keeps its group
+  // there, so that it needs no stack of its own).
   template <typename OnClose>
-  void feed(const Event& e, OnClose&& on_close) {
+  void feed(const Event& e, OnClose&& on_close, std::uint32_t tag = 0) {
     last_ns_ = e.time_ns;
     if (e.kind == EventKind::zone_begin) {
-      stack_for(e.thread).push_back(OpenZone{e.site, e.flags, e.value.i, e.time_ns, 0});
+      stack_for(e.thread).push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0});
     } else if (e.kind == EventKind::zone_end) {
       std::vector<OpenZone>& stack = stack_for(e.thread);
       if (stack.empty()) return;
@@ -54,6 +58,7 @@ class ZoneTracker {
       // still in the store buffer, which cannot be forwarded and stall.
       const OpenZone& top = stack.back();
       const SiteId site = top.site;
+      const std::uint32_t tag = top.tag;
       const std::uint8_t flags = top.flags;
       const std::int64_t value = top.value;
       const std::uint64_t begin_ns = top.begin_ns;
@@ -62,7 +67,7 @@ class ZoneTracker {
       const std::uint64_t total = e.time_ns >= begin_ns ? e.time_ns - begin_ns : 0;
       const std::uint64_t self = total >= child_ns ? total - child_ns : 0;
       if (!stack.empty()) stack.back().child_ns += total;
-      const ClosedZone closed{e.thread, site, static_cast<std::uint8_t>(flags | e.flags),
+      const ClosedZone closed{e.thread, site, tag, static_cast<std::uint8_t>(flags | e.flags),
                               value, begin_ns, e.time_ns, total, self,
                               static_cast<std::uint32_t>(stack.size())};
       on_close(closed, std::span<const OpenZone>(stack.data(), stack.size()));
