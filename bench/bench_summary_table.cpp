@@ -140,7 +140,6 @@ void BM_Table(benchmark::State& state) {
   std::ostream out(&null);
   TableOptions options;
   options.group_by_stack_n = static_cast<std::size_t>(state.range(1));
-  options.row_limit = 0;
   auto exporter = table_exporter(out, options);
   run(state, *exporter, trace, state.range(2) != 0);
   state.counters["groups"] = static_cast<double>(exporter->table().groups);

@@ -285,32 +285,24 @@ std::string format_json(const KeyAverages& table) {
   return out;
 }
 
-// Sort key comparison: true when a goes before b.
-bool row_before(const TableRow& a, const TableRow& b, TableOptions::SortBy by) {
+// The number a row is sorted by (larger first); 0 for name and first_seen.
+std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
   using S = TableOptions::SortBy;
-  auto number = [&](const TableRow& r) -> std::uint64_t {
-    switch (by) {
-      case S::self_percent:
-      case S::self: return r.self_ns;
-      case S::total_percent:
-      case S::total: return r.total_ns;
-      case S::avg: return r.avg_ns;
-      case S::min: return r.min_ns;
-      case S::max: return r.max_ns;
-      case S::p50: return r.p50_ns;
-      case S::p99: return r.p99_ns;
-      case S::calls: return r.calls;
-      case S::name:
-      case S::first_seen: break;
-    }
-    return 0;
-  };
-  if (by != S::name) {
-    const std::uint64_t x = number(a), y = number(b);
-    if (x != y) return x > y;
+  switch (by) {
+    case S::self_percent:
+    case S::self: return r.self_ns;
+    case S::total_percent:
+    case S::total: return r.total_ns;
+    case S::avg: return r.avg_ns;
+    case S::min: return r.min_ns;
+    case S::max: return r.max_ns;
+    case S::p50: return r.p50_ns;
+    case S::p99: return r.p99_ns;
+    case S::calls: return r.calls;
+    case S::name:
+    case S::first_seen: break;
   }
-  if (a.name != b.name) return a.name < b.name;
-  return a.stack < b.stack;
+  return 0;
 }
 
 }  // namespace
@@ -453,13 +445,14 @@ struct TableExporter::Impl {
     deferred.flush(groups);
     KeyAverages out;
     out.self_total_ns = self_total_ns;
-    std::vector<std::pair<std::uint64_t, TableRow>> rows;  // (first_seen, row)
+    // Rows carry numbers only until sorted; names and stacks are filled in for the rows
+    // kept (thousands of groups, a row limit of 100 by default).
+    std::vector<TableRow> rows;
+    std::vector<std::uint32_t> group_of;  // by row
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const Group& g = groups[i];
       if (g.histogram.count() == 0) continue;
       TableRow r;
-      r.name = names[keys[i].name];
-      for (const std::uint32_t f : keys[i].frames) r.stack.push_back(names[f]);
       r.calls = g.histogram.count();
       r.self_ns = g.self_ns;
       r.total_ns = g.total_ns;
@@ -470,18 +463,34 @@ struct TableExporter::Impl {
       r.p99_ns = g.histogram.percentile(99);
       r.self_percent = detail::report::percent(r.self_ns, self_total_ns);
       r.total_percent = detail::report::percent(r.total_ns, self_total_ns);
-      rows.emplace_back(keys[i].first_seen, std::move(r));
+      rows.push_back(r);
+      group_of.push_back(static_cast<std::uint32_t>(i));
     }
-    if (options.sort_by == TableOptions::SortBy::first_seen) {
-      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    } else {
-      const TableOptions::SortBy by = options.sort_by;
-      std::sort(rows.begin(), rows.end(), [by](const auto& a, const auto& b) { return row_before(a.second, b.second, by); });
-    }
+    // Order: the sort column (larger first), then name, then stack (both as text), or
+    // the order of first calls.
+    const TableOptions::SortBy by = options.sort_by;
+    const auto before = [&](std::uint32_t a, std::uint32_t b) {
+      const GroupKey& ka = keys[group_of[a]];
+      const GroupKey& kb = keys[group_of[b]];
+      if (by == TableOptions::SortBy::first_seen) return ka.first_seen < kb.first_seen;
+      const std::uint64_t x = sort_number(rows[a], by), y = sort_number(rows[b], by);
+      if (x != y) return x > y;
+      if (ka.name != kb.name) return names[ka.name] < names[kb.name];  // names are interned: index equal iff text equal
+      return std::lexicographical_compare(ka.frames.begin(), ka.frames.end(), kb.frames.begin(), kb.frames.end(),
+                                          [&](std::uint32_t f, std::uint32_t g) { return names[f] < names[g]; });
+    };
+    std::vector<std::uint32_t> order(rows.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     out.groups = rows.size();
     const std::size_t keep = options.row_limit == 0 ? rows.size() : std::min(options.row_limit, rows.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), before);
     out.rows.reserve(keep);
-    for (std::size_t i = 0; i < keep; ++i) out.rows.push_back(std::move(rows[i].second));
+    for (std::size_t i = 0; i < keep; ++i) {
+      TableRow& r = out.rows.emplace_back(rows[order[i]]);
+      const GroupKey& k = keys[group_of[order[i]]];
+      r.name = names[k.name];
+      for (const std::uint32_t f : k.frames) r.stack.push_back(names[f]);
+    }
     out.dropped = stats.dropped;
     for (const ThreadStats& t : stats.threads) {
       if (t.dropped == 0) continue;
