@@ -8,6 +8,7 @@
 #include "ringtrace/exporters/table.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <map>
 #include <ostream>
@@ -83,6 +84,7 @@ class TransitionMap {
   void clear() {
     slots_.assign(1024, Slot{});
     mask_ = 1023;
+    shift_ = 64 - 10;
     count_ = 0;
   }
   std::uint32_t find(std::uint64_t key) const {
@@ -105,13 +107,17 @@ class TransitionMap {
     std::uint64_t key = kEmpty;
     std::uint32_t value = 0;
   };
+  // Fibonacci hashing: the top bits of the product depend on every bit of the key (the
+  // low bits of key * C would ignore the parent in the key's upper half, so that every
+  // transition into a site would share one probe chain).
   std::size_t slot(std::uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
   }
   void rehash(std::size_t size) {
     std::vector<Slot> old(size);
     old.swap(slots_);
     mask_ = size - 1;
+    shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
     for (const Slot& s : old) {
       if (s.key == kEmpty) continue;
       std::size_t j = slot(s.key);
@@ -121,6 +127,7 @@ class TransitionMap {
   }
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
+  unsigned shift_ = 64;  // 64 - log2(size)
   std::size_t count_ = 0;
 };
 
