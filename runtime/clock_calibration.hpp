@@ -48,6 +48,25 @@ class TickConverter {
     std::uint64_t base_ns;
     std::uint64_t mult;  // ns per tick, 32.32 fixed point
   };
+
+ public:
+  // The newest segment copied out, for a loop that converts many ticks while the
+  // converter does not change (the drainer's decode): its fields stay in registers
+  // instead of being reloaded after every store the compiler cannot tell apart.
+  class Snapshot {
+   public:
+    explicit Snapshot(const TickConverter& c) noexcept : c_(c), newest_(c.segments_[c.newest_]) {}
+    std::uint64_t to_ns(std::uint64_t ticks) const noexcept {
+      if (ticks >= newest_.base_ticks) [[likely]] return newest_.base_ns + scale(ticks - newest_.base_ticks, newest_.mult);
+      return c_.to_ns_older(ticks);
+    }
+
+   private:
+    const TickConverter& c_;
+    Segment newest_;
+  };
+
+ private:
   static constexpr unsigned kSegments = 16;
   static std::uint64_t scale(std::uint64_t delta, std::uint64_t mult) noexcept {
     return static_cast<std::uint64_t>((static_cast<unsigned __int128>(delta) * mult) >> 32);

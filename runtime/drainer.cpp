@@ -125,6 +125,7 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
   std::uint64_t last_ticks = c.last_ticks;
   std::uint64_t recorded = 0;
   std::uint64_t floor = kStaged ? late_floor : last_emitted_ticks_;
+  const TickConverter::Snapshot clock(converter_);
   Event* out;
   std::size_t n, capacity;
   if constexpr (kStaged) {
@@ -186,7 +187,7 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
       const Open open = c.open.back();
       c.open.pop_back();
       Event& e = out[n++];
-      e = Event{converter_.to_ns(ticks), open.site(), thread, EventKind::zone_end,
+      e = Event{clock.to_ns(ticks), open.site(), thread, EventKind::zone_end,
                 static_cast<std::uint8_t>(flags | open.flags()), 0, static_cast<std::uint32_t>(c.open.size()), {}};
       e.value.u = open.value;
       ++recorded;
@@ -194,7 +195,7 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
       continue;
     }
     Event& e = out[n++];
-    e = Event{converter_.to_ns(ticks), 0, thread, EventKind::instant, flags, 0,
+    e = Event{clock.to_ns(ticks), 0, thread, EventKind::instant, flags, 0,
               static_cast<std::uint32_t>(c.open.size()), {}};
     e.value.u = 0;
     switch (kind) {
