@@ -46,6 +46,23 @@ TEST(TickConverter, RefitsRemoveAWrongStartingSlopeAndStayMonotone) {
   EXPECT_NEAR(static_cast<double>(c.to_ns(t1 + period / 2)), static_cast<double>(truth(t1 + period / 2)), 20'000.0);
 }
 
+// The drainer converts through a snapshot of the newest segment; it must agree with the
+// converter itself, in the newest segment and for older ticks (late events).
+TEST(TickConverter, SnapshotAgreesWithTheConverterInEverySegment) {
+  const auto truth = [](std::uint64_t ticks) { return 7'000'000ull + ticks * 3 / 8; };
+  TickConverter c;
+  const std::uint64_t t0 = 5'000, t1 = t0 + 30'000'000;
+  c.start_tsc(ClockSample{t0, truth(t0)}, ClockSample{t1, truth(t1) + 2'000});
+  const std::uint64_t period = 2'000'000'000ull;
+  for (int second = 1; second <= 5; ++second) {
+    c.refit(ClockSample{t1 + second * period, truth(t1 + second * period) + (second % 2 ? 700 : -300)}, period);
+  }
+  const TickConverter::Snapshot snapshot(c);
+  for (std::uint64_t ticks = t0; ticks < t1 + 7 * period; ticks += period / 7 + 12'345) {
+    ASSERT_EQ(snapshot.to_ns(ticks), c.to_ns(ticks)) << ticks;
+  }
+}
+
 TEST(Clock, SessionTimesFollowClockMonotonicWithinATenthOfAPercent) {
   if (!ringtrace::detail::cpu_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC on this machine";
   ringtrace::Session session;
