@@ -129,8 +129,10 @@ class LatencyHistogram {
       low = std::min(low, base_);
       high = std::max(high, base_ + size_);
     }
-    // Slack on the side that grew, half the new span (at least 8 buckets).
-    const std::uint32_t slack = std::max<std::uint32_t>(8, (high - low) / 2);
+    // Slack on the side that grew, half the new span (at least 32 buckets: a zone's
+    // durations usually spread over an octave or more, which would otherwise take
+    // several copies to cover).
+    const std::uint32_t slack = std::max<std::uint32_t>(32, (high - low) / 2);
     if (size_ == 0 || b < base_) low = low > slack ? low - slack : 0;
     if (size_ == 0 || b >= base_ + size_) high = std::min(kBuckets, high + slack);
     auto* counts = new std::uint64_t[high - low]();
