@@ -132,7 +132,7 @@ class TransitionMap {
 };
 
 // Tag of an open zone in the tracker: its group, and kNested when an outer activation of
-// the same group is open on the same thread.
+// the same group is open on the same thread. (2^31 groups would take over 128 GB.)
 constexpr std::uint32_t kNested = 0x80000000u;
 constexpr std::size_t kScanDepth = 32;  // open zones scanned for an outer activation
 
