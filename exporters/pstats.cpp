@@ -10,6 +10,7 @@
 
 #include "marshal_writer.hpp"
 #include "output.hpp"
+#include "u64_map.hpp"
 #include "zone_tracker.hpp"
 
 namespace ringtrace {
@@ -17,67 +18,6 @@ namespace {
 
 constexpr std::uint32_t kUnresolved = std::numeric_limits<std::uint32_t>::max();
 constexpr double kNsPerSecond = 1e9;
-
-// (caller, callee) -> edge index: open addressing with linear probing, never erased.
-// Keys are (caller << 32 | callee); function ids stay below 2^32 - 1, so the all-ones
-// key never occurs and marks an empty slot.
-class EdgeIndex {
- public:
-  static constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();
-
-  static std::uint64_t key(std::uint32_t caller, std::uint32_t callee) {
-    return (static_cast<std::uint64_t>(caller) << 32) | callee;
-  }
-
-  // The value stored for `k`, or `fresh` after inserting it.
-  std::uint32_t find_or_insert(std::uint64_t k, std::uint32_t fresh) {
-    if ((size_ + 1) * 2 > slots_.size()) [[unlikely]] grow();
-    std::size_t i = slot_of(k);
-    while (true) {
-      Slot& s = slots_[i];
-      if (s.key == k) return s.value;
-      if (s.key == kEmpty) {
-        s.key = k;
-        s.value = fresh;
-        ++size_;
-        return fresh;
-      }
-      i = (i + 1) & mask_;
-    }
-  }
-
-  void clear() {
-    slots_.clear();
-    mask_ = 0;
-    size_ = 0;
-  }
-
- private:
-  struct Slot {
-    std::uint64_t key;
-    std::uint32_t value;
-  };
-
-  std::size_t slot_of(std::uint64_t k) const {
-    return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
-  }
-
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{kEmpty, 0});
-    mask_ = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.key == kEmpty) continue;
-      std::size_t i = slot_of(s.key);
-      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
-      slots_[i] = s;
-    }
-  }
-
-  std::vector<Slot> slots_;
-  std::size_t mask_ = 0;
-  std::size_t size_ = 0;
-};
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -155,7 +95,7 @@ struct PstatsAggregator::State {
   std::vector<Counts> functions;             // index: function id
   std::unordered_map<std::string, std::uint32_t> function_index;  // key text -> function id (cold)
   std::vector<Edge> edges;                   // index: edge id
-  EdgeIndex edge_index;
+  detail::U64Map edge_index;  // (caller, callee) -> edge
   std::vector<ThreadCounts> threads;         // index: ThreadId
   std::uint64_t dropped_events = 0;
   std::uint64_t closed_at_stop = 0;
@@ -211,7 +151,7 @@ struct PstatsAggregator::State {
 
   std::uint32_t edge_of(std::uint32_t caller, std::uint32_t callee) {
     const std::uint32_t fresh = static_cast<std::uint32_t>(edges.size());
-    const std::uint32_t id = edge_index.find_or_insert(EdgeIndex::key(caller, callee), fresh);
+    const std::uint32_t id = edge_index.find_or_insert(detail::U64Map::key(caller, callee), fresh);
     if (id == fresh) [[unlikely]] edges.push_back(Edge{caller, callee, {}});
     return id;
   }

@@ -8,7 +8,6 @@
 #include "ringtrace/exporters/table.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <optional>
 #include <map>
 #include <ostream>
@@ -19,6 +18,7 @@
 #include "latency_histogram.hpp"
 #include "output.hpp"
 #include "report_text.hpp"
+#include "u64_map.hpp"
 #include "zone_tracker.hpp"
 
 namespace ringtrace {
@@ -73,62 +73,6 @@ struct GroupKey {
   std::uint32_t name = 0;             // index into names
   std::vector<std::uint32_t> frames;  // enclosing names, outermost first (stack grouping)
   std::uint64_t first_seen = ~std::uint64_t{0};  // order of the group's first counted call
-};
-
-// Open addressing map from a 64-bit key to a group, for the (parent group, site)
-// transitions of stack grouping: one probe per zone begin in the steady state, key and
-// value in the same 16-byte slot so that a probe is one cache line.
-class TransitionMap {
- public:
-  TransitionMap() { clear(); }
-  void clear() {
-    slots_.assign(1024, Slot{});
-    mask_ = 1023;
-    shift_ = 64 - 10;
-    count_ = 0;
-  }
-  std::uint32_t find(std::uint64_t key) const {
-    for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) return slots_[i].value;
-      if (slots_[i].key == kEmpty) return kNoGroup;
-    }
-  }
-  void insert(std::uint64_t key, std::uint32_t value) {
-    std::size_t i = slot(key);
-    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
-    if (slots_[i].key == kEmpty) ++count_;
-    slots_[i] = Slot{key, value};
-    if (count_ * 2 > slots_.size()) rehash(slots_.size() * 2);
-  }
-
- private:
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
-  struct alignas(16) Slot {
-    std::uint64_t key = kEmpty;
-    std::uint32_t value = 0;
-  };
-  // Fibonacci hashing: the top bits of the product depend on every bit of the key (the
-  // low bits of key * C would ignore the parent in the key's upper half, so that every
-  // transition into a site would share one probe chain).
-  std::size_t slot(std::uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
-  }
-  void rehash(std::size_t size) {
-    std::vector<Slot> old(size);
-    old.swap(slots_);
-    mask_ = size - 1;
-    shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
-    for (const Slot& s : old) {
-      if (s.key == kEmpty) continue;
-      std::size_t j = slot(s.key);
-      while (slots_[j].key != kEmpty) j = (j + 1) & mask_;
-      slots_[j] = s;
-    }
-  }
-  std::vector<Slot> slots_;
-  std::size_t mask_ = 0;
-  unsigned shift_ = 64;  // 64 - log2(size)
-  std::size_t count_ = 0;
 };
 
 // Tag of an open zone in the tracker: its group, and kNested when an outer activation of
@@ -338,7 +282,7 @@ struct TableExporter::Impl {
   std::vector<Group> groups;
   DeferredIncrements deferred;  // histogram increments not yet done
   std::vector<GroupKey> keys;  // by group
-  TransitionMap transitions;  // (parent group + 1) << 32 | site -> group
+  detail::U64Map transitions;  // (parent group + 1, site) -> group (stack grouping)
   std::map<std::vector<std::uint32_t>, std::uint32_t> group_index;  // (name, frames...) -> group
   std::vector<ThreadState> threads;
   std::uint64_t self_total_ns = 0;
@@ -395,7 +339,7 @@ struct TableExporter::Impl {
       key.insert(key.end(), frames.end() - static_cast<std::ptrdiff_t>(keep), frames.end());
     }
     const std::uint32_t g = group_for_key(std::move(key));
-    transitions.insert((static_cast<std::uint64_t>(parent + 1u) << 32) | site, g);
+    transitions.find_or_insert(detail::U64Map::key(parent + 1u, site), g);
     return g;
   }
 
@@ -409,7 +353,7 @@ struct TableExporter::Impl {
           g = site_group[e.site];
         } else {
           const std::uint32_t parent = open.empty() ? kNoGroup : open.back().tag & ~kNested;
-          g = transitions.find((static_cast<std::uint64_t>(parent + 1u) << 32) | e.site);
+          g = transitions.find(detail::U64Map::key(parent + 1u, e.site), kNoGroup);
           if (g == kNoGroup) [[unlikely]] g = resolve_transition(parent, e.site);
         }
         __builtin_prefetch(&groups[g], 1);  // for the close
