@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include "output.hpp"        // escaping, number formatting, OutputSink
-#include "zone_tracker.hpp"  // begin time and duration of each zone at its end
+#include "common/output.hpp"        // escaping, number formatting, OutputSink
+#include "common/zone_tracker.hpp"  // begin time and duration of each zone at its end
 
 namespace ringtrace {
 namespace {

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "output.hpp"        // append_valid_utf8, append_uint, OutputSink
-#include "zone_tracker.hpp"  // self and total time of each closed zone
+#include "common/output.hpp"        // append_valid_utf8, append_uint, OutputSink
+#include "common/zone_tracker.hpp"  // self and total time of each closed zone
 
 namespace ringtrace {
 namespace {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "output.hpp"
+#include "common/output.hpp"
 
 namespace ringtrace::detail {
 namespace {

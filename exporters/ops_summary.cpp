@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "output.hpp"
-#include "report_text.hpp"
-#include "zone_tracker.hpp"
+#include "common/output.hpp"
+#include "common/report_text.hpp"
+#include "common/zone_tracker.hpp"
 
 namespace ringtrace {
 namespace {

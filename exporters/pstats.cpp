@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "marshal_writer.hpp"
-#include "output.hpp"
-#include "u64_map.hpp"
-#include "zone_tracker.hpp"
+#include "common/output.hpp"
+#include "common/u64_map.hpp"
+#include "common/zone_tracker.hpp"
 
 namespace ringtrace {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "output.hpp"
+#include "common/output.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 
 extern char** environ;

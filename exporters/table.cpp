@@ -15,11 +15,11 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "latency_histogram.hpp"
-#include "output.hpp"
-#include "report_text.hpp"
-#include "u64_map.hpp"
-#include "zone_tracker.hpp"
+#include "common/latency_histogram.hpp"
+#include "common/output.hpp"
+#include "common/report_text.hpp"
+#include "common/u64_map.hpp"
+#include "common/zone_tracker.hpp"
 
 namespace ringtrace {
 namespace {

@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "allocator.hpp"
-#include "ringtrace/ringtrace.hpp"
+#include "ringtrace/instrument.hpp"
 
 namespace ringtrace::detail {
 

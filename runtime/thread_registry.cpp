@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "allocator.hpp"
-#include "ringtrace/ringtrace.hpp"
+#include "ringtrace/instrument.hpp"
 
 #if RINGTRACE_HAVE_TSC
 #include <immintrin.h>  // _mm_pause

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "chrome_folded/chrome_folded_streams.hpp"
-#include "output.hpp"
+#include "common/output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/recorded_trace.hpp"

@@ -17,7 +17,7 @@
 
 #include "chrome_folded_streams.hpp"
 #include "golden_files.hpp"
-#include "output.hpp"
+#include "common/output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"

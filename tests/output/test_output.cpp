@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "output.hpp"
+#include "common/output.hpp"
 
 namespace {
 
