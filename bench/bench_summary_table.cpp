@@ -129,7 +129,7 @@ void BM_OpsSummary(benchmark::State& state) {
   std::ostream out(&null);
   OpsSummaryOptions options;
   options.transparent_names = {"step"};
-  auto exporter = ops_summary_exporter(out, options);
+  auto exporter = std::dynamic_pointer_cast<OpsSummaryExporter>(ops_summary_exporter(out, options));
   run(state, *exporter, trace, state.range(1) != 0);
   state.counters["missing_groups"] = static_cast<double>(exporter->summary().missing.size());
 }
@@ -140,7 +140,7 @@ void BM_Table(benchmark::State& state) {
   std::ostream out(&null);
   TableOptions options;
   options.group_by_stack_n = static_cast<std::size_t>(state.range(1));
-  auto exporter = table_exporter(out, options);
+  auto exporter = std::dynamic_pointer_cast<TableExporter>(table_exporter(out, options));
   run(state, *exporter, trace, state.range(2) != 0);
   state.counters["groups"] = static_cast<double>(exporter->table().groups);
 }

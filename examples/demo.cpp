@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   session.add_exporter(ringtrace::folded_stacks_exporter((out_dir / "trace.folded").string()));
   // Python profile (issue 4): trace.prof for python3 -m pstats, snakeviz, gprof2dot.
   const std::string pstats_path = (out_dir / "trace.prof").string();
-  const auto pstats = ringtrace::pstats_exporter(pstats_path);
+  const auto pstats = std::dynamic_pointer_cast<ringtrace::PstatsExporter>(ringtrace::pstats_exporter(pstats_path));
   session.add_exporter(pstats);
   // Captured-ops summary and key-averages table: text kept for printing after the stats,
   // CSV files in out_dir. A step wraps ops without being one: transparent.

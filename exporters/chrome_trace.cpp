@@ -391,8 +391,8 @@ class ChromeTraceExporter final : public Exporter {
 
 }  // namespace
 
-std::shared_ptr<Exporter> chrome_trace_exporter(const std::string& path, ChromeTraceOptions options) {
-  return std::make_shared<ChromeTraceExporter>(path, options);
+std::shared_ptr<Exporter> chrome_trace_exporter(const std::filesystem::path& path, ChromeTraceOptions options) {
+  return std::make_shared<ChromeTraceExporter>(path.string(), options);
 }
 
 std::shared_ptr<Exporter> chrome_trace_exporter(std::ostream& stream, ChromeTraceOptions options) {

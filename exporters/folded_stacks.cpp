@@ -305,8 +305,8 @@ class FoldedStacksExporter final : public Exporter {
 
 }  // namespace
 
-std::shared_ptr<Exporter> folded_stacks_exporter(const std::string& path, FoldedStacksOptions options) {
-  return std::make_shared<FoldedStacksExporter>(path, options);
+std::shared_ptr<Exporter> folded_stacks_exporter(const std::filesystem::path& path, FoldedStacksOptions options) {
+  return std::make_shared<FoldedStacksExporter>(path.string(), options);
 }
 
 std::shared_ptr<Exporter> folded_stacks_exporter(std::ostream& stream, FoldedStacksOptions options) {

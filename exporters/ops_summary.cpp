@@ -463,14 +463,14 @@ OpsSummary ops_summary(const RecordedTrace& trace, const OpsSummaryOptions& opti
   return exporter.summary();
 }
 
-std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(const std::string& path, OpsSummaryOptions options) {
+std::shared_ptr<Exporter> ops_summary_exporter(const std::filesystem::path& path, OpsSummaryOptions options) {
   auto impl = std::make_unique<OpsSummaryExporter::Impl>();
   impl->options = std::move(options);
-  impl->output.emplace(path);  // fails now, naming the path
+  impl->output.emplace(path.string());  // fails now, naming the path
   return std::make_shared<OpsSummaryExporter>(std::move(impl));
 }
 
-std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(std::ostream& stream, OpsSummaryOptions options) {
+std::shared_ptr<Exporter> ops_summary_exporter(std::ostream& stream, OpsSummaryOptions options) {
   auto impl = std::make_unique<OpsSummaryExporter::Impl>();
   impl->options = std::move(options);
   impl->output.emplace(stream, "ops summary stream");

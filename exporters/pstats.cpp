@@ -379,8 +379,8 @@ PstatsTable PstatsExporter::table() const {
   return last_table_;
 }
 
-std::shared_ptr<PstatsExporter> pstats_exporter(std::string path, PstatsOptions options) {
-  return std::make_shared<PstatsExporter>(std::move(path), std::move(options));
+std::shared_ptr<Exporter> pstats_exporter(const std::filesystem::path& path, PstatsOptions options) {
+  return std::make_shared<PstatsExporter>(path.string(), std::move(options));
 }
 
 }  // namespace ringtrace

@@ -484,14 +484,14 @@ KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options
   return exporter.table();
 }
 
-std::shared_ptr<TableExporter> table_exporter(const std::string& path, TableOptions options) {
+std::shared_ptr<Exporter> table_exporter(const std::filesystem::path& path, TableOptions options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);
-  impl->output.emplace(path);  // fails now, naming the path
+  impl->output.emplace(path.string());  // fails now, naming the path
   return std::make_shared<TableExporter>(std::move(impl));
 }
 
-std::shared_ptr<TableExporter> table_exporter(std::ostream& stream, TableOptions options) {
+std::shared_ptr<Exporter> table_exporter(std::ostream& stream, TableOptions options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);
   impl->output.emplace(stream, "key-averages table stream");

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   const ringtrace::RecordedTrace trace = builder.build(stop);
   ringtrace::PstatsOptions options;
   if (argc > 3) options.report_path = argv[3];
-  const auto exporter = ringtrace::pstats_exporter(argv[2], options);
+  const auto exporter = std::dynamic_pointer_cast<ringtrace::PstatsExporter>(ringtrace::pstats_exporter(argv[2], options));
   ringtrace::replay(trace, *exporter, 7);  // small batches: state must carry across them
   if (argc > 3) {
     std::ofstream raw(std::string(argv[3]) + ".raw");

@@ -412,7 +412,7 @@ TEST(PstatsExporter, LiveSessionWithThreadsMatchesTheRecordedStream) {
   ringtrace::Session session(config);
   ringtrace::PstatsOptions options;
   options.report_path = (temp_dir() / "live.txt").string();
-  const auto prof = ringtrace::pstats_exporter(path.string(), options);
+  const auto prof = std::dynamic_pointer_cast<ringtrace::PstatsExporter>(ringtrace::pstats_exporter(path, options));
   const auto memory = std::make_shared<ringtrace::MemoryExporter>();
   session.add_exporter(prof);
   session.add_exporter(memory);

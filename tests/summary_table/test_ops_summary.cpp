@@ -384,7 +384,7 @@ TEST(OpsSummaryExporter, LiveSessionStreamAndFile) {
   const auto dir = std::filesystem::temp_directory_path() / ("ringtrace_ops_summary_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ostringstream text;
-  auto live = ops_summary_exporter(text);
+  auto live = std::dynamic_pointer_cast<OpsSummaryExporter>(ops_summary_exporter(text));
   OpsSummaryOptions csv;
   csv.format = OpsSummaryOptions::Format::csv;
   auto file = ops_summary_exporter((dir / "summary.csv").string(), csv);

@@ -332,7 +332,7 @@ TEST(TableExporter, LiveSessionStreamAndFile) {
   const auto dir = std::filesystem::temp_directory_path() / ("ringtrace_table_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ostringstream text;
-  auto live = table_exporter(text);
+  auto live = std::dynamic_pointer_cast<TableExporter>(table_exporter(text));
   TableOptions csv;
   csv.format = TableOptions::Format::csv;
   auto file = table_exporter((dir / "table.csv").string(), csv);

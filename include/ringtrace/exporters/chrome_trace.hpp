@@ -5,6 +5,7 @@
 #include <cstddef>  // buffer size
 #include <cstdint>  // pid
 #include <iosfwd>   // the stream overload
+#include <filesystem>  // output paths
 #include <memory>   // the exporter is shared with the session
 #include <string>   // path
 
@@ -27,7 +28,7 @@ struct ChromeTraceOptions {
 // runs; the file is complete, valid JSON when Session::stop() returns. The file is
 // created here: a path that cannot be opened throws std::runtime_error naming the path
 // and the reason. Each later run of the session rewrites the file from the start.
-RINGTRACE_API std::shared_ptr<Exporter> chrome_trace_exporter(const std::string& path,
+RINGTRACE_API std::shared_ptr<Exporter> chrome_trace_exporter(const std::filesystem::path& path,
                                                               ChromeTraceOptions options = {});
 
 // Writes to a stream that the caller keeps alive for the exporter's lifetime; each run

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <iosfwd>  // the stream overload
+#include <filesystem>  // output paths
 #include <memory>  // the exporter is shared with the session
 #include <string>  // path
 
@@ -29,7 +30,7 @@ struct FoldedStacksOptions {
 // (gzip-compressed when `path` ends in ".gz"). The file is created here: a path that
 // cannot be opened throws std::runtime_error naming the path and the reason. Each later
 // run of the session starts from an empty aggregate and rewrites the file.
-RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(const std::string& path,
+RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(const std::filesystem::path& path,
                                                                FoldedStacksOptions options = {});
 
 // Writes to a stream that the caller keeps alive for the exporter's lifetime.

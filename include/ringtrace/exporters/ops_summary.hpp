@@ -8,6 +8,7 @@
 #include <cstddef>  // limits
 #include <cstdint>  // counts and nanoseconds
 #include <iosfwd>   // the stream overloads
+#include <filesystem>  // output paths
 #include <memory>   // the exporter is shared with the session
 #include <string>   // names, paths
 #include <vector>   // rows
@@ -103,11 +104,13 @@ class RINGTRACE_API OpsSummaryExporter final : public Exporter {
 
 // Computes the summary while the session runs and writes it at stop(). The file is
 // created here: a path that cannot be opened throws std::runtime_error naming the path
-// and the reason. Each later run of the session rewrites the file.
-RINGTRACE_API std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(const std::string& path,
+// and the reason. Each later run of the session rewrites the file. Like every factory it
+// returns a plain std::shared_ptr<Exporter>; the object is a OpsSummaryExporter (dynamic_cast to
+// read summary() in process).
+RINGTRACE_API std::shared_ptr<Exporter> ops_summary_exporter(const std::filesystem::path& path,
                                                                        OpsSummaryOptions options = {});
 // Writes to a stream that the caller keeps alive for the exporter's lifetime.
-RINGTRACE_API std::shared_ptr<OpsSummaryExporter> ops_summary_exporter(std::ostream& stream,
+RINGTRACE_API std::shared_ptr<Exporter> ops_summary_exporter(std::ostream& stream,
                                                                        OpsSummaryOptions options = {});
 
 }  // namespace ringtrace

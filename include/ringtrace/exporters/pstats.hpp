@@ -4,7 +4,8 @@
 //   auto prof = ringtrace::pstats_exporter("trace.prof");
 //   session.add_exporter(prof);
 //   ... session.start(); ... session.stop();
-//   std::fputs(ringtrace::format_pstats_report(prof->table()).c_str(), stdout);
+//   auto& typed = dynamic_cast<ringtrace::PstatsExporter&>(*prof);  // in-process results
+//   std::fputs(ringtrace::format_pstats_report(typed.table()).c_str(), stdout);
 //
 // The numbers mean what cProfile's mean (docs/formats/pstats.md): per thread stack,
 // then summed over threads,
@@ -21,6 +22,7 @@
 
 #include <cstddef>  // report limits
 #include <cstdint>  // counts and nanoseconds
+#include <filesystem>  // output paths
 #include <memory>   // the aggregator's state, the factory's result
 #include <mutex>    // table() is read from other threads
 #include <span>     // batches of events
@@ -164,7 +166,9 @@ class RINGTRACE_API PstatsExporter final : public Exporter {
 };
 
 // Throws std::invalid_argument for a ".gz" path and std::runtime_error (naming the path
-// and the OS error) when the file cannot be created.
-RINGTRACE_API std::shared_ptr<PstatsExporter> pstats_exporter(std::string path, PstatsOptions options = {});
+// and the OS error) when the file cannot be created. Like every factory it returns a
+// plain std::shared_ptr<Exporter>; the object is a PstatsExporter (dynamic_cast to read
+// table() in process).
+RINGTRACE_API std::shared_ptr<Exporter> pstats_exporter(const std::filesystem::path& path, PstatsOptions options = {});
 
 }  // namespace ringtrace

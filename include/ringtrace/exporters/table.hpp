@@ -7,6 +7,7 @@
 #include <cstddef>  // limits
 #include <cstdint>  // counts and nanoseconds
 #include <iosfwd>   // the stream overloads
+#include <filesystem>  // output paths
 #include <memory>   // the exporter is shared with the session
 #include <string>   // names, paths
 #include <vector>   // rows
@@ -96,9 +97,11 @@ class RINGTRACE_API TableExporter final : public Exporter {
 
 // Aggregates while the session runs and writes the table at stop(). The file is
 // created here: a path that cannot be opened throws std::runtime_error naming the path
-// and the reason. Each later run of the session rewrites the file.
-RINGTRACE_API std::shared_ptr<TableExporter> table_exporter(const std::string& path, TableOptions options = {});
+// and the reason. Each later run of the session rewrites the file. Like every factory it
+// returns a plain std::shared_ptr<Exporter>; the object is a TableExporter (dynamic_cast to
+// read table() in process).
+RINGTRACE_API std::shared_ptr<Exporter> table_exporter(const std::filesystem::path& path, TableOptions options = {});
 // Writes to a stream that the caller keeps alive for the exporter's lifetime.
-RINGTRACE_API std::shared_ptr<TableExporter> table_exporter(std::ostream& stream, TableOptions options = {});
+RINGTRACE_API std::shared_ptr<Exporter> table_exporter(std::ostream& stream, TableOptions options = {});
 
 }  // namespace ringtrace
