@@ -44,14 +44,7 @@ void Drainer::start() {
 
 void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
-  for (std::size_t i = 0; i < exporters_.size(); ++i) {
-    try {
-      exporters_[i]->on_start(*this);
-    } catch (const std::exception& e) {
-      exporter_failed_[i] = true;
-      errors_.push_back(std::string("exporter ") + std::to_string(i) + " on_start: " + e.what());
-    }
-  }
+  for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
   last_refit_ticks_ = read_ticks(use_tsc_);
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
@@ -387,16 +380,33 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
   }
 }
 
-void Drainer::deliver(std::span<const Event> events) {
+template <typename Call>
+void Drainer::for_each_exporter(const char* callback, Call&& call) {
   for (std::size_t i = 0; i < exporters_.size(); ++i) {
     if (exporter_failed_[i]) continue;
+    std::string error;
     try {
-      exporters_[i]->on_events(events, *this);
+      call(*exporters_[i]);
+      continue;
     } catch (const std::exception& e) {
-      exporter_failed_[i] = true;
-      errors_.push_back(std::string("exporter ") + std::to_string(i) + ": " + e.what());
+      error = e.what();
+    } catch (...) {  // an int, a string literal, anything: never std::terminate
+      error = "threw something that is not a std::exception";
     }
+    exporter_failed_[i] = true;
+    std::string line = "exporter ";
+    line += std::to_string(i);
+    line += ' ';
+    line += callback;
+    line += ": ";
+    line += error;
+    errors_.push_back(std::move(line));
   }
+}
+
+void Drainer::deliver(std::span<const Event> events) {
+  delivered_in_pass_ = true;
+  for_each_exporter("on_events", [&](Exporter& x) { x.on_events(events, *this); });
 }
 
 void Drainer::flush() {
@@ -455,6 +465,10 @@ void Drainer::pass(bool final) {
   }
   flush();
   publish_read_positions();
+  if (delivered_in_pass_ && !final) {
+    for_each_exporter("on_flush", [&](Exporter& x) { x.on_flush(*this); });
+  }
+  delivered_in_pass_ = false;
   if (final) {
     clock_info_.stop_ns = stop_ns_.load(std::memory_order_relaxed);
   } else {
@@ -463,15 +477,7 @@ void Drainer::pass(bool final) {
   update_stats();
   if (final) {
     SessionStats final_stats = stats();
-    for (std::size_t i = 0; i < exporters_.size(); ++i) {
-      if (exporter_failed_[i]) continue;
-      try {
-        exporters_[i]->on_finish(*this, final_stats);
-      } catch (const std::exception& e) {
-        exporter_failed_[i] = true;
-        errors_.push_back(std::string("exporter ") + std::to_string(i) + " on_finish: " + e.what());
-      }
-    }
+    for_each_exporter("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
     update_stats();
   }
 }

@@ -98,6 +98,10 @@ class Drainer final : public TraceContext {
   void maybe_refit();
   void update_stats();
   void deliver(std::span<const Event> events);
+  // Calls `call(exporter)` on every exporter not yet disabled; one that throws anything
+  // is disabled and listed in the stats as "exporter <i> <callback>: <what>".
+  template <typename Call>
+  void for_each_exporter(const char* callback, Call&& call);
 
   Config config_;
   std::string process_name_;
@@ -126,6 +130,7 @@ class Drainer final : public TraceContext {
   std::uint64_t unbalanced_ = 0;
   std::uint64_t closed_at_stop_ = 0;
   std::uint64_t passes_ = 0;
+  bool delivered_in_pass_ = false;  // on_flush is called after passes that delivered events
   std::vector<std::string> errors_;
 
   mutable std::mutex stats_mutex_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -52,6 +53,24 @@ void Session::add_exporter(std::shared_ptr<Exporter> exporter) {
   if (!exporter) throw std::invalid_argument("ringtrace: add_exporter got a null exporter");
   std::lock_guard<std::mutex> lock(g_session_mutex);
   if (impl_->running) throw std::logic_error("ringtrace: add_exporter called on a running session; add exporters before start()");
+  // Two exporters writing one file would interleave into a broken one: refuse the second.
+  const auto key = [](const std::filesystem::path& path) {
+    std::error_code ignored;
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ignored);
+    return canonical.empty() ? path.lexically_normal() : canonical;
+  };
+  std::vector<std::filesystem::path> taken;
+  for (const auto& other : impl_->exporters) {
+    for (const auto& path : other->output_paths()) taken.push_back(key(path));
+  }
+  for (const auto& path : exporter->output_paths()) {
+    const std::filesystem::path k = key(path);
+    if (std::find(taken.begin(), taken.end(), k) != taken.end()) {
+      throw std::invalid_argument("ringtrace: add_exporter: " + path.string() +
+                                  " is already written by another exporter of this session");
+    }
+    taken.push_back(k);
+  }
   impl_->exporters.push_back(std::move(exporter));
 }
 

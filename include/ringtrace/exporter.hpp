@@ -3,9 +3,11 @@
 // threads' buffers or the clock's raw ticks.
 #pragma once
 
-#include <cstdint>  // os thread ids
-#include <span>     // batches of events
-#include <string>   // thread names
+#include <cstdint>     // os thread ids
+#include <filesystem>  // output paths
+#include <span>        // batches of events
+#include <string>      // thread names
+#include <vector>      // output paths
 
 #include "ringtrace/event.hpp"  // Event, SiteId, ThreadId
 #include "ringtrace/site.hpp"   // SiteInfo
@@ -34,16 +36,23 @@ class TraceContext {
 };
 
 // Receives the merged stream. All calls come from one thread (the drainer, or the
-// caller of replay()), in order: on_start, on_events any number of times, on_finish.
-// An exporter that throws is disabled for the rest of the session and its message is
-// listed in SessionStats::exporter_errors.
+// caller of replay()), in order: on_start, then on_events and on_flush any number of
+// times, then on_finish. An exporter that throws anything (a std::exception or not) is
+// disabled for the rest of the session and listed in SessionStats::exporter_errors.
 class Exporter {
  public:
   virtual ~Exporter() = default;
   virtual void on_start(const TraceContext& /*context*/) {}
   // Events are ordered by time_ns; per thread, zones nest properly.
   virtual void on_events(std::span<const Event> events, const TraceContext& context) = 0;
+  // After each drainer pass that delivered events (so at most every drain_interval, and
+  // never from replay()): an exporter that streams to a file hands what it has buffered
+  // to the OS here, so a process killed now loses at most the last pass.
+  virtual void on_flush(const TraceContext& /*context*/) {}
   virtual void on_finish(const TraceContext& /*context*/, const SessionStats& /*stats*/) {}
+  // The files this exporter writes (none for a stream). Session::add_exporter refuses
+  // a second exporter on a path that one of its exporters already writes.
+  virtual std::vector<std::filesystem::path> output_paths() const { return {}; }
 };
 
 }  // namespace ringtrace
