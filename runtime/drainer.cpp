@@ -53,10 +53,9 @@ void Drainer::run() {
   pass(true);
 }
 
-void Drainer::finish(std::uint64_t stop_ticks, std::uint64_t stop_ns) {
+void Drainer::finish(std::uint64_t stop_ticks) {
   stop_ticks_.store(stop_ticks, std::memory_order_relaxed);
-  stop_ns_.store(stop_ns, std::memory_order_relaxed);
-  stop_.store(true, std::memory_order_release);  // the drainer reads both after seeing this
+  stop_.store(true, std::memory_order_release);  // the drainer reads it after seeing this
   registry_.wake_drainer();
   if (thread_.joinable()) thread_.join();
 }
@@ -370,7 +369,7 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
     e.value.u = open.value;
     ++closed_at_stop_;
   }
-  const std::uint64_t dropped = c.buffer->dropped.load(std::memory_order_acquire);
+  const std::uint64_t dropped = c.buffer->total_dropped();
   threads_[c.thread].dropped = dropped;
   if (dropped > c.reported_drops) {
     Event& e = next_event();
@@ -436,10 +435,17 @@ void Drainer::pass(bool final) {
   ++passes_;
   registry_.clear_wake();
   accept_registrations();
-  std::uint64_t watermark = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t watermark;
   if (!final) {
     const std::uint64_t now = read_ticks(use_tsc_);
     watermark = now > grace_ticks_ ? now - grace_ticks_ : 0;
+  } else {
+    // Nothing stamped after the stop time is delivered (zones open then are closed at
+    // it). A thread that read the clock just before stop() may not have published yet:
+    // give it the same grace as every other pass before taking the write indices.
+    watermark = stop_ticks_.load(std::memory_order_relaxed);
+    const std::uint64_t until = watermark + grace_ticks_;
+    while (read_ticks(use_tsc_) < until) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   for (auto& c : cursors_) {
     // Retired before the write index: a retired thread's last writes are then visible.
@@ -459,7 +465,7 @@ void Drainer::pass(bool final) {
       cursors_[i] = std::move(cursors_.back());
       cursors_.pop_back();
     } else {
-      threads_[c.thread].dropped = c.buffer->dropped.load(std::memory_order_relaxed);
+      threads_[c.thread].dropped = c.buffer->total_dropped();
       ++i;
     }
   }
@@ -470,7 +476,9 @@ void Drainer::pass(bool final) {
   }
   delivered_in_pass_ = false;
   if (final) {
-    clock_info_.stop_ns = stop_ns_.load(std::memory_order_relaxed);
+    // The stop time on the events' own timeline, so that every delivered event is at or
+    // before it.
+    clock_info_.stop_ns = converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed));
   } else {
     maybe_refit();
   }
@@ -498,6 +506,9 @@ void Drainer::update_stats() {
     stats_.recorded += row.recorded;
     stats_.dropped += row.dropped;
   }
+  const std::uint64_t orphans = registry_.orphan_drops();
+  stats_.dropped_without_ring = orphans;
+  stats_.dropped += orphans;
   stats_.late_events = late_;
   stats_.unbalanced_ends = unbalanced_;
   stats_.closed_at_stop = closed_at_stop_;

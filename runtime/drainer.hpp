@@ -26,11 +26,15 @@ class Drainer final : public TraceContext {
           ClockInfo clock_info, bool use_tsc, std::uint32_t epoch);
   ~Drainer() override;
 
+  // The session's epoch, published after construction (construction can fail).
+  void set_epoch(std::uint32_t epoch) { epoch_ = epoch; }
   void start();
   // The epoch is already retracted: drain everything, close open zones at
   // `stop_ticks`, finish the exporters, let go of every ring, join the thread.
-  void finish(std::uint64_t stop_ticks, std::uint64_t stop_ns);
+  void finish(std::uint64_t stop_ticks);
   SessionStats stats() const;
+  // True on the drainer's own thread (an exporter's callback).
+  bool on_drainer_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   // TraceContext
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
@@ -138,7 +142,6 @@ class Drainer final : public TraceContext {
 
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_
-  std::atomic<std::uint64_t> stop_ns_{0};
   std::thread thread_;
 };
 

@@ -1,22 +1,35 @@
 #include "ringtrace/session.hpp"
 
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "clock_calibration.hpp"
 #include "drainer.hpp"
 #include "ringtrace/exporter.hpp"
+#include "site_table.hpp"
 #include "thread_registry.hpp"
 
 namespace ringtrace {
 namespace {
 
+// Guards every Session's running state and g_active. Held only briefly: stop() lets
+// go of it while the drainer finishes, so exporters may call stats() and running().
 std::mutex g_session_mutex;
-const void* g_active_session = nullptr;  // guarded by g_session_mutex
+Session::Impl* g_active = nullptr;  // the running session, guarded by g_session_mutex
 
 Config normalized(Config config) {
   std::size_t records = std::clamp<std::size_t>(config.buffer_records, 64, std::size_t{1} << 30);
@@ -29,6 +42,8 @@ Config normalized(Config config) {
   return config;
 }
 
+void install_process_hooks();
+
 }  // namespace
 
 struct Session::Impl {
@@ -36,9 +51,45 @@ struct Session::Impl {
   std::vector<std::shared_ptr<Exporter>> exporters;
   std::unique_ptr<detail::Drainer> drainer;
   SessionStats last_stats;
-  bool running = false;
+  bool running = false;   // guarded by g_session_mutex
   bool use_tsc = false;
+  pid_t pid = 0;          // the process that started the run (a fork child is another)
+  std::mutex stop_mutex;  // one stop at a time; held while the drainer finishes
+
+  // A fork child's copy of a running session: its drainer thread does not exist here
+  // and its exporters belong to the parent. Leaked on purpose: destroying the drainer
+  // would join a thread that is not there and run the exporters' destructors.
+  bool inherited() const { return running && pid != ::getpid(); }
+  void abandon() {
+    (void)drainer.release();
+    running = false;
+  }
+
+  void stop();
 };
+
+void Session::Impl::stop() {
+  std::lock_guard<std::mutex> stopping(stop_mutex);
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    if (!running) return;
+    if (inherited()) {
+      abandon();
+      return;
+    }
+    if (drainer->on_drainer_thread()) {
+      throw std::logic_error("ringtrace: stop() called from an exporter's callback; it would wait for itself");
+    }
+    running = false;  // running() is false from here; stats() reads the drainer's
+  }
+  detail::Registry::instance().retract_epoch();
+  drainer->finish(detail::read_ticks(use_tsc));
+  SessionStats stats = drainer->stats();
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  last_stats = std::move(stats);
+  drainer.reset();
+  if (g_active == this) g_active = nullptr;
+}
 
 Session::Session(Config config) : impl_(std::make_unique<Impl>()) { impl_->config = normalized(std::move(config)); }
 
@@ -52,7 +103,9 @@ Session::~Session() {
 void Session::add_exporter(std::shared_ptr<Exporter> exporter) {
   if (!exporter) throw std::invalid_argument("ringtrace: add_exporter got a null exporter");
   std::lock_guard<std::mutex> lock(g_session_mutex);
-  if (impl_->running) throw std::logic_error("ringtrace: add_exporter called on a running session; add exporters before start()");
+  if (impl_->running && !impl_->inherited()) {
+    throw std::logic_error("ringtrace: add_exporter called on a running session; add exporters before start()");
+  }
   // Two exporters writing one file would interleave into a broken one: refuse the second.
   const auto key = [](const std::filesystem::path& path) {
     std::error_code ignored;
@@ -75,11 +128,14 @@ void Session::add_exporter(std::shared_ptr<Exporter> exporter) {
 }
 
 void Session::start() {
+  std::lock_guard<std::mutex> stopping(impl_->stop_mutex);
   std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (impl_->inherited()) impl_->abandon();
   if (impl_->running) throw std::logic_error("ringtrace: start() called on a session that is already running");
-  if (g_active_session != nullptr) {
+  if (g_active != nullptr) {
     throw std::logic_error("ringtrace: start() called while another session is running; stop it first");
   }
+  install_process_hooks();
   const Config& config = impl_->config;
   bool use_tsc = false;
   if (config.clock != ClockSource::monotonic) use_tsc = RINGTRACE_HAVE_TSC && detail::cpu_has_invariant_tsc();
@@ -105,44 +161,152 @@ void Session::start() {
   params.overflow = config.overflow;
   params.use_tsc = use_tsc;
 
+  // Everything that can fail comes before the epoch is published, so that a failed
+  // start leaves no thread bound to it; starting the drainer's thread is the one step
+  // after, and its failure takes back the registrations it let in.
+  auto drainer = std::make_unique<detail::Drainer>(config, impl_->exporters, converter, clock, use_tsc, 0);
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
+  drainer->set_epoch(epoch);
   try {
-    impl_->drainer = std::make_unique<detail::Drainer>(config, impl_->exporters, converter, clock, use_tsc, epoch);
-    impl_->drainer->start();
+    drainer->start();
   } catch (...) {
     registry.retract_epoch();
-    impl_->drainer.reset();
+    registry.release_pending_registrations();
     throw;
   }
+  impl_->drainer = std::move(drainer);
   impl_->use_tsc = use_tsc;
+  impl_->pid = ::getpid();
   impl_->running = true;
-  g_active_session = impl_.get();
+  g_active = impl_.get();
 }
 
-void Session::stop() {
-  std::lock_guard<std::mutex> lock(g_session_mutex);
-  if (!impl_->running) return;
-  detail::Registry::instance().retract_epoch();
-  const std::uint64_t stop_ticks = detail::read_ticks(impl_->use_tsc);
-  impl_->drainer->finish(stop_ticks, detail::monotonic_ns());
-  impl_->last_stats = impl_->drainer->stats();
-  impl_->drainer.reset();
-  impl_->running = false;
-  g_active_session = nullptr;
-}
+void Session::stop() { impl_->stop(); }
 
 bool Session::running() const noexcept {
   std::lock_guard<std::mutex> lock(g_session_mutex);
-  return impl_->running;
+  return impl_->running && !impl_->inherited();
 }
 
 SessionStats Session::stats() const {
   std::lock_guard<std::mutex> lock(g_session_mutex);
-  if (impl_->running) return impl_->drainer->stats();
+  // While stop() finishes, the drainer still exists (running is already false).
+  if (impl_->drainer && !impl_->inherited()) return impl_->drainer->stats();
   return impl_->last_stats;
 }
 
 const Config& Session::config() const noexcept { return impl_->config; }
+
+// ---------------------------------------------------------------------------------------
+// Process hooks: exit paths, fork, and opt-in signals.
+
+namespace {
+
+// exit() from any thread, quick_exit(), and returning from main with a session that is
+// still running (its Session object never destroyed: on the heap, or in a frame that
+// exit() skips): stop it so every exporter finishes its files. Registered at the first
+// start(), so it runs before the destructors of Sessions constructed earlier (which then
+// find them stopped).
+void stop_active_at_exit() {
+  Session::Impl* active = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    active = g_active;
+    if (active == nullptr || active->inherited() || active->drainer->on_drainer_thread()) return;
+  }
+  try {
+    active->stop();
+  } catch (...) {  // nothing to report to at exit; the files are as complete as they got
+  }
+}
+
+// --- opt-in signals: the handler only posts a semaphore (async-signal-safe); a watcher
+// thread stops the session and re-raises the signal with its default action.
+sem_t g_signal_semaphore;
+std::atomic<int> g_signal_number{0};
+struct SavedAction {
+  int signal = 0;
+  struct sigaction action {};
+};
+std::vector<SavedAction> g_saved_actions;  // guarded by g_session_mutex; read in the fork child
+
+void on_flush_signal(int signal) {
+  int none = 0;
+  g_signal_number.compare_exchange_strong(none, signal);
+  sem_post(&g_signal_semaphore);
+}
+
+void signal_watcher() {
+  detail::mark_thread_untraced();
+  while (sem_wait(&g_signal_semaphore) != 0) {
+  }
+  const int signal = g_signal_number.load();
+  stop_active_at_exit();
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signal);  // default action: the process ends as the signal meant it to
+}
+
+// --- fork: the child has one thread and none of the parent's drainer. It records
+// nothing, touches nothing of the parent's, and may start a session of its own.
+void after_fork_in_child() {
+  detail::g_epoch.store(0, std::memory_order_relaxed);
+  detail::ThreadWriter& t = detail::t_writer;
+  t = detail::ThreadWriter{};  // the parent's ring stays the parent's
+  new (&g_session_mutex) std::mutex();  // another thread of the parent may have held it
+  g_active = nullptr;
+  detail::Registry::reset_after_fork();
+  detail::reset_intern_lock_after_fork();
+  for (const SavedAction& saved : g_saved_actions) sigaction(saved.signal, &saved.action, nullptr);
+  g_saved_actions.clear();
+}
+
+void install_process_hooks() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit(stop_active_at_exit);
+    std::at_quick_exit(stop_active_at_exit);
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  });
+}
+
+}  // namespace
+
+void flush_on_signals(std::initializer_list<int> signals) {
+  for (const int signal : signals) {
+    if (signal <= 0 || signal >= NSIG || signal == SIGKILL || signal == SIGSTOP) {
+      throw std::invalid_argument("ringtrace: flush_on_signals: signal " + std::to_string(signal) +
+                                  " cannot be caught");
+    }
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (sem_init(&g_signal_semaphore, 0, 0) != 0) throw std::system_error(errno, std::generic_category(), "sem_init");
+    install_process_hooks();
+    std::thread(signal_watcher).detach();
+  });
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  for (const int signal : signals) {
+    const bool known = std::any_of(g_saved_actions.begin(), g_saved_actions.end(),
+                                   [&](const SavedAction& saved) { return saved.signal == signal; });
+    struct sigaction action {};
+    action.sa_handler = on_flush_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    SavedAction saved;
+    saved.signal = signal;
+    if (sigaction(signal, &action, &saved.action) != 0) {
+      throw std::system_error(errno, std::generic_category(), "ringtrace: flush_on_signals: sigaction");
+    }
+    if (!known) g_saved_actions.push_back(saved);
+  }
+}
 
 }  // namespace ringtrace

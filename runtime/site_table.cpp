@@ -37,6 +37,8 @@ InternTable& intern_table() {
 
 }  // namespace
 
+void reset_intern_lock_after_fork() { new (&intern_table().mutex) std::mutex(); }
+
 }  // namespace ringtrace::detail
 
 namespace ringtrace {

@@ -14,6 +14,9 @@ namespace ringtrace::detail {
 // The site of `dropped` events.
 extern const SiteInfo kDroppedSite;
 
+// In a fork child: the intern table's lock may have been held by a thread that is gone.
+void reset_intern_lock_after_fork();
+
 class SiteTable {
  public:
   SiteTable();

@@ -1,6 +1,8 @@
 #include "thread_registry.hpp"
 
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <new>
@@ -69,14 +71,24 @@ void backoff(unsigned round) {
 
 }  // namespace
 
-Registry& Registry::instance() {
+Registry*& Registry::slot() {
   static Registry* registry = new Registry();  // leaked on purpose, see header
-  return *registry;
+  return registry;
+}
+
+Registry& Registry::instance() { return *slot(); }
+
+void Registry::reset_after_fork() { slot() = new Registry(); }
+
+void Registry::release_pending_registrations() {
+  ThreadBuffer* buffer = nullptr;
+  while (registrations_.try_dequeue(buffer)) release(buffer);
 }
 
 std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   std::lock_guard<std::mutex> lock(mutex_);
   params_ = params;
+  orphan_drops_.store(0, std::memory_order_relaxed);
   last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
   g_epoch.store(last_epoch_, std::memory_order_release);
   return last_epoch_;
@@ -112,16 +124,22 @@ ThreadBuffer* Registry::acquire_buffer() {
 }
 
 bool Registry::wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop) {
-  std::unique_lock<std::mutex> lock(wake_mutex_);
-  return wake_cv_.wait_for(lock, timeout, [&] {
-    return wake_.load(std::memory_order_acquire) || stop.load(std::memory_order_acquire);
-  });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (wake_.load(std::memory_order_acquire) != 0 || stop.load(std::memory_order_acquire)) return true;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec relative{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    // Sleeps only while the word is still 0: a wake between the check and the call
+    // returns at once (EAGAIN), so none is lost.
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, 0u, &relative, nullptr, 0);
+  }
 }
 
 void Registry::wake_drainer() {
-  if (!wake_.exchange(true, std::memory_order_acq_rel)) {
-    std::lock_guard<std::mutex> lock(wake_mutex_);  // no lost wake-up between check and wait
-    wake_cv_.notify_one();
+  if (wake_.exchange(1, std::memory_order_acq_rel) == 0) {
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   }
 }
 
@@ -144,9 +162,11 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   b->write_index.store(0, std::memory_order_relaxed);
   b->read_index.store(0, std::memory_order_relaxed);
   b->dropped.store(0, std::memory_order_relaxed);
+  b->nested_drops.store(0, std::memory_order_relaxed);
   b->pending_drops = 0;
   b->high_water = params_.high_water;
   b->block = params_.overflow == OverflowPolicy::block;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // a nested drop counts here once reset
   b->epoch = epoch;
   b->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
   {
@@ -166,8 +186,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   t.avail_end = t.limit;
   t.published = &b->write_index;
   t.use_tsc = params_.use_tsc;
-  t.epoch = epoch;
-  return true;
+  return true;  // the caller (the slow path, busy) binds t.epoch when it leaves
 }
 
 void mark_thread_untraced() noexcept {
@@ -175,20 +194,51 @@ void mark_thread_untraced() noexcept {
   t_writer.epoch = 0;
 }
 
-Reserve reserve_slow(std::uint64_t need) noexcept {
-  if (t_untraced) return Reserve::inactive;
+namespace {
+
+// A drop seen by a call nested inside another recording call on the same thread (or
+// while the thread has no ring): counted with atomics only, nothing else touched.
+void count_nested_drop(ThreadWriter& t) noexcept {
+  auto* b = static_cast<ThreadBuffer*>(t.buffer);
+  if (b != nullptr && b->epoch == g_epoch.load(std::memory_order_relaxed)) {
+    b->nested_drops.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    Registry::instance().count_orphan_drop();
+  }
+}
+
+}  // namespace
+
+Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept {
   ThreadWriter& t = t_writer;
+  if (bound == kBusy) {  // interrupted a recording call of this thread: its epoch stays kBusy
+    if (!t_untraced && g_epoch.load(std::memory_order_relaxed) != 0) count_nested_drop(t);
+    return Reserve::dropped;
+  }
+  // t.epoch is kBusy from here: every way out but `ok` restores it.
+  const auto out = [&](Reserve why) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t.epoch = bound;
+    return why;
+  };
+  if (t_untraced) return out(Reserve::inactive);
   const std::uint32_t epoch = g_epoch.load(std::memory_order_acquire);
-  if (epoch == 0) return Reserve::inactive;
+  if (epoch == 0) return out(Reserve::inactive);
   Registry& registry = Registry::instance();
-  if (t.epoch != epoch) {
-    bool bound = false;
+  if (bound != epoch) {
+    bool bound_now = false;
     try {
-      bound = registry.bind(t, epoch);
-    } catch (...) {  // no memory for the ring: this thread records nothing this session
-      bound = false;
+      bound_now = registry.bind(t, epoch);
+    } catch (...) {  // no memory for the ring or its control block
+      bound_now = false;
     }
-    if (!bound) return Reserve::inactive;
+    if (!bound_now) {
+      // stop() got in first (nothing to count), or no ring: this event is lost, counted.
+      if (g_epoch.load(std::memory_order_acquire) != epoch) return out(Reserve::inactive);
+      registry.count_orphan_drop();
+      return out(Reserve::dropped);
+    }
+    bound = epoch;
   }
   ThreadBuffer& b = *buffer_of(t);
   for (unsigned round = 0;; ++round) {
@@ -204,13 +254,15 @@ Reserve reserve_slow(std::uint64_t need) noexcept {
       t.limit = limit;
       t.avail_end = limit - reserved;
       if (marker != 0 && t.write_pos + need + marker <= t.avail_end) write_drop_marker(t, b);
-      return Reserve::ok;
+      return Reserve::ok;  // the caller publishes, then leaves (restores the epoch)
     }
-    if (!b.block) {
+    // Under the block policy, wait only for room the drainer can make: zones nested so
+    // deep that their reserved ends fill the ring would wait forever.
+    if (!b.block || need + reserved + marker > b.capacity) {
       note_drop(t, b);
-      return Reserve::dropped;
+      return out(Reserve::dropped);
     }
-    if (g_epoch.load(std::memory_order_acquire) != epoch) return Reserve::inactive;
+    if (g_epoch.load(std::memory_order_acquire) != epoch) return out(Reserve::inactive);
     backoff(round);
   }
 }
@@ -218,8 +270,22 @@ Reserve reserve_slow(std::uint64_t need) noexcept {
 void count_dropped_end() noexcept {
   if (t_untraced) return;
   ThreadWriter& t = t_writer;
-  if (t.buffer == nullptr || t.epoch != g_epoch.load(std::memory_order_relaxed)) return;
+  const std::uint32_t bound = t.epoch;
+  if (bound == kBusy) {
+    if (g_epoch.load(std::memory_order_relaxed) != 0) count_nested_drop(t);
+    return;
+  }
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  if (t.buffer == nullptr || bound != epoch) {  // the begin was lost without a ring
+    Registry::instance().count_orphan_drop();
+    return;
+  }
+  t.epoch = kBusy;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   note_drop(t, *buffer_of(t));
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t.epoch = bound;
 }
 
 }  // namespace ringtrace::detail
@@ -228,14 +294,29 @@ namespace ringtrace {
 
 void set_thread_name(std::string_view name) {
   if (detail::t_untraced) return;
-  detail::t_hook.name.assign(name);
-  auto* buffer = static_cast<detail::ThreadBuffer*>(detail::t_writer.buffer);
-  if (buffer == nullptr) return;
-  {
-    std::lock_guard<std::mutex> lock(buffer->name_mutex);
-    buffer->name.assign(name);
+  // Busy while the name lock is held: a signal handler that records meanwhile drops its
+  // events (counted) instead of waiting, in block mode, on a drainer that waits for the lock.
+  detail::ThreadWriter& t = detail::t_writer;
+  const std::uint32_t bound = t.epoch;
+  if (bound == detail::kBusy) return;  // called from inside the recording path (a hook)
+  t.epoch = detail::kBusy;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  try {
+    detail::t_hook.name.assign(name);
+    if (auto* buffer = static_cast<detail::ThreadBuffer*>(t.buffer)) {
+      {
+        std::lock_guard<std::mutex> lock(buffer->name_mutex);
+        buffer->name.assign(name);
+      }
+      buffer->name_version.fetch_add(1, std::memory_order_release);
+    }
+  } catch (...) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t.epoch = bound;
+    throw;
   }
-  buffer->name_version.fetch_add(1, std::memory_order_release);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t.epoch = bound;
 }
 
 }  // namespace ringtrace

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -28,7 +27,10 @@ inline constexpr std::uint32_t kRetired = 2;     // the owning thread has exited
 struct ThreadBuffer {
   // Producer side: written by the owning thread.
   alignas(128) std::atomic<std::uint64_t> write_index{0};
-  std::atomic<std::uint64_t> dropped{0};  // single writer; the drainer reads it
+  std::atomic<std::uint64_t> dropped{0};  // single writer (the thread, not nested); the drainer reads it
+  // Drops of calls nested inside another recording call of the thread (signal handlers,
+  // allocator hooks): fetch_add, safe at any point of the interrupted call.
+  std::atomic<std::uint64_t> nested_drops{0};
   std::uint64_t pending_drops = 0;        // not yet reported by a dropped marker
   std::uint64_t pending_first_ticks = 0;  // time of the first of those drops
   // Consumer side: written by the drainer.
@@ -49,6 +51,9 @@ struct ThreadBuffer {
     std::lock_guard<std::mutex> lock(name_mutex);
     return name;
   }
+  std::uint64_t total_dropped() const {
+    return dropped.load(std::memory_order_acquire) + nested_drops.load(std::memory_order_acquire);
+  }
 };
 
 // Parameters of the active session that the threads' slow path needs.
@@ -62,6 +67,9 @@ struct ActiveParams {
 class Registry {
  public:
   static Registry& instance();  // never destroyed: threads may exit after main returns
+  // In a fork child: a fresh registry (the parent's is left as it was, possibly with its
+  // locks held by threads that do not exist here).
+  static void reset_after_fork();
 
   // Session side. publish_epoch / retract_epoch hold `mutex` so that a registration
   // is either complete before stop's epoch change or sees epoch 0 and gives up.
@@ -70,11 +78,20 @@ class Registry {
 
   // Drainer side.
   bool take_registration(ThreadBuffer*& buffer) { return registrations_.try_dequeue(buffer); }
+  // After a failed start (epoch retracted, no drainer): lets go of every registration.
+  void release_pending_registrations();
   // Drops the drainer's hold; recycles the buffer if its thread has exited.
   void release(ThreadBuffer* buffer);
   bool wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop);
-  void clear_wake() { wake_.store(false, std::memory_order_relaxed); }
-  void wake_drainer();  // producer slow path and stop(): at most one notify per pass
+  void clear_wake() { wake_.store(0, std::memory_order_relaxed); }
+  // Producer slow path and stop(): an atomic exchange and, at most once per drainer
+  // pass, a futex wake. No lock, so a signal handler may call it at any point.
+  void wake_drainer();
+
+  // Events lost by threads that have no ring in the active session (the ring could not
+  // be allocated, or a nested call arrived while the thread was binding).
+  void count_orphan_drop() { orphan_drops_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t orphan_drops() const { return orphan_drops_.load(std::memory_order_acquire); }
 
   // Thread side (slow path).
   bool bind(ThreadWriter& writer, std::uint32_t epoch);
@@ -83,6 +100,7 @@ class Registry {
 
  private:
   Registry() = default;
+  static Registry*& slot();
   ThreadBuffer* acquire_buffer();
 
   std::mutex mutex_;
@@ -91,10 +109,11 @@ class Registry {
   moodycamel::ConcurrentQueue<ThreadBuffer*> registrations_;
   moodycamel::ConcurrentQueue<ThreadBuffer*> pool_;
   std::atomic<std::uint64_t> buffers_created_{0};
-  std::atomic<bool> wake_{false};
-  std::mutex wake_mutex_;
-  std::condition_variable wake_cv_;
+  std::atomic<std::uint32_t> wake_{0};  // futex word: 1 once woken in this pass
+  std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
 };
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free,
+              "the wake word is used as a futex");
 
 // Marks the calling thread as never traced (the drainer itself).
 void mark_thread_untraced() noexcept;

@@ -1,7 +1,8 @@
 // The session: owns the drainer and the exporters for one capture.
 #pragma once
 
-#include <memory>  // exporters are shared with the caller
+#include <initializer_list>  // flush_on_signals
+#include <memory>            // exporters are shared with the caller
 
 #include "ringtrace/config.hpp"           // Config
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
@@ -41,9 +42,18 @@ class RINGTRACE_API Session {
 
   const Config& config() const noexcept;
 
+  struct Impl;  // opaque; public only so that the runtime's process hooks can name it
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Opt-in: when one of `signals` arrives (e.g. {SIGTERM, SIGINT}), stop the running
+// session, so that every exporter finishes its files, then end the process with that
+// signal's default action. The handler itself only posts a semaphore; a watcher thread
+// does the rest. Replaces the handlers installed for those signals (a fork child gets
+// the previous ones back). Throws std::invalid_argument for SIGKILL, SIGSTOP or a
+// number that is not a signal.
+RINGTRACE_API void flush_on_signals(std::initializer_list<int> signals);
 
 }  // namespace ringtrace

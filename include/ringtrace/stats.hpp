@@ -29,7 +29,10 @@ struct ThreadStats {
 struct SessionStats {
   std::vector<ThreadStats> threads;  // one row per thread that recorded, in ThreadId order
   std::uint64_t recorded = 0;        // sum over threads
-  std::uint64_t dropped = 0;         // sum over threads
+  std::uint64_t dropped = 0;         // sum over threads, plus dropped_without_ring
+  // Events of threads that had no ring in this session (it could not be allocated), and
+  // of signal handlers that interrupted their thread while it was binding its ring.
+  std::uint64_t dropped_without_ring = 0;
   std::uint64_t late_events = 0;     // events whose time was raised to keep the order
   std::uint64_t unbalanced_ends = 0;  // zone ends with no open zone (ignored)
   std::uint64_t closed_at_stop = 0;   // zones still open at stop(), closed at the stop time

@@ -29,18 +29,23 @@ constexpr ringtrace::SiteInfo kInstant{"merge_instant", "f", "test_merge.cpp", 4
 // Writes one record (and its payload slot) at `ticks` into this thread's ring.
 void put(std::uint64_t ticks, const ringtrace::SiteInfo* site, rd::RecordKind kind, const std::uint64_t* payload = nullptr) {
   rd::Reserve why = rd::Reserve::ok;
-  rd::ThreadWriter* t = rd::writer_for<2>(rd::g_epoch.load(std::memory_order_relaxed), why);
+  const std::uint32_t epoch = rd::g_epoch.load(std::memory_order_relaxed);
+  rd::ThreadWriter* t = rd::enter<2>(epoch, why);
   ASSERT_NE(t, nullptr) << "no room or no session";
   const std::uint64_t pos = t->write_pos;
   t->slots[pos & t->mask] = rd::Record{ticks, rd::record_word(site, kind)};
   if (payload != nullptr) t->slots[(pos + 1) & t->mask] = rd::Record{*payload, 0};
   rd::publish(*t, pos + (payload != nullptr ? 2 : 1));
+  rd::leave(*t, epoch);
 }
 
 bool writer_uses_tsc() {
   rd::Reserve why = rd::Reserve::ok;
-  rd::ThreadWriter* t = rd::writer_for<2>(rd::g_epoch.load(std::memory_order_relaxed), why);
-  return t != nullptr && t->use_tsc;
+  const std::uint32_t epoch = rd::g_epoch.load(std::memory_order_relaxed);
+  rd::ThreadWriter* t = rd::enter<2>(epoch, why);
+  if (t == nullptr) return false;
+  rd::leave(*t, epoch);
+  return t->use_tsc;
 }
 
 std::uint32_t thread_index(const ringtrace::RecordedTrace& trace, ringtrace::ThreadId id) {
@@ -61,13 +66,15 @@ TEST_P(InterleavedMerge, ThreadsComeOutInExactTimeOrder) {
   config.buffer_records = std::size_t{1} << 14;
   config.drain_interval = std::chrono::hours(1);
   config.high_water = 1.0;
+  // No pass before stop() reaches the fabricated times (a pass holds back the newest
+  // merge_grace), so the final pass merges every thread's whole sequence at once.
+  config.merge_grace = std::chrono::milliseconds(50);
   ringtrace::Session session(config);
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   session.add_exporter(memory);
   session.start();
-  // In the future (tens of seconds), so that no pass before stop() reaches them and
-  // the final pass merges every thread's whole sequence at once.
-  const std::uint64_t base = rd::read_ticks(writer_uses_tsc()) + 100'000'000'000ull;
+  const bool tsc = writer_uses_tsc();
+  const std::uint64_t base = rd::read_ticks(tsc);
   std::vector<std::thread> workers;
   for (int t = 0; t < k; ++t) {
     workers.emplace_back([t, k, base] {
@@ -91,6 +98,9 @@ TEST_P(InterleavedMerge, ThreadsComeOutInExactTimeOrder) {
     });
   }
   for (auto& w : workers) w.join();
+  // stop() delivers nothing stamped after it: let the clock pass the last fabricated time.
+  const std::uint64_t last = base + kItems * static_cast<std::uint64_t>(k) * 16;
+  while (rd::read_ticks(tsc) <= last) std::this_thread::sleep_for(std::chrono::microseconds(100));
   session.stop();
   const ringtrace::RecordedTrace trace = memory->trace();
   std::vector<const Event*> mine;

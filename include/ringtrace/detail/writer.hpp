@@ -5,9 +5,20 @@
 //
 // Each recording call is: one load of the global epoch (0 = no session), one compare
 // of the thread's epoch and free space, one clock read, one or two 16-byte stores and
-// one release store of the write index. Everything else (first event on a thread, a
+// one release store of the write index, bracketed by two stores of the thread's epoch
+// that make the call re-entrant (below). Everything else (first event on a thread, a
 // ring that looks full, a new session, drops) is in the noinline cold slow path in
-// runtime/thread_writer.cpp.
+// runtime/thread_registry.cpp.
+//
+// Re-entrancy. A signal handler (or an allocator hook called from the slow path) may
+// record on a thread that is itself in the middle of recording. While a thread is
+// inside the recording path its `t_writer.epoch` holds kBusy, which no session ever
+// uses: a nested call fails the usual epoch compare, reaches the slow path, sees kBusy
+// and drops its event, counted (ThreadBuffer::nested_drops). It never writes into the
+// slots the interrupted call is filling and never waits for anything. Compiler signal
+// fences keep the ring accesses between the two epoch stores; a handler that runs
+// before the first store finds the thread idle, records and returns before the
+// interrupted call reads the write position.
 #pragma once
 
 #include <atomic>       // the epoch and the published write index
@@ -66,30 +77,45 @@ struct ThreadWriter {
 // Session generation: 0 while no session records, else the active session's number.
 RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_epoch{0};
 
-RINGTRACE_TLS_MODEL inline constinit thread_local ThreadWriter t_writer{};
+// Default visibility like g_epoch and the slow path: linked into several shared objects,
+// every copy of the hot path binds to one writer per thread.
+RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local ThreadWriter t_writer{};
 
 inline constexpr std::uint32_t kNoSession = 0;               // zone: no session was running
 inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: not recorded (after stop, untraced)
 inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
+inline constexpr std::uint32_t kBusy = 0xFFFFFFFDu;         // t_writer.epoch inside the recording path
 
 enum class Reserve : std::uint8_t { ok, dropped, inactive };
 
-// Cold path: binds the thread to the active session, refreshes the cached read index,
-// wakes the drainer past the high-water mark, waits (block policy) or counts a drop.
-// On `ok`, `need` slots are free at t_writer.write_pos.
-RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need) noexcept;
+// Cold path, entered with t_writer.epoch == kBusy and `bound` its value before: binds
+// the thread to the active session, refreshes the cached read index, wakes the drainer
+// past the high-water mark, waits (block policy) or counts a drop. On `ok`, `need`
+// slots are free at t_writer.write_pos and the epoch stays kBusy (the caller leaves);
+// otherwise the slow path has restored the epoch itself. `bound == kBusy` means the
+// call interrupted another recording call on this thread: the event is dropped, counted.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept;
 // Cold path: the end of a zone whose begin was dropped is counted as dropped too.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcept;
 
-// Returns the writer with `need` free slots, or null (no session, dropped).
+// Marks the thread as inside the recording path (see "Re-entrancy" above) and returns
+// the writer with `need` free slots, or null (no session, dropped, nested).
 template <std::uint64_t Need>
-RINGTRACE_ALWAYS_INLINE ThreadWriter* writer_for(std::uint32_t epoch, Reserve& why) noexcept {
+RINGTRACE_ALWAYS_INLINE ThreadWriter* enter(std::uint32_t epoch, Reserve& why) noexcept {
   ThreadWriter& t = t_writer;
-  if (t.epoch != epoch || t.write_pos + Need > t.avail_end) [[unlikely]] {
-    why = reserve_slow(Need);
+  const std::uint32_t bound = t.epoch;
+  t.epoch = kBusy;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring reads stay after the mark
+  if (bound != epoch || t.write_pos + Need > t.avail_end) [[unlikely]] {
+    why = reserve_slow(Need, bound);
     if (why != Reserve::ok) return nullptr;
   }
   return &t;
+}
+
+RINGTRACE_ALWAYS_INLINE void leave(ThreadWriter& t, std::uint32_t epoch) noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring writes stay before it
+  t.epoch = epoch;
 }
 
 RINGTRACE_ALWAYS_INLINE void publish(ThreadWriter& t, std::uint64_t pos) noexcept {
@@ -105,7 +131,7 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return kNoSession;
   Reserve why = Reserve::ok;
-  ThreadWriter* t = writer_for<Region ? 3 : 2>(epoch, why);  // + one slot for the end
+  ThreadWriter* t = enter<Region ? 3 : 2>(epoch, why);  // + one slot for the end
   if (t == nullptr) [[unlikely]] return why == Reserve::dropped ? kDroppedZone : kNotRecorded;
   const std::uint64_t pos = t->write_pos;
   Record* const slots = t->slots;
@@ -121,6 +147,7 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
     t->avail_end -= 1;
     publish(*t, pos + 1);
   }
+  leave(*t, epoch);
   return epoch;
 }
 
@@ -129,12 +156,17 @@ RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoc
   ThreadWriter& t = t_writer;
   // Same epoch as the begin: the slot reserved at begin is still ours. After stop()
   // the end goes into the thread's unregistered ring and is never delivered.
+  // A handler that interrupts this before the busy mark records whole zones (so the
+  // reserved slot is still free) and leaves the epoch as it found it.
   if (epoch == t.epoch) [[likely]] {
+    t.epoch = kBusy;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     const std::uint64_t ticks = read_ticks(t.use_tsc);  // first, close to the body's end
     const std::uint64_t pos = t.write_pos;
     t.slots[pos & t.mask] = Record{ticks, record_word(site, record_zone_end)};
     t.avail_end += 1;
     publish(t, pos + 1);
+    leave(t, epoch);
   } else if (epoch == kDroppedZone) {
     count_dropped_end();
   }
@@ -144,11 +176,12 @@ RINGTRACE_ALWAYS_INLINE void instant(const SiteInfo* site) noexcept {
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
   Reserve why = Reserve::ok;
-  ThreadWriter* t = writer_for<1>(epoch, why);
+  ThreadWriter* t = enter<1>(epoch, why);
   if (t == nullptr) [[unlikely]] return;
   const std::uint64_t pos = t->write_pos;
   t->slots[pos & t->mask] = Record{read_ticks(t->use_tsc), record_word(site, record_instant)};
   publish(*t, pos + 1);
+  leave(*t, epoch);
 }
 
 template <typename T>
@@ -157,7 +190,7 @@ RINGTRACE_ALWAYS_INLINE void counter(const SiteInfo* site, T value) noexcept {
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
   Reserve why = Reserve::ok;
-  ThreadWriter* t = writer_for<2>(epoch, why);
+  ThreadWriter* t = enter<2>(epoch, why);
   if (t == nullptr) [[unlikely]] return;
   const std::uint64_t pos = t->write_pos;
   const std::uint64_t ticks = read_ticks(t->use_tsc);
@@ -169,6 +202,7 @@ RINGTRACE_ALWAYS_INLINE void counter(const SiteInfo* site, T value) noexcept {
     t->slots[(pos + 1) & t->mask] = Record{static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), 0};
   }
   publish(*t, pos + 2);
+  leave(*t, epoch);
 }
 
 // RAII zone: the begin in the constructor, the end in the destructor.
