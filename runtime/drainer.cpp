@@ -9,6 +9,12 @@
 
 namespace ringtrace::detail {
 
+namespace {
+constinit thread_local bool t_drainer_thread = false;
+}  // namespace
+
+bool on_drainer_thread() noexcept { return t_drainer_thread; }
+
 Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
                  ClockInfo clock_info, bool use_tsc, std::uint32_t epoch)
     : config_(config),
@@ -44,6 +50,7 @@ void Drainer::start() {
 
 void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
+  t_drainer_thread = true;
   for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
   last_refit_ticks_ = read_ticks(use_tsc_);
   while (!stop_.load(std::memory_order_acquire)) {

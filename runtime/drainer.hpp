@@ -20,6 +20,9 @@
 
 namespace ringtrace::detail {
 
+// True on a drainer's own thread: inside an exporter's callback.
+bool on_drainer_thread() noexcept;
+
 class Drainer final : public TraceContext {
  public:
   Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
@@ -33,8 +36,6 @@ class Drainer final : public TraceContext {
   // `stop_ticks`, finish the exporters, let go of every ring, join the thread.
   void finish(std::uint64_t stop_ticks);
   SessionStats stats() const;
-  // True on the drainer's own thread (an exporter's callback).
-  bool on_drainer_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   // TraceContext
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }

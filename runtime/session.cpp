@@ -69,6 +69,9 @@ struct Session::Impl {
 };
 
 void Session::Impl::stop() {
+  if (detail::on_drainer_thread()) {
+    throw std::logic_error("ringtrace: stop() called from an exporter's callback; it would wait for itself");
+  }
   std::lock_guard<std::mutex> stopping(stop_mutex);
   {
     std::lock_guard<std::mutex> lock(g_session_mutex);
@@ -76,9 +79,6 @@ void Session::Impl::stop() {
     if (inherited()) {
       abandon();
       return;
-    }
-    if (drainer->on_drainer_thread()) {
-      throw std::logic_error("ringtrace: stop() called from an exporter's callback; it would wait for itself");
     }
     running = false;  // running() is false from here; stats() reads the drainer's
   }
@@ -213,7 +213,7 @@ void stop_active_at_exit() {
   {
     std::lock_guard<std::mutex> lock(g_session_mutex);
     active = g_active;
-    if (active == nullptr || active->inherited() || active->drainer->on_drainer_thread()) return;
+    if (active == nullptr || active->inherited() || detail::on_drainer_thread()) return;
   }
   try {
     active->stop();

@@ -65,7 +65,11 @@ void backoff(unsigned round) {
   } else if (round < 128) {
     std::this_thread::yield();
   } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // One nanosleep, not sleep_for: sleep_for restarts after EINTR with the time left,
+    // and a signal arriving more often than the sleep (a 20 us profiling timer) then
+    // keeps the thread asleep forever. Woken early, the caller just checks again.
+    const timespec pause{0, 20'000};
+    ::nanosleep(&pause, nullptr);
   }
 }
 
