@@ -2,9 +2,6 @@
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)  # zlib1g-dev: gzip output of the file exporters
 
-# libconcurrentqueue-dev: header only, no CMake package.
-find_path(RINGTRACE_CONCURRENTQUEUE_INCLUDE_DIR concurrentqueue/concurrentqueue.h REQUIRED)
-
 # libmimalloc-dev: only its header is used at build time. The library is loaded at run
 # time with dlopen(RTLD_LOCAL) so that it never replaces the host program's malloc
 # (Debian's libmimalloc.so exports malloc/free); see runtime/allocator.cpp.

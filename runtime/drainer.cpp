@@ -68,9 +68,10 @@ void Drainer::finish(std::uint64_t stop_ticks) {
 }
 
 void Drainer::accept_registrations() {
-  ThreadBuffer* buffer = nullptr;
-  while (registry_.take_registration(buffer)) {
-    if (buffer->epoch != epoch_) {  // cannot happen: stop() drains the queue; never read a stranger's ring
+  for (ThreadBuffer* next = registry_.take_registrations(); next != nullptr;) {
+    ThreadBuffer* buffer = next;
+    next = buffer->next_registration;
+    if (buffer->epoch != epoch_) {  // cannot happen: stop() takes every registration; never read a stranger's ring
       registry_.release(buffer);
       continue;
     }

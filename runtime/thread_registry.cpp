@@ -84,9 +84,24 @@ Registry& Registry::instance() { return *slot(); }
 
 void Registry::reset_after_fork() { slot() = new Registry(); }
 
+ThreadBuffer* Registry::take_registrations() {
+  ThreadBuffer* newest_first = registrations_.exchange(nullptr, std::memory_order_acquire);
+  ThreadBuffer* oldest_first = nullptr;
+  while (newest_first != nullptr) {
+    ThreadBuffer* next = newest_first->next_registration;
+    newest_first->next_registration = oldest_first;
+    oldest_first = newest_first;
+    newest_first = next;
+  }
+  return oldest_first;
+}
+
 void Registry::release_pending_registrations() {
-  ThreadBuffer* buffer = nullptr;
-  while (registrations_.try_dequeue(buffer)) release(buffer);
+  for (ThreadBuffer* b = take_registrations(); b != nullptr;) {
+    ThreadBuffer* next = b->next_registration;
+    release(b);
+    b = next;
+  }
 }
 
 std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
@@ -110,7 +125,10 @@ void Registry::release(ThreadBuffer* buffer) {
 
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
-  if (!pool_.enqueue(buffer)) {  // out of memory for the queue: give the memory back
+  try {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    pool_.push_back(buffer);
+  } catch (...) {  // no memory for the pool's array: give the buffer's memory back
     runtime_free(buffer->slots);
     delete buffer;
   }
@@ -118,7 +136,14 @@ void Registry::recycle(ThreadBuffer* buffer) {
 
 ThreadBuffer* Registry::acquire_buffer() {
   ThreadBuffer* buffer = nullptr;
-  if (pool_.try_dequeue(buffer)) return buffer;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!pool_.empty()) {
+      buffer = pool_.back();
+      pool_.pop_back();
+      return buffer;
+    }
+  }
   // The control block (indices, name) comes from the ordinary heap: it holds a
   // std::string, and leak checkers cannot see pointers kept in mimalloc's memory.
   // The ring itself, the large allocation, comes from mimalloc (bind()).
@@ -179,10 +204,10 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   }
   b->name_version.fetch_add(1, std::memory_order_release);
   b->flags.store(kRegistered, std::memory_order_release);
-  if (!registrations_.enqueue(b)) {
-    b->flags.store(0, std::memory_order_relaxed);
-    return false;
-  }
+  ThreadBuffer* head = registrations_.load(std::memory_order_relaxed);
+  do {
+    b->next_registration = head;
+  } while (!registrations_.compare_exchange_weak(head, b, std::memory_order_release, std::memory_order_relaxed));
   t.slots = b->slots;
   t.mask = b->capacity - 1;
   t.write_pos = 0;

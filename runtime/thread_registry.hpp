@@ -2,7 +2,7 @@
 //
 // A ThreadBuffer belongs to one thread at a time. On its first event in a session the
 // thread (slow path, under Registry::mutex) resets its ring, marks it registered and
-// hands it to the drainer through a lock-free queue. A thread that exits only marks
+// hands it to the drainer through a lock-free list. A thread that exits only marks
 // its buffer retired; whoever lets go of it last (the exiting thread if no session
 // holds it, else the drainer once it has emptied it) puts it in the pool that new
 // threads take their buffer from. So memory follows the number of live threads, not
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include <concurrentqueue/concurrentqueue.h>
+#include <vector>
 
 #include "ringtrace/config.hpp"
 #include "ringtrace/detail/writer.hpp"
@@ -46,6 +46,7 @@ struct ThreadBuffer {
   std::mutex name_mutex;
   std::string name;
   std::atomic<std::uint32_t> name_version{0};
+  ThreadBuffer* next_registration = nullptr;  // link in Registry's registration list
 
   std::string read_name() {
     std::lock_guard<std::mutex> lock(name_mutex);
@@ -77,7 +78,9 @@ class Registry {
   void retract_epoch();
 
   // Drainer side.
-  bool take_registration(ThreadBuffer*& buffer) { return registrations_.try_dequeue(buffer); }
+  // Every registration since the last call, oldest first (a list linked through
+  // ThreadBuffer::next_registration), or null.
+  ThreadBuffer* take_registrations();
   // After a failed start (epoch retracted, no drainer): lets go of every registration.
   void release_pending_registrations();
   // Drops the drainer's hold; recycles the buffer if its thread has exited.
@@ -106,8 +109,12 @@ class Registry {
   std::mutex mutex_;
   std::uint32_t last_epoch_ = 0;
   ActiveParams params_;
-  moodycamel::ConcurrentQueue<ThreadBuffer*> registrations_;
-  moodycamel::ConcurrentQueue<ThreadBuffer*> pool_;
+  // Threads push their buffer (compare-exchange), the drainer takes the whole list at
+  // once (exchange): no per-thread state, unlike a queue with a producer per thread,
+  // whose memory grew with every thread ever started.
+  std::atomic<ThreadBuffer*> registrations_{nullptr};
+  std::mutex pool_mutex_;
+  std::vector<ThreadBuffer*> pool_;  // buffers of exited threads, guarded by pool_mutex_
   std::atomic<std::uint64_t> buffers_created_{0};
   std::atomic<std::uint32_t> wake_{0};  // futex word: 1 once woken in this pass
   std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
