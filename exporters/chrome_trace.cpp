@@ -48,12 +48,28 @@ class ChromeTraceExporter final : public Exporter {
       : stream_(&stream), options_(options), sink_(OutputSink::to_stream(stream, "Chrome trace stream")) {}
 
   ~ChromeTraceExporter() override {
-    // A run that never finished (the session disabled this exporter) leaves an
-    // incomplete file; the sink still flushes what it has, quietly.
+    // A run that never finished (the session disabled this exporter, or the program
+    // ended without stop) keeps what it formatted: a file's goes to <path>.partial and
+    // the previous <path> stays; a stream's is flushed.
     try {
-      if (sink_) sink_->close();
+      if (sink_ && capacity_ != 0) {
+        flush();
+        sink_->flush();
+      }
     } catch (...) {
     }
+  }
+
+  // After each drainer pass: the text so far reaches the OS, so a killed process loses
+  // at most the last pass.
+  void on_flush(const TraceContext&) override {
+    flush();
+    sink_->flush();
+  }
+
+  std::vector<std::filesystem::path> output_paths() const override {
+    if (stream_ != nullptr) return {};
+    return {path_};
   }
 
   void on_start(const TraceContext& context) override {
@@ -78,7 +94,7 @@ class ChromeTraceExporter final : public Exporter {
 
     std::string& text = scratch_;
     text.clear();
-    text.append("{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    text.append("[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
     append_uint(text, pid_);
     text.append(",\"tid\":0,\"args\":{\"name\":");
     append_json_string(text, context.process_name());
@@ -115,27 +131,12 @@ class ChromeTraceExporter final : public Exporter {
     std::string& text = scratch_;
     text.clear();
 
-    for (ThreadId t = 0; t < context.thread_count(); ++t) {
-      const ThreadInfo& info = context.thread(t);
-      text.append(",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-      append_uint(text, pid_);
-      text.append(",\"tid\":");
-      append_uint(text, info.os_tid);
-      text.append(",\"args\":{\"name\":");
-      if (info.name.empty()) {
-        append_json_string(text, std::string("thread ") + std::to_string(info.os_tid));
-      } else {
-        append_json_string(text, info.name);
-      }
-      text.append("}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
-      append_uint(text, pid_);
-      text.append(",\"tid\":");
-      append_uint(text, info.os_tid);
-      text.append(",\"args\":{\"sort_index\":");
-      append_uint(text, info.sort_index);
-      text.append("}}");
-    }
-    text.append("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"ringtrace\",\"clock\":");
+    for (ThreadId t = 0; t < context.thread_count(); ++t) append_thread_metadata(text, context.thread(t));
+    // The session's counts: a metadata event (the array form has no room for
+    // "otherData"), last, so that a file cut before it is still a valid prefix.
+    text.append(",\n{\"ph\":\"M\",\"name\":\"ringtrace_session\",\"pid\":");
+    append_uint(text, pid_);
+    text.append(",\"tid\":0,\"args\":{\"producer\":\"ringtrace\",\"clock\":");
     text.append(stats.clock.tsc ? "\"tsc\"" : "\"monotonic\"");
     text.append(",\"clock_start_ns\":");
     append_uint(text, context.clock().start_ns);
@@ -167,7 +168,7 @@ class ChromeTraceExporter final : public Exporter {
       append_uint(text, t.dropped);
       text.push_back('}');
     }
-    text.append("]}}\n");
+    text.append("]}}\n]\n");
     put(text);
     flush();
     sink_->close();
@@ -254,6 +255,8 @@ class ChromeTraceExporter final : public Exporter {
     }
   }
 
+  // A thread's first event: its name goes out now, so that a file cut later (a killed
+  // process) still names it; on_finish names every thread again with its last name.
   RINGTRACE_NOINLINE void cache_threads(const TraceContext& context) {
     const std::uint32_t count = context.thread_count();
     for (ThreadId id = static_cast<ThreadId>(thread_ids_.size()); id < count; ++id) {
@@ -262,7 +265,31 @@ class ChromeTraceExporter final : public Exporter {
       ids.append(",\"tid\":");
       append_uint(ids, context.thread(id).os_tid);
       thread_ids_.push_back(std::move(ids));
+      std::string& text = scratch_;
+      text.clear();
+      append_thread_metadata(text, context.thread(id));
+      put(text);
     }
+  }
+
+  void append_thread_metadata(std::string& text, const ThreadInfo& info) {
+    text.append(",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+    append_uint(text, pid_);
+    text.append(",\"tid\":");
+    append_uint(text, info.os_tid);
+    text.append(",\"args\":{\"name\":");
+    if (info.name.empty()) {
+      append_json_string(text, std::string("thread ") + std::to_string(info.os_tid));
+    } else {
+      append_json_string(text, info.name);
+    }
+    text.append("}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
+    append_uint(text, pid_);
+    text.append(",\"tid\":");
+    append_uint(text, info.os_tid);
+    text.append(",\"args\":{\"sort_index\":");
+    append_uint(text, info.sort_index);
+    text.append("}}");
   }
 
   void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {

@@ -118,11 +118,13 @@ class FoldedStacksExporter final : public Exporter {
     reset();
   }
 
-  ~FoldedStacksExporter() override {
-    try {
-      if (sink_) sink_->close();
-    } catch (...) {
-    }
+  // A run that never finished leaves the previous file in place (the sink keeps its
+  // .partial); folded stacks are written whole at on_finish, so there is nothing to keep.
+  ~FoldedStacksExporter() override = default;
+
+  std::vector<std::filesystem::path> output_paths() const override {
+    if (stream_ != nullptr) return {};
+    return {path_};
   }
 
   void on_start(const TraceContext&) override {

@@ -463,6 +463,11 @@ OpsSummary ops_summary(const RecordedTrace& trace, const OpsSummaryOptions& opti
   return exporter.summary();
 }
 
+std::vector<std::filesystem::path> OpsSummaryExporter::output_paths() const {
+  if (!impl_->output || impl_->output->path().empty()) return {};
+  return {impl_->output->path()};
+}
+
 std::shared_ptr<Exporter> ops_summary_exporter(const std::filesystem::path& path, OpsSummaryOptions options) {
   auto impl = std::make_unique<OpsSummaryExporter::Impl>();
   impl->options = std::move(options);

@@ -379,6 +379,12 @@ PstatsTable PstatsExporter::table() const {
   return last_table_;
 }
 
+std::vector<std::filesystem::path> PstatsExporter::output_paths() const {
+  std::vector<std::filesystem::path> paths{path_};
+  if (!options_.report_path.empty()) paths.emplace_back(options_.report_path);
+  return paths;
+}
+
 std::shared_ptr<Exporter> pstats_exporter(const std::filesystem::path& path, PstatsOptions options) {
   return std::make_shared<PstatsExporter>(path.string(), std::move(options));
 }

@@ -484,6 +484,11 @@ KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options
   return exporter.table();
 }
 
+std::vector<std::filesystem::path> TableExporter::output_paths() const {
+  if (!impl_->output || impl_->output->path().empty()) return {};
+  return {impl_->output->path()};
+}
+
 std::shared_ptr<Exporter> table_exporter(const std::filesystem::path& path, TableOptions options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);

@@ -1,13 +1,16 @@
 #include "output.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>   // rename
 #include <cstring>
+#include <filesystem>
 #include <ostream>
 #include <stdexcept>
 
@@ -79,21 +82,34 @@ void for_each_utf8(std::string& out, std::string_view s, OnValid&& on_valid) {
   throw std::runtime_error("ringtrace: cannot " + what + " '" + name + "': " + std::strerror(error));
 }
 
+// Writes `<path>.partial` and renames it to `<path>` at close(), so that a run that
+// never finishes (a crash, SIGKILL, an exit that skips stop()) leaves the previous
+// run's file intact and its own partial output beside it. The .partial is created at
+// the first write: an exporter that is made and then refused (its path already in use)
+// or never run touches nothing; the constructor still checks that the file can be
+// created, so a bad path fails at once. Only the process that opened the sink touches
+// the file: a fork child's copy writes, flushes and renames nothing.
 class FileSink final : public OutputSink {
  public:
-  explicit FileSink(const std::string& path) : OutputSink(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw_os_error("open for writing", path, errno);
+  explicit FileSink(const std::string& path) : OutputSink(path), owner_(::getpid()) {
+    // A path that exists and is no regular file (a FIFO, /dev/stdout, /dev/full) is
+    // written in place: there is nothing to keep, and renaming over it would replace it.
+    struct stat st {};
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) throw_os_error("open for writing", path, EISDIR);
+    special_ = exists && !S_ISREG(st.st_mode);
+    partial_ = special_ ? path : path + ".partial";
+    if (!special_) {
+      const std::string dir = std::filesystem::path(path).parent_path().string();
+      if (::access(dir.empty() ? "." : dir.c_str(), W_OK | X_OK) != 0) throw_os_error("open for writing", path, errno);
+    } else {
+      open_now();
+    }
     buffer_.reserve(kBufferSize);
   }
-  ~FileSink() override {
-    try {
-      close();
-    } catch (...) {
-    }
-  }
+  ~FileSink() override { abandon(); }
   void write(std::string_view text) override {
-    if (fd_ < 0) throw std::runtime_error("ringtrace: write to closed output '" + name() + "'");
+    if (closed_) throw std::runtime_error("ringtrace: write to closed output '" + name() + "'");
     if (buffer_.size() + text.size() > kBufferSize) flush();
     if (text.size() >= kBufferSize) {
       write_all(text);
@@ -101,43 +117,76 @@ class FileSink final : public OutputSink {
       buffer_.append(text);
     }
   }
+  void flush() override {
+    if (closed_ || !owned() || (buffer_.empty() && fd_ >= 0)) return;
+    write_all(buffer_);
+    buffer_.clear();
+  }
   void close() override {
-    if (fd_ < 0) return;
-    const int fd = fd_;
+    if (closed_) return;
+    if (!owned()) {
+      abandon();
+      return;
+    }
     try {
       flush();
+      if (fd_ < 0) open_now();  // an empty output is still a file
     } catch (...) {
-      ::close(fd);
-      fd_ = -1;
+      abandon();
       throw;
     }
+    closed_ = true;
+    const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) throw_os_error("close", name(), errno);
+    if (::close(fd) != 0) throw_os_error("close", partial_, errno);
+    if (!special_ && ::rename(partial_.c_str(), name().c_str()) != 0) {
+      throw_os_error("rename " + partial_ + " to", name(), errno);
+    }
+  }
+  // Ends without replacing the final file: what was written stays in the .partial. In
+  // a fork child, only the descriptor is closed.
+  void abandon() noexcept {
+    if (closed_) return;
+    closed_ = true;
+    if (owned() && !buffer_.empty()) {
+      try {
+        write_all(buffer_);
+      } catch (...) {
+      }
+    }
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
   }
 
  private:
   static constexpr std::size_t kBufferSize = std::size_t{1} << 18;
-  void flush() {
-    write_all(buffer_);
-    buffer_.clear();
+  bool owned() const { return ::getpid() == owner_; }
+  void open_now() {
+    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | (special_ ? 0 : O_TRUNC) | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw_os_error("open for writing", partial_, errno);
   }
   void write_all(std::string_view text) {
+    if (fd_ < 0) open_now();
     while (!text.empty()) {
       const ssize_t n = ::write(fd_, text.data(), text.size());
       if (n < 0) {
         if (errno == EINTR) continue;
-        throw_os_error("write", name(), errno);
+        throw_os_error("write", partial_, errno);
       }
       text.remove_prefix(static_cast<std::size_t>(n));
     }
   }
+  std::string partial_;
+  pid_t owner_;
+  bool special_ = false;
+  bool closed_ = false;
   int fd_ = -1;
   std::string buffer_;
 };
 
 class GzipSink final : public OutputSink {
  public:
-  explicit GzipSink(const std::string& path) : OutputSink(path), file_(path) {
+  explicit GzipSink(const std::string& path) : OutputSink(path), file_(path), owner_(::getpid()) {
     std::memset(&stream_, 0, sizeof(stream_));
     // windowBits 15 + 16: a gzip header and trailer, as gzip(1) writes.
     if (deflateInit2(&stream_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
@@ -146,9 +195,13 @@ class GzipSink final : public OutputSink {
     open_ = true;
   }
   ~GzipSink() override {
-    try {
-      close();
-    } catch (...) {
+    // Unfinished: what was compressed so far reaches the .partial as a sync point (it
+    // decompresses up to there), with no trailer; a fork child adds nothing.
+    if (!finished_ && open_ && ::getpid() == owner_) {
+      try {
+        flush();
+      } catch (...) {
+      }
     }
     if (open_) deflateEnd(&stream_);
   }
@@ -156,9 +209,18 @@ class GzipSink final : public OutputSink {
     if (finished_) throw std::runtime_error("ringtrace: write to closed output '" + name() + "'");
     deflate_chunk(text, Z_NO_FLUSH);
   }
+  void flush() override {
+    if (finished_ || ::getpid() != owner_) return;
+    deflate_chunk({}, Z_SYNC_FLUSH);
+    file_.flush();
+  }
   void close() override {
     if (finished_) return;
     finished_ = true;
+    if (::getpid() != owner_) {
+      file_.abandon();
+      return;
+    }
     deflate_chunk({}, Z_FINISH);
     deflateEnd(&stream_);
     open_ = false;
@@ -180,6 +242,7 @@ class GzipSink final : public OutputSink {
     } while (stream_.avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));
   }
   FileSink file_;
+  pid_t owner_;
   z_stream stream_;
   bool open_ = false;
   bool finished_ = false;
@@ -192,10 +255,11 @@ class StreamSink final : public OutputSink {
     stream_.write(text.data(), static_cast<std::streamsize>(text.size()));
     if (!stream_) throw std::runtime_error("ringtrace: cannot write to " + name());
   }
-  void close() override {
+  void flush() override {
     stream_.flush();
     if (!stream_) throw std::runtime_error("ringtrace: cannot flush " + name());
   }
+  void close() override { flush(); }
 
  private:
   std::ostream& stream_;

@@ -38,14 +38,20 @@ inline void append_us(std::string& out, std::uint64_t ns) { append_thousandths(o
 class OutputSink {
  public:
   virtual ~OutputSink() = default;
-  // Creates or truncates `path`; gzip-compressed when the path ends in ".gz".
+  // Writes `path` + ".partial" (created or truncated now, so a bad path fails here) and
+  // renames it to `path` at close(); gzip-compressed when the path ends in ".gz". A sink
+  // destroyed without close() leaves `path` as it was: the .partial keeps what was
+  // written (or is removed if nothing was). In another process than the one that opened
+  // it (a fork child), the sink never writes, flushes or renames anything.
   static std::unique_ptr<OutputSink> open_file(const std::string& path);
   // Writes to a stream the caller keeps alive; close() flushes it.
   static std::unique_ptr<OutputSink> to_stream(std::ostream& stream, std::string name = "stream");
 
   virtual void write(std::string_view text) = 0;
-  // Flushes and finishes the output (gzip trailer, file close). Idempotent. A sink
-  // destroyed without close() closes quietly and swallows errors.
+  // Hands what is buffered to the OS (gzip: up to a sync point that decompresses), so
+  // that a process killed afterwards keeps it in the .partial file.
+  virtual void flush() = 0;
+  // Flushes and finishes the output (gzip trailer, file close, rename). Idempotent.
   virtual void close() = 0;
   const std::string& name() const { return name_; }
 
@@ -65,6 +71,7 @@ class ReportOutput {
   ReportOutput(std::ostream& stream, std::string name);
   void start_run();                       // reopens the file if an earlier run closed it
   void write_run(std::string_view text);  // writes, then closes the file or flushes the stream
+  const std::string& path() const { return path_; }  // empty for a stream
 
  private:
   std::string path_;

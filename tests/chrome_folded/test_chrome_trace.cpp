@@ -77,7 +77,7 @@ TEST(ChromeTrace, KeyFactsOfTheGoldenStream) {
   // Zones open at stop end at the stop time, marked.
   EXPECT_NE(text.find(R"("name":"main","pid":7,"tid":1001,"ts":1.000,"dur":8.000,"args":{"closed_at_stop":true}})"),
             std::string::npos);
-  // Dropped events: a marker on the thread, and the totals in otherData.
+  // Dropped events: a marker on the thread, and the totals in the ringtrace_session event.
   EXPECT_NE(text.find(R"({"ph":"i","s":"t","cat":"ringtrace","name":"ringtrace: dropped events","pid":7,"tid":1001,"ts":6.100,"args":{"count":3}})"),
             std::string::npos);
   EXPECT_NE(text.find(R"("dropped_events":3,)"), std::string::npos);
@@ -97,7 +97,7 @@ TEST(ChromeTrace, KeyFactsOfTheGoldenStream) {
             std::string::npos);
   EXPECT_NE(text.find(R"({"ph":"M","name":"thread_sort_index","pid":7,"tid":1002,"args":{"sort_index":1}})"),
             std::string::npos);
-  EXPECT_EQ(text.rfind("]}}\n"), text.size() - 4);
+  EXPECT_EQ(text.rfind("]}}\n]\n"), text.size() - 6);
 }
 
 TEST(ChromeTrace, LargeTimesKeepEveryNanosecond) {
@@ -229,8 +229,9 @@ TEST(ChromeTrace, ASecondRunRewritesTheFile) {
   const std::string second = read_text(path);
   EXPECT_EQ(count(second, "first_run_zone"), 0u);
   EXPECT_EQ(count(second, "second_run_zone"), 2u);
-  EXPECT_EQ(count(second, "\"traceEvents\""), 1u);
-  EXPECT_EQ(second.rfind("]}}\n"), second.size() - 4);
+  EXPECT_EQ(count(second, "\"ringtrace_session\""), 1u);
+  EXPECT_EQ(second.find("[\n"), 0u);
+  EXPECT_EQ(second.rfind("]}}\n]\n"), second.size() - 6);
 }
 
 TEST(ChromeTrace, ZoneOpenAtStopIsClosedAtTheStopTimeAndMarked) {

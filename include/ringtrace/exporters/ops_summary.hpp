@@ -95,6 +95,7 @@ class RINGTRACE_API OpsSummaryExporter final : public Exporter {
   void on_start(const TraceContext& context) override;
   void on_events(std::span<const Event> events, const TraceContext& context) override;
   void on_finish(const TraceContext& context, const SessionStats& stats) override;
+  std::vector<std::filesystem::path> output_paths() const override;
   // The last completed run's summary (valid once Session::stop() has returned).
   const OpsSummary& summary() const;
 

@@ -150,6 +150,7 @@ class RINGTRACE_API PstatsExporter final : public Exporter {
   void on_start(const TraceContext& context) override;
   void on_events(std::span<const Event> events, const TraceContext& context) override;
   void on_finish(const TraceContext& context, const SessionStats& stats) override;
+  std::vector<std::filesystem::path> output_paths() const override;
 
   // The table of the last completed run (empty before the first stop()).
   PstatsTable table() const;

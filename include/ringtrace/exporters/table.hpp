@@ -88,6 +88,7 @@ class RINGTRACE_API TableExporter final : public Exporter {
   void on_start(const TraceContext& context) override;
   void on_events(std::span<const Event> events, const TraceContext& context) override;
   void on_finish(const TraceContext& context, const SessionStats& stats) override;
+  std::vector<std::filesystem::path> output_paths() const override;
   // The last completed run's table (valid once Session::stop() has returned).
   const KeyAverages& table() const;
 

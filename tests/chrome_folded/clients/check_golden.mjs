@@ -25,7 +25,7 @@ for (const file of ['basic.json', 'basic_nolocations.json']) {
   const Trace = await import(moduleUrl('@paulirish/trace_engine/models/trace/trace.js'));
   polyfillDOMRect();
   const model = Trace.TraceModel.Model.createWithAllHandlers();
-  await model.parse(json.traceEvents);
+  await model.parse(json);
   const data = model.parsedTrace().data;
   equal(data.Meta.processNames.get(4242)?.args?.name, 'golden "proc"', `${file}: process name`);
   for (const tid of [1001, 1002]) {

@@ -14,10 +14,10 @@ const {polyfillDOMRect} = await import(moduleUrl('@paulirish/trace_engine/analyz
 const Trace = await import(moduleUrl('@paulirish/trace_engine/models/trace/trace.js'));
 polyfillDOMRect();
 const model = Trace.TraceModel.Model.createWithAllHandlers();
-await model.parse(json.traceEvents);
+await model.parse(json);
 const data = model.parsedTrace().data;
 
-const pid = json.traceEvents.find(e => e.ph === 'M' && e.name === 'process_name').pid;
+const pid = json.find(e => e.ph === 'M' && e.name === 'process_name').pid;
 equal(data.Meta.processNames.get(pid)?.args?.name, expected.process_name, 'process name');
 const process_ = data.Renderer.processes.get(pid);
 check(process_ !== undefined, `trace_engine has no process ${pid}`);
@@ -64,6 +64,6 @@ for (const thread of expected.threads) {
 }
 equal(zonesSeen, expected.zone_count, 'zones in the model');
 // The zone left open at stop() is there, closed at the stop time and marked.
-const open = json.traceEvents.filter(e => e.ph === 'X' && e.args?.closed_at_stop === true);
+const open = json.filter(e => e.ph === 'X' && e.args?.closed_at_stop === true);
 equal(open.length, expected.closed_at_stop, 'zones marked closed_at_stop');
 finish(`trace_engine ${tracePath}`);

@@ -1,0 +1,273 @@
+// Output files inside real programs: a killed run keeps the previous run's files, a fork
+// child never touches the parent's files, two exporters never share one.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/folded_stacks.hpp"
+#include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/pstats.hpp"
+#include "ringtrace/exporters/table.hpp"
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ringtrace_files_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int wait_child(pid_t pid) {
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+// A run killed with SIGKILL: the previous run's files are intact, and the killed run's
+// Chrome trace, flushed after every drainer pass, is a valid array-form prefix.
+TEST(Files, ASigkilledRunKeepsThePreviousFilesAndAPartialTrace) {
+  const fs::path dir = fresh_dir("killed");
+  const fs::path chrome = dir / "trace.json", folded = dir / "trace.folded";
+  {
+    ringtrace::Session previous;
+    previous.add_exporter(ringtrace::chrome_trace_exporter(chrome));
+    previous.add_exporter(ringtrace::folded_stacks_exporter(folded));
+    previous.start();
+    { RINGTRACE_ZONE("previous_run"); }
+    previous.stop();
+  }
+  const std::string good_chrome = read_file(chrome), good_folded = read_file(folded);
+  ASSERT_NE(good_chrome.find("previous_run"), std::string::npos);
+  ASSERT_FALSE(fs::exists(dir / "trace.json.partial")) << "a finished run leaves no .partial";
+
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(30);
+    ringtrace::Config config;
+    config.drain_interval = std::chrono::microseconds(500);
+    ringtrace::Session session(config);
+    session.add_exporter(ringtrace::chrome_trace_exporter(chrome));
+    session.add_exporter(ringtrace::folded_stacks_exporter(folded));
+    session.start();
+    for (;;) {
+      RINGTRACE_ZONE("killed_run");
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  const fs::path partial = dir / "trace.json.partial";
+  for (int i = 0; i < 3000 && (!fs::exists(partial) || read_file(partial).find("killed_run") == std::string::npos); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kill(pid, SIGKILL);
+  const int status = wait_child(pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(read_file(chrome), good_chrome);
+  EXPECT_EQ(read_file(folded), good_folded);
+  const std::string cut = read_file(partial);
+  ASSERT_NE(cut.find("killed_run"), std::string::npos) << "nothing was flushed before the kill";
+  // A cut trace ends after a complete event: closing the array makes it whole JSON, as
+  // the Trace Event Format's readers do.
+  const fs::path closed = dir / "closed.json";
+  std::ofstream(closed, std::ios::binary) << cut << "\n]\n";
+  const std::string check = "python3 -c \"import json,sys; e=json.load(open(sys.argv[1])); "
+                            "sys.exit(0 if any(x.get('name')=='killed_run' and x['ph']=='X' for x in e) else 3)\" " +
+                            closed.string();
+  EXPECT_EQ(std::system(check.c_str()), 0) << cut.substr(cut.size() > 300 ? cut.size() - 300 : 0);
+}
+
+// The same stream of zones, for exact comparisons.
+ringtrace::RecordedTrace fixed_trace() {
+  ringtrace::TraceBuilder builder("files");
+  const auto thread = builder.thread("main", 4242);
+  const ringtrace::SiteId a = builder.site("a"), b = builder.site("b");
+  std::uint64_t t = 1000;
+  for (int i = 0; i < 20000; ++i) {
+    builder.begin(thread, i % 3 == 0 ? a : b, t);
+    builder.end(thread, t + 500);
+    t += 1000;
+  }
+  return builder.build(t);
+}
+
+using Factory = std::shared_ptr<ringtrace::Exporter> (*)(const fs::path&);
+
+std::shared_ptr<ringtrace::Exporter> make_chrome(const fs::path& p) {
+  ringtrace::ChromeTraceOptions options;
+  options.pid = 7;
+  options.buffer_bytes = 4096;  // small: plenty is buffered and flushed before the fork
+  return ringtrace::chrome_trace_exporter(p, options);
+}
+std::shared_ptr<ringtrace::Exporter> make_folded(const fs::path& p) { return ringtrace::folded_stacks_exporter(p); }
+std::shared_ptr<ringtrace::Exporter> make_table(const fs::path& p) { return ringtrace::table_exporter(p); }
+std::shared_ptr<ringtrace::Exporter> make_pstats(const fs::path& p) { return ringtrace::pstats_exporter(p); }
+
+// Feeds half the stream, forks, lets the child destroy its copy of the exporter and exit
+// through exit() (destructors and atexit handlers run), then finishes in the parent.
+std::string write_with_fork(Factory make, const fs::path& path, bool fork_midway) {
+  const ringtrace::RecordedTrace trace = fixed_trace();
+  const ringtrace::RecordedTraceContext context(trace);
+  auto exporter = make(path);
+  exporter->on_start(context);
+  const std::size_t half = trace.events.size() / 2;
+  exporter->on_events(std::span(trace.events.data(), half), context);
+  if (fork_midway) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(30);
+      exporter.reset();
+      std::exit(0);
+    }
+    const int status = wait_child(pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  exporter->on_events(std::span(trace.events.data() + half, trace.events.size() - half), context);
+  exporter->on_finish(context, trace.stats);
+  exporter.reset();
+  return read_file(path);
+}
+
+TEST(Files, AForkChildNeverWritesTheParentsFiles) {
+  const fs::path dir = fresh_dir("fork_exporters");
+  const std::vector<std::pair<std::string, Factory>> cases = {
+      {"trace.json", make_chrome}, {"trace.json.gz", make_chrome}, {"trace.folded", make_folded},
+      {"table.txt", make_table},   {"trace.prof", make_pstats}};
+  for (const auto& [name, make] : cases) {
+    const std::string alone = write_with_fork(make, dir / ("alone_" + name), false);
+    const std::string forked = write_with_fork(make, dir / ("forked_" + name), true);
+    ASSERT_FALSE(alone.empty()) << name;
+    EXPECT_TRUE(alone == forked) << name << ": " << alone.size() << " bytes alone, " << forked.size() << " with a fork";
+    EXPECT_FALSE(fs::exists(dir / ("forked_" + name + ".partial"))) << name;
+  }
+}
+
+// A fork child of a process whose session is running: recording is off in the child,
+// the parent's files are what they would be without the child, nothing hangs, and the
+// child may run a session of its own.
+class ForkedSession : public ::testing::TestWithParam<int> {};
+
+std::string run_parent(const fs::path& dir, ringtrace::OverflowPolicy policy, int child_mode) {
+  ringtrace::Config config;
+  config.overflow = policy;
+  // Block: a small ring, so the parent waits on its drainer around the fork. Drop: a
+  // ring that never fills, so that both runs keep every zone and compare exactly.
+  config.buffer_records = policy == ringtrace::OverflowPolicy::block ? 256 : 1 << 16;
+  ringtrace::Session session(config);
+  const fs::path folded = dir / (std::to_string(child_mode) + ".folded");
+  session.add_exporter(ringtrace::folded_stacks_exporter(folded, {.value = ringtrace::FoldedValue::calls}));
+  session.add_exporter(make_chrome(dir / (std::to_string(child_mode) + ".json")));
+  session.start();
+  for (int i = 0; i < 1000; ++i) {
+    RINGTRACE_ZONE("parent_before");
+  }
+  if (child_mode >= 0) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(30);
+      if (session.running()) _exit(10);  // the child records nothing of the parent's
+      switch (child_mode) {
+        case 0:  // plain exit: destructors and atexit handlers run in the child
+          std::exit(0);
+        case 1: {  // keeps recording, block policy included: nothing waits for a drainer
+          for (int i = 0; i < 100000; ++i) {
+            RINGTRACE_ZONE("child_zone");
+          }
+          std::exit(0);
+        }
+        case 2: {  // a session of its own, with its own file
+          ringtrace::Session own;
+          const fs::path mine = dir / "child_own.folded";
+          own.add_exporter(ringtrace::folded_stacks_exporter(mine, {.value = ringtrace::FoldedValue::calls}));
+          own.start();
+          for (int i = 0; i < 123; ++i) {
+            RINGTRACE_ZONE("child_own_zone");
+          }
+          own.stop();
+          std::exit(read_file(mine) == "child_own_zone 123\n" ? 0 : 11);
+        }
+        default:
+          _exit(0);
+      }
+    }
+    const int status = wait_child(pid);
+    EXPECT_TRUE(WIFEXITED(status)) << "child " << child_mode << " was killed (a hang?)";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "child " << child_mode;
+  }
+  for (int i = 0; i < 1000; ++i) {
+    RINGTRACE_ZONE("parent_after");
+  }
+  session.stop();
+  return read_file(folded);
+}
+
+TEST_P(ForkedSession, ChildVariantsLeaveTheParentsFilesAsWithoutThem) {
+  const fs::path dir = fresh_dir("fork_session_" + std::to_string(GetParam()));
+  for (const auto policy : {ringtrace::OverflowPolicy::drop, ringtrace::OverflowPolicy::block}) {
+    const std::string alone = run_parent(dir, policy, -1);
+    const std::string forked = run_parent(dir, policy, GetParam());
+    EXPECT_EQ(alone, "parent_after 1000\nparent_before 1000\n");
+    EXPECT_EQ(alone, forked) << "policy " << static_cast<int>(policy);
+  }
+}
+
+std::string variant_name(const ::testing::TestParamInfo<int>& info) {
+  static const char* const names[] = {"exit", "records", "own_session", "underscore_exit"};
+  return names[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ForkedSession, ::testing::Values(0, 1, 2, 3), variant_name);
+
+// Two exporters of one session on one file are refused where the second is added.
+TEST(Files, ASecondExporterOnAPathInUseIsRefusedNamingIt) {
+  const fs::path dir = fresh_dir("same_path");
+  const std::vector<Factory> makers = {make_chrome, make_folded, make_table, make_pstats};
+  for (std::size_t a = 0; a < makers.size(); ++a) {
+    for (std::size_t b = 0; b < makers.size(); ++b) {
+      ringtrace::Session session;
+      const fs::path path = dir / "shared.out";
+      session.add_exporter(makers[a](path));
+      const fs::path same = dir / ".." / dir.filename() / "shared.out";
+      try {
+        session.add_exporter(makers[b](same));
+        ADD_FAILURE() << "exporter " << b << " was added on a path in use by exporter " << a;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("shared.out"), std::string::npos) << e.what();
+      }
+      session.start();
+      { RINGTRACE_ZONE("first_exporter_works"); }
+      session.stop();
+      EXPECT_TRUE(session.stats().exporter_errors.empty());
+      EXPECT_GT(fs::file_size(path), 0u);
+    }
+  }
+  ringtrace::PstatsOptions same_report;
+  same_report.report_path = (dir / "p.prof").string();
+  ringtrace::Session session;
+  EXPECT_THROW(session.add_exporter(ringtrace::pstats_exporter(dir / "p.prof", same_report)), std::invalid_argument);
+}
+
+}  // namespace
