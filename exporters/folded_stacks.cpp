@@ -9,7 +9,7 @@
 // sites with the same name are the same frame), then written in one pass.
 #include "ringtrace/exporters/folded_stacks.hpp"
 
-#include <algorithm>  // sort
+#include <algorithm>  // stable_sort, reverse
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -248,37 +248,37 @@ class FoldedStacksExporter final : public Exporter {
       return site_frames[frame];
     };
 
-    // Every node with a value becomes a line; text in one arena, sorted by index.
-    struct Line {
-      std::size_t offset;
-      std::size_t size;
-      std::uint64_t value;
-    };
-    std::string arena;
-    std::vector<Line> lines;
-    std::vector<std::uint32_t> path;
-    for (std::uint32_t n = 1; n < nodes_.size(); ++n) {
-      const std::uint64_t value = value_of(nodes_[n]);
-      if (value == 0) continue;
-      path.clear();
-      for (std::uint32_t p = n; p != 0; p = nodes_[p].parent) path.push_back(nodes_[p].frame);
-      const std::size_t offset = arena.size();
-      for (auto it = path.rbegin(); it != path.rend(); ++it) {
-        if (it != path.rbegin()) arena.push_back(';');
-        arena.append(frame_name(*it));
-      }
-      lines.push_back(Line{offset, arena.size() - offset, value});
+    // Lines stream out of a depth-first walk of the stack tree, children in the order
+    // of their frame names, so memory is the tree plus the current line (a deep
+    // recursion's text is never held whole). Siblings whose names print the same (two
+    // call sites named alike) are one line: the walk visits them as one group and
+    // merges their children. Below max_depth frames, a stack's deeper frames fold into
+    // one frame whose value is the sum of everything under it.
+    const std::size_t n_nodes = nodes_.size();
+    std::vector<std::uint32_t> first_child(n_nodes + 1, 0), children(n_nodes > 0 ? n_nodes - 1 : 0);
+    for (std::uint32_t n = 1; n < n_nodes; ++n) ++first_child[nodes_[n].parent + 1];
+    for (std::size_t i = 1; i <= n_nodes; ++i) first_child[i] += first_child[i - 1];
+    {
+      std::vector<std::uint32_t> fill(first_child.begin(), first_child.end() - 1);
+      for (std::uint32_t n = 1; n < n_nodes; ++n) children[fill[nodes_[n].parent]++] = n;
     }
-    auto text = [&](const Line& line) { return std::string_view(arena).substr(line.offset, line.size); };
-    std::sort(lines.begin(), lines.end(), [&](const Line& a, const Line& b) { return text(a) < text(b); });
+    // Values of everything below each node (children have higher indices than parents).
+    std::vector<std::uint64_t> below(n_nodes, 0);
+    for (std::uint32_t n = static_cast<std::uint32_t>(n_nodes) - 1; n >= 1; --n) {
+      below[nodes_[n].parent] += below[n] + value_of(nodes_[n]);
+    }
+    const std::size_t max_depth = options_.max_depth == 0 ? ~std::size_t{0} : options_.max_depth;
 
-    std::string out;
+    struct Group {
+      std::vector<std::uint32_t> members;  // nodes whose lines print the same
+      std::size_t depth;                   // frames in the line
+      std::size_t parent_length;           // the parent line's length in `line`
+    };
+    std::vector<Group> pending;
+    std::string line, out;
     out.reserve(1 << 16);
-    for (std::size_t i = 0; i < lines.size();) {
-      std::uint64_t value = lines[i].value;
-      std::size_t j = i + 1;
-      while (j < lines.size() && text(lines[j]) == text(lines[i])) value += lines[j++].value;
-      out.append(text(lines[i]));
+    const auto emit = [&](std::uint64_t value) {
+      out.append(line);
       out.push_back(' ');
       detail::append_uint(out, value);
       out.push_back('\n');
@@ -286,7 +286,47 @@ class FoldedStacksExporter final : public Exporter {
         sink_->write(out);
         out.clear();
       }
-      i = j;
+    };
+    // Pushes the children of `members`, grouped by name, so that they pop in name order.
+    std::vector<std::uint32_t> kids;
+    const auto push_children = [&](const std::vector<std::uint32_t>& members, std::size_t depth) {
+      kids.clear();
+      for (const std::uint32_t m : members) {
+        kids.insert(kids.end(), children.begin() + first_child[m], children.begin() + first_child[m + 1]);
+      }
+      std::stable_sort(kids.begin(), kids.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return frame_name(nodes_[a].frame) < frame_name(nodes_[b].frame);
+      });
+      const std::size_t first_pushed = pending.size();
+      for (std::size_t i = 0; i < kids.size();) {
+        std::size_t j = i + 1;
+        while (j < kids.size() && frame_name(nodes_[kids[j]].frame) == frame_name(nodes_[kids[i]].frame)) ++j;
+        pending.push_back(Group{std::vector<std::uint32_t>(kids.begin() + i, kids.begin() + j), depth + 1, line.size()});
+        i = j;
+      }
+      std::reverse(pending.begin() + first_pushed, pending.end());
+    };
+    push_children({0}, 0);
+    while (!pending.empty()) {
+      Group group = std::move(pending.back());
+      pending.pop_back();
+      line.resize(group.parent_length);
+      if (group.depth > 1) line.push_back(';');
+      line.append(frame_name(nodes_[group.members.front()].frame));
+      std::uint64_t value = 0, deeper = 0;
+      for (const std::uint32_t m : group.members) {
+        value += value_of(nodes_[m]);
+        deeper += below[m];
+      }
+      if (value != 0) emit(value);
+      if (group.depth < max_depth) {
+        push_children(group.members, group.depth);
+      } else if (deeper != 0) {
+        const std::size_t length = line.size();
+        line.append(";[deeper frames folded]");
+        emit(deeper);
+        line.resize(length);
+      }
     }
     sink_->write(out);
     sink_->close();

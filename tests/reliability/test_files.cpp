@@ -271,3 +271,60 @@ TEST(Files, ASecondExporterOnAPathInUseIsRefusedNamingIt) {
 }
 
 }  // namespace
+
+namespace {
+
+long peak_rss_kb() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long value = 0;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      status >> value;
+      return value;
+    }
+    status.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+// A 100,000-deep recursion: memory follows the distinct stacks and the file stays
+// bounded (it used to take memory and disk with the square of the depth), while the
+// values still add up to the recorded self time.
+TEST(Files, FoldedStacksOfADeepRecursionStayBounded) {
+  const fs::path dir = fresh_dir("deep");
+  const fs::path path = dir / "deep.folded";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(120);
+    constexpr int kDepth = 100000;
+    ringtrace::TraceBuilder builder("deep");
+    const auto thread = builder.thread("main", 1);
+    const ringtrace::SiteId f = builder.site("f");
+    for (int i = 0; i < kDepth; ++i) builder.begin(thread, f, 1000 + 10 * static_cast<std::uint64_t>(i));
+    for (int i = 0; i < kDepth; ++i) builder.end(thread, 1000 + 10 * static_cast<std::uint64_t>(kDepth + i));
+    const ringtrace::RecordedTrace trace = builder.build(0);
+    const long before = peak_rss_kb();
+    auto exporter = ringtrace::folded_stacks_exporter(path);
+    ringtrace::replay(trace, *exporter);
+    exporter.reset();
+    const long grown_mb = (peak_rss_kb() - before) / 1024;
+    std::uint64_t lines = 0, sum = 0;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line); ++lines) sum += std::stoull(line.substr(line.rfind(' ') + 1));
+    // Self time: every zone has 10 ns before its child begins and 10 ns after it ends.
+    const std::uint64_t expected = std::uint64_t{20} * kDepth - 10;
+    if (grown_mb > 64 || fs::file_size(path) > (std::uintmax_t{8} << 20) || sum != expected || lines != 513) {
+      std::fprintf(stderr, "peak grew %ld MB, file %ju bytes, %ju lines, sum %ju (expected %ju)\n", grown_mb,
+                   static_cast<std::uintmax_t>(fs::file_size(path)), static_cast<std::uintmax_t>(lines),
+                   static_cast<std::uintmax_t>(sum), static_cast<std::uintmax_t>(expected));
+      _exit(1);
+    }
+    _exit(0);
+  }
+  const int status = wait_child(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "see the child's stderr above";
+}
+
+}  // namespace

@@ -24,6 +24,12 @@ struct FoldedStacksOptions {
   // Starts every stack with a frame named after its thread ("thread <os tid>" when the
   // thread has no name), so a flame graph shows one tower per thread.
   bool thread_root = false;
+  // Frames below this depth fold into one frame "[deeper frames folded]" whose value is
+  // the sum of everything under it (0: no limit). A line spells its whole stack, so a
+  // recursion N deep writes about N^2/2 frames; the limit keeps the file bounded (a
+  // 100,000-deep recursion: about 2 MB instead of tens of GB). Memory is the distinct
+  // stacks either way. Flame graph readers draw a few hundred frames at most.
+  std::size_t max_depth = 512;
 };
 
 // Aggregates zones by stack while the session runs and writes the file at stop()
