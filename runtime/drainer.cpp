@@ -491,6 +491,7 @@ void Drainer::pass(bool final) {
     maybe_refit();
   }
   update_stats();
+  registry_.pass_completed();
   if (final) {
     SessionStats final_stats = stats();
     for_each_exporter("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });

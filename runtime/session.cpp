@@ -160,6 +160,7 @@ void Session::start() {
       config.buffer_records);
   params.overflow = config.overflow;
   params.use_tsc = use_tsc;
+  params.grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config.merge_grace).count());
 
   // Everything that can fail comes before the epoch is published, so that a failed
   // start leaves no thread bound to it; starting the drainer's thread is the one step

@@ -16,8 +16,11 @@ const SiteInfo kDroppedSite{"ringtrace: dropped events", "", "", 0, SiteKind::in
 SiteTable::SiteTable() : cache_(kCacheSize) { id_of(&kDroppedSite); }
 
 SiteId SiteTable::miss(const SiteInfo* site, Slot& slot) {
-  auto [it, inserted] = ids_.try_emplace(site, static_cast<SiteId>(sites_.size()));
-  if (inserted) sites_.push_back(site);
+  auto [it, inserted] = ids_.try_emplace(site, static_cast<SiteId>(copies_.size()));
+  if (inserted) {
+    Copy& copy = copies_.emplace_back(Copy{site->name, site->function, site->file, {}});
+    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), site->line, site->kind};
+  }
   slot = Slot{site, it->second};
   return it->second;
 }

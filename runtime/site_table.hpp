@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -25,8 +27,10 @@ class SiteTable {
     if (slot.site == site) [[likely]] return slot.id;
     return miss(site, slot);
   }
-  const SiteInfo& site(SiteId id) const { return *sites_[id]; }
-  std::uint32_t size() const { return static_cast<std::uint32_t>(sites_.size()); }
+  // The drainer's own copy: a call site's object may live in a plugin that is unloaded
+  // (dlclose) before the exporters are done with it.
+  const SiteInfo& site(SiteId id) const { return copies_[id].info; }
+  std::uint32_t size() const { return static_cast<std::uint32_t>(copies_.size()); }
 
  private:
   struct Slot {
@@ -36,9 +40,14 @@ class SiteTable {
   static constexpr std::size_t kCacheSize = 4096;
   SiteId miss(const SiteInfo* site, Slot& slot);
 
+  struct Copy {
+    std::string name, function, file;
+    SiteInfo info;
+  };
+
   std::vector<Slot> cache_;
   std::unordered_map<const SiteInfo*, SiteId> ids_;
-  std::vector<const SiteInfo*> sites_;
+  std::deque<Copy> copies_;  // by SiteId; a deque, so that `info`'s pointers stay valid
 };
 
 }  // namespace ringtrace::detail

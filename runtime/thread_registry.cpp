@@ -107,6 +107,7 @@ void Registry::release_pending_registrations() {
 std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   std::lock_guard<std::mutex> lock(mutex_);
   params_ = params;
+  grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);
   last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
   g_epoch.store(last_epoch_, std::memory_order_release);
@@ -316,6 +317,29 @@ void count_dropped_end() noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t.epoch = bound;
 }
+
+void drain_before_unload() noexcept {
+  if (g_epoch.load(std::memory_order_acquire) == 0 || t_untraced) return;
+  Registry& registry = Registry::instance();
+  const auto now = [] { return std::chrono::steady_clock::now(); };
+  // Records younger than the grace are held back by a pass: let them age, then wait for
+  // a pass that starts after that (two completions), at most a bounded time.
+  std::this_thread::sleep_for(std::chrono::nanoseconds(registry.grace_ns()));
+  const std::uint64_t seen = registry.passes();
+  const auto deadline = now() + std::chrono::milliseconds(200);
+  while (registry.passes() < seen + 2 && g_epoch.load(std::memory_order_acquire) != 0 && now() < deadline) {
+    registry.wake_drainer();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+namespace {
+// Runs when the shared object that contains this copy of the runtime is unloaded
+// (dlclose), and at exit. Its call sites are read by the drainer until they have been
+// decoded (the drainer then keeps copies): make sure that has happened. The call goes
+// to the process-wide runtime (default visibility), not to this object's own copy.
+__attribute__((destructor)) void before_unload() { drain_before_unload(); }
+}  // namespace
 
 }  // namespace ringtrace::detail
 

@@ -63,6 +63,7 @@ struct ActiveParams {
   std::uint64_t high_water = 0;    // slots
   OverflowPolicy overflow = OverflowPolicy::drop;
   bool use_tsc = false;
+  std::uint64_t grace_ns = 0;  // the drainer holds back records younger than this
 };
 
 class Registry {
@@ -96,6 +97,12 @@ class Registry {
   void count_orphan_drop() { orphan_drops_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t orphan_drops() const { return orphan_drops_.load(std::memory_order_acquire); }
 
+  // The drainer counts its passes; an object being unloaded waits for one that saw
+  // everything recorded before (drain_before_unload).
+  void pass_completed() { passes_.fetch_add(1, std::memory_order_release); }
+  std::uint64_t passes() const { return passes_.load(std::memory_order_acquire); }
+  std::uint64_t grace_ns() const { return grace_ns_.load(std::memory_order_relaxed); }
+
   // Thread side (slow path).
   bool bind(ThreadWriter& writer, std::uint32_t epoch);
   void recycle(ThreadBuffer* buffer);
@@ -118,6 +125,8 @@ class Registry {
   std::atomic<std::uint64_t> buffers_created_{0};
   std::atomic<std::uint32_t> wake_{0};  // futex word: 1 once woken in this pass
   std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
+  std::atomic<std::uint64_t> passes_{0};
+  std::atomic<std::uint64_t> grace_ns_{0};
 };
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free,
               "the wake word is used as a futex");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_consumer.sh <install|build-tree|subdirectory> <source dir> <build dir> <work dir>
+# run_consumer.sh <install|build-tree|subdirectory|shared> <source dir> <build dir> <work dir>
 set -euo pipefail
 mode="$1"; source_dir="$2"; build_dir="$3"; work="$4/${mode}"
 rm -rf "${work}"
@@ -13,6 +13,9 @@ case "${mode}" in
   subdirectory)
     cmake -S "${source_dir}/tests/consumer/app" -B "${work}/build" -DRINGTRACE_CONSUMER_MODE=subdirectory \
       -DRINGTRACE_SOURCE_DIR="${source_dir}" >/dev/null ;;
+  shared)  # libringtrace.so, linked by the program and by the plugin it opens
+    cmake -S "${source_dir}/tests/consumer/app" -B "${work}/build" -DRINGTRACE_CONSUMER_MODE=subdirectory \
+      -DRINGTRACE_SOURCE_DIR="${source_dir}" -DRINGTRACE_SHARED=ON >/dev/null ;;
 esac
 cmake --build "${work}/build" -j2 >/dev/null
 "${work}/build/consumer"

@@ -97,6 +97,9 @@ enum class Reserve : std::uint8_t { ok, dropped, inactive };
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept;
 // Cold path: the end of a zone whose begin was dropped is counted as dropped too.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcept;
+// Before a shared object with call sites is unloaded: waits (bounded) until the running
+// session's drainer has decoded every record written so far.
+RINGTRACE_API void drain_before_unload() noexcept;
 
 // Marks the thread as inside the recording path (see "Re-entrancy" above) and returns
 // the writer with `need` free slots, or null (no session, dropped, nested).
