@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "ringtrace/ringtrace.hpp"
-#include "ringtrace/exporters/chrome_trace.hpp"   // trace.json for Perfetto/DevTools (issue 3)
-#include "ringtrace/exporters/folded_stacks.hpp"  // trace.folded for flame graphs (issue 3)
-#include "ringtrace/exporters/ops_summary.hpp"  // captured-ops summary (issue 5)
-#include "ringtrace/exporters/table.hpp"        // key-averages table (issue 5)
-#include "ringtrace/exporters/pstats.hpp"       // trace.prof for pstats/snakeviz (issue 4)
+#include "ringtrace/exporters/chrome_trace.hpp"   // trace.json for Perfetto/DevTools
+#include "ringtrace/exporters/folded_stacks.hpp"  // trace.folded for flame graphs
+#include "ringtrace/exporters/ops_summary.hpp"  // captured-ops summary
+#include "ringtrace/exporters/table.hpp"        // key-averages table
+#include "ringtrace/exporters/pstats.hpp"       // trace.prof for pstats/snakeviz
 
 namespace {
 
@@ -85,12 +85,11 @@ int main(int argc, char** argv) {
   ringtrace::Config config;
   config.process_name = "ringtrace-demo";
   ringtrace::Session session(config);
-  // [demo exporters] each exporter issue adds its files here.
-  // Chrome trace and folded stacks (issue 3): trace.json (Perfetto UI, chrome://tracing,
+  // Chrome trace and folded stacks: trace.json (Perfetto UI, chrome://tracing,
   // DevTools, speedscope) and trace.folded (flamegraph.pl, inferno, speedscope).
   session.add_exporter(ringtrace::chrome_trace_exporter((out_dir / "trace.json").string()));
   session.add_exporter(ringtrace::folded_stacks_exporter((out_dir / "trace.folded").string()));
-  // Python profile (issue 4): trace.prof for python3 -m pstats, snakeviz, gprof2dot.
+  // Python profile: trace.prof for python3 -m pstats, snakeviz, gprof2dot.
   const std::string pstats_path = (out_dir / "trace.prof").string();
   const auto pstats = std::dynamic_pointer_cast<ringtrace::PstatsExporter>(ringtrace::pstats_exporter(pstats_path));
   session.add_exporter(pstats);
@@ -148,7 +147,7 @@ int main(int argc, char** argv) {
   for (const auto& e : stats.exporter_errors) std::printf("exporter error: %s\n", e.c_str());
   // [demo summaries] summaries printed after the stats.
   {
-    // Python profile (issue 4): the raw aggregate table, the top of the pstats report,
+    // Python profile: the raw aggregate table, the top of the pstats report,
     // how to open the file, and the optional call-graph SVG.
     const ringtrace::PstatsTable profile = pstats->table();
     ringtrace::PstatsReportOptions report;
