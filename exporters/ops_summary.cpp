@@ -413,6 +413,11 @@ struct OpsSummaryExporter::Impl {
       s.total.total_ns += t.counts.total_ns;
       s.threads.push_back(std::move(row));
     }
+    // Threads in the order of their first event, as in every exporter and stats().
+    std::stable_sort(s.threads.begin(), s.threads.end(), [&](const OpsSummaryThread& a, const OpsSummaryThread& b) {
+      const auto index = [&](ThreadId id) { return id < context.thread_count() ? context.thread(id).sort_index : id; };
+      return index(a.thread) < index(b.thread);
+    });
     s.total.unique_graphs = graphs.size();
     s.missing.reserve(missing.size());
     for (const auto& [key, totals] : missing) {

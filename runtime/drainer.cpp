@@ -11,6 +11,7 @@ namespace ringtrace::detail {
 
 namespace {
 constinit thread_local bool t_drainer_thread = false;
+constexpr std::uint32_t kUnsorted = ~std::uint32_t{0};
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
@@ -83,7 +84,7 @@ void Drainer::accept_registrations() {
     row.info.id = cursor->thread;
     row.info.os_tid = buffer->os_tid;
     row.info.name = buffer->read_name();
-    row.info.sort_index = cursor->thread;
+    row.info.sort_index = kUnsorted;
     threads_.push_back(std::move(row));
     cursors_.push_back(std::move(cursor));
   }
@@ -122,6 +123,7 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
   const std::uint64_t end = c.end;
   const ThreadId thread = c.thread;
   std::uint64_t pos = c.read_pos;
+  const std::uint64_t start_pos = pos;
   std::uint64_t last_ticks = c.last_ticks;
   std::uint64_t recorded = 0;
   std::uint64_t floor = kStaged ? late_floor : last_emitted_ticks_;
@@ -138,6 +140,11 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
     capacity = batch_capacity_;
   }
   const auto save = [&] {
+    if (!c.first_known && pos != start_pos) {
+      c.first_known = true;
+      c.first_ticks = slots[start_pos & mask].ticks;
+      unsorted_threads_ = true;
+    }
     c.read_pos = pos;
     c.last_ticks = last_ticks;
     threads_[thread].recorded += recorded;
@@ -364,6 +371,11 @@ void Drainer::merge_staged(std::uint64_t watermark) {
 }
 
 void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags) {
+  if (!c.first_known) {  // registered but never recorded: after the others, when it goes
+    c.first_known = true;
+    c.first_ticks = ~std::uint64_t{0};
+  }
+  assign_sort_indices();
   const std::uint64_t ticks = std::max({at_ticks, c.last_ticks, last_emitted_ticks_});
   last_emitted_ticks_ = ticks;
   c.last_ticks = ticks;
@@ -416,8 +428,22 @@ void Drainer::deliver(std::span<const Event> events) {
   for_each_exporter("on_events", [&](Exporter& x) { x.on_events(events, *this); });
 }
 
+void Drainer::assign_sort_indices() {
+  unsorted_threads_ = false;
+  std::vector<Cursor*> fresh;
+  for (auto& c : cursors_) {
+    if (c->first_known && threads_[c->thread].info.sort_index == kUnsorted) fresh.push_back(c.get());
+  }
+  std::sort(fresh.begin(), fresh.end(), [&](const Cursor* a, const Cursor* b) {
+    const std::uint64_t ta = threads_[a->thread].info.os_tid, tb = threads_[b->thread].info.os_tid;
+    return a->first_ticks != b->first_ticks ? a->first_ticks < b->first_ticks : ta < tb;
+  });
+  for (const Cursor* c : fresh) threads_[c->thread].info.sort_index = next_sort_index_++;
+}
+
 void Drainer::flush() {
   if (batch_size_ == 0) return;
+  if (unsorted_threads_) [[unlikely]] assign_sort_indices();
   deliver(std::span<const Event>(batch_, batch_size_));
   batch_size_ = 0;
   publish_read_positions();
@@ -504,9 +530,15 @@ void Drainer::update_stats() {
   stats_.threads.resize(threads_.size());
   stats_.recorded = 0;
   stats_.dropped = 0;
-  for (std::size_t i = 0; i < threads_.size(); ++i) {
-    const ThreadRow& row = threads_[i];
-    ThreadStats& out = stats_.threads[i];
+  // Rows in the order of each thread's first event (threads not yet placed last).
+  std::vector<std::uint32_t> order(threads_.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return threads_[a].info.sort_index < threads_[b].info.sort_index;
+  });
+  for (std::size_t k = 0; k < threads_.size(); ++k) {
+    const ThreadRow& row = threads_[order[k]];
+    ThreadStats& out = stats_.threads[k];
     out.thread = row.info.id;
     out.os_tid = row.info.os_tid;
     out.name = row.info.name;

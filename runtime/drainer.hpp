@@ -66,6 +66,8 @@ class Drainer final : public TraceContext {
     std::uint64_t reported_drops = 0;  // sum of dropped markers delivered
     std::uint32_t name_version = 0;
     bool retired = false;
+    bool first_known = false;      // first_ticks holds the thread's first decoded record
+    std::uint64_t first_ticks = 0;
     std::vector<Open> open;
     // Decoded events waiting for the merge of several threads: stage[stage_begin,
     // stage_end), kStageEvents of them from the runtime allocator, allocated the first
@@ -100,6 +102,10 @@ class Drainer final : public TraceContext {
   void publish_read_positions();
   void close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags);
   void update_names(Cursor& c);
+  // Gives threads whose first event is now known their place in ThreadInfo::sort_index:
+  // by the time of that event, ties by OS thread id. Runs before every delivery, so an
+  // exporter sees a thread's index with its first event.
+  void assign_sort_indices();
   void maybe_refit();
   void update_stats();
   void deliver(std::span<const Event> events);
@@ -135,6 +141,8 @@ class Drainer final : public TraceContext {
   std::uint64_t unbalanced_ = 0;
   std::uint64_t closed_at_stop_ = 0;
   std::uint64_t passes_ = 0;
+  std::uint32_t next_sort_index_ = 0;
+  bool unsorted_threads_ = false;  // a thread's first event is known, its index not yet
   bool delivered_in_pass_ = false;  // on_flush is called after passes that delivered events
   std::vector<std::string> errors_;
 

@@ -19,7 +19,9 @@ struct ThreadInfo {
   ThreadId id = 0;
   std::uint64_t os_tid = 0;
   std::string name;        // "" until set_thread_name; may change during a session
-  std::uint32_t sort_index = 0;  // order in which the drainer first saw the thread
+  // Place of the thread in every listing: by the time of its first event, ties by OS
+  // thread id. Known when the thread's first event is delivered.
+  std::uint32_t sort_index = 0;
 };
 
 // Resolves the ids in events. Valid for the duration of the call that received it;

@@ -27,7 +27,7 @@ struct ThreadStats {
 };
 
 struct SessionStats {
-  std::vector<ThreadStats> threads;  // one row per thread that recorded, in ThreadId order
+  std::vector<ThreadStats> threads;  // one row per thread that recorded, by the time of its first event
   std::uint64_t recorded = 0;        // sum over threads
   std::uint64_t dropped = 0;         // sum over threads, plus dropped_without_ring
   // Events of threads that had no ring in this session (it could not be allocated), and

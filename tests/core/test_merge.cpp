@@ -209,3 +209,33 @@ TEST(Merge, LateEventsAreRaisedFlaggedAndCounted) {
 }
 
 }  // namespace
+
+// Threads are listed by the time of their first event, not by when they registered:
+// here they register in the order 0..4 but their first records carry times in the
+// opposite order.
+TEST(Merge, ThreadsAreOrderedByTheirFirstEventNotTheirRegistration) {
+  ringtrace::Config config;
+  config.drain_interval = std::chrono::hours(1);
+  config.merge_grace = std::chrono::milliseconds(50);
+  ringtrace::Session session(config);
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  const bool tsc = writer_uses_tsc();
+  const std::uint64_t base = rd::read_ticks(tsc);
+  constexpr int kThreads = 5;
+  for (int k = 0; k < kThreads; ++k) {
+    std::thread([k, base] {
+      ringtrace::set_thread_name(std::string("w").append(std::to_string(k)));
+      put(base + static_cast<std::uint64_t>(kThreads - k) * 1000, &kInstant, rd::record_instant);
+    }).join();
+  }
+  while (rd::read_ticks(tsc) <= base + 10 * 1000) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  session.stop();
+  const auto stats = session.stats();
+  std::vector<std::string> rows;
+  for (const auto& row : stats.threads) {
+    if (!row.name.empty() && row.name[0] == 'w') rows.push_back(row.name);
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"w4", "w3", "w2", "w1", "w0"}));
+}

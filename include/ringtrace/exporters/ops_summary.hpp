@@ -69,7 +69,7 @@ struct MissingOp {
 };
 
 struct OpsSummary {
-  std::vector<OpsSummaryThread> threads;  // threads that ran ops or regions, in ThreadId order
+  std::vector<OpsSummaryThread> threads;  // threads that ran ops or regions, by their first event
   CaptureCounts total;                    // unique_graphs is distinct over all threads
   std::vector<MissingOp> missing;         // most expensive (total_ns) first, then by name
   std::uint64_t dropped = 0;              // events the session lost (counts are then a lower bound)
