@@ -247,8 +247,7 @@ Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept {
   }
   // t.epoch is kBusy from here: every way out but `ok` restores it.
   const auto out = [&](Reserve why) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t.epoch = bound;
+    leave(t, bound);
     return why;
   };
   if (t_untraced) return out(Reserve::inactive);
@@ -311,11 +310,9 @@ void count_dropped_end() noexcept {
     Registry::instance().count_orphan_drop();
     return;
   }
-  t.epoch = kBusy;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  mark_busy(t);
   note_drop(t, *buffer_of(t));
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  t.epoch = bound;
+  leave(t, bound);
 }
 
 void drain_before_unload() noexcept {
@@ -350,10 +347,8 @@ void set_thread_name(std::string_view name) {
   // Busy while the name lock is held: a signal handler that records meanwhile drops its
   // events (counted) instead of waiting, in block mode, on a drainer that waits for the lock.
   detail::ThreadWriter& t = detail::t_writer;
-  const std::uint32_t bound = t.epoch;
-  if (bound == detail::kBusy) return;  // called from inside the recording path (a hook)
-  t.epoch = detail::kBusy;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (t.epoch == detail::kBusy) return;  // called from inside the recording path (a hook)
+  const std::uint32_t bound = detail::mark_busy(t);
   try {
     detail::t_hook.name.assign(name);
     if (auto* buffer = static_cast<detail::ThreadBuffer*>(t.buffer)) {
@@ -364,12 +359,10 @@ void set_thread_name(std::string_view name) {
       buffer->name_version.fetch_add(1, std::memory_order_release);
     }
   } catch (...) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t.epoch = bound;
+    detail::leave(t, bound);
     throw;
   }
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  t.epoch = bound;
+  detail::leave(t, bound);
 }
 
 }  // namespace ringtrace

@@ -101,24 +101,31 @@ RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcep
 // session's drainer has decoded every record written so far.
 RINGTRACE_API void drain_before_unload() noexcept;
 
-// Marks the thread as inside the recording path (see "Re-entrancy" above) and returns
-// the writer with `need` free slots, or null (no session, dropped, nested).
+// Marks the thread as inside the recording path (see "Re-entrancy" above); returns the
+// epoch it had, for leave().
+RINGTRACE_ALWAYS_INLINE std::uint32_t mark_busy(ThreadWriter& t) noexcept {
+  const std::uint32_t bound = t.epoch;
+  t.epoch = kBusy;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring accesses stay after the mark
+  return bound;
+}
+
+RINGTRACE_ALWAYS_INLINE void leave(ThreadWriter& t, std::uint32_t epoch) noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring accesses stay before it
+  t.epoch = epoch;
+}
+
+// Marks the thread busy and returns the writer with `need` free slots, or null (no
+// session, dropped, nested).
 template <std::uint64_t Need>
 RINGTRACE_ALWAYS_INLINE ThreadWriter* enter(std::uint32_t epoch, Reserve& why) noexcept {
   ThreadWriter& t = t_writer;
-  const std::uint32_t bound = t.epoch;
-  t.epoch = kBusy;
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring reads stay after the mark
+  const std::uint32_t bound = mark_busy(t);
   if (bound != epoch || t.write_pos + Need > t.avail_end) [[unlikely]] {
     why = reserve_slow(Need, bound);
     if (why != Reserve::ok) return nullptr;
   }
   return &t;
-}
-
-RINGTRACE_ALWAYS_INLINE void leave(ThreadWriter& t, std::uint32_t epoch) noexcept {
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring writes stay before it
-  t.epoch = epoch;
 }
 
 RINGTRACE_ALWAYS_INLINE void publish(ThreadWriter& t, std::uint64_t pos) noexcept {
@@ -162,8 +169,7 @@ RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoc
   // A handler that interrupts this before the busy mark records whole zones (so the
   // reserved slot is still free) and leaves the epoch as it found it.
   if (epoch == t.epoch) [[likely]] {
-    t.epoch = kBusy;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
+    mark_busy(t);
     const std::uint64_t ticks = read_ticks(t.use_tsc);  // first, close to the body's end
     const std::uint64_t pos = t.write_pos;
     t.slots[pos & t.mask] = Record{ticks, record_word(site, record_zone_end)};
