@@ -1,12 +1,15 @@
-// Chrome trace exporter: streams the Trace Event Format (JSON object form).
+// Chrome trace exporter: streams the Trace Event Format (JSON array form).
 //
-// Layout of the file:
-//   {"traceEvents":[
-//   {"ph":"M","name":"process_name",...},          on_start
-//   {"ph":"X",...}, {"ph":"i",...}, {"ph":"C",...}  on_events: zones at their end
-//   {"ph":"M","name":"thread_name",...}, ...       on_finish: one per thread
-//   ],
-//   "displayTimeUnit":"ns","otherData":{...}}      on_finish: session counts
+// Layout of the file (each line after the first starts with the comma that separates it
+// from the previous event, so the text handed to the OS at every on_flush is a valid
+// prefix that readers complete with "]"):
+//   [
+//   {"ph":"M","name":"process_name",...}                on_start
+//   {"ph":"M","name":"thread_name"/"thread_sort_index"}  at a thread's first event
+//   {"ph":"X",...}, {"ph":"i",...}, {"ph":"C",...}       on_events: zones at their end
+//   {"ph":"M","name":"thread_name",...}                  on_flush/on_finish: a name changed
+//   {"ph":"M","name":"ringtrace_session",...}            on_finish: session counts
+//   ]
 //
 // Zones are written as complete ("X") events when they end, so memory is the deepest
 // nesting per thread (ZoneTracker) plus one cached fragment per site and per thread,
@@ -20,9 +23,10 @@
 #include <unistd.h>  // getpid
 
 #include <charconv>     // std::to_chars into the output buffer
-#include <cmath>        // std::isfinite
+#include <cmath>        // std::isfinite, std::nextafter
 #include <cstdint>
 #include <cstring>      // std::memcpy
+#include <limits>       // infinity, for nextafter
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,7 +66,8 @@ class ChromeTraceExporter final : public Exporter {
 
   // After each drainer pass: the text so far reaches the OS, so a killed process loses
   // at most the last pass.
-  void on_flush(const TraceContext&) override {
+  void on_flush(const TraceContext& context) override {
+    write_renamed_threads(context);
     flush();
     sink_->flush();
   }
@@ -82,7 +87,8 @@ class ChromeTraceExporter final : public Exporter {
     tracker_ = detail::ZoneTracker{};
     site_names_.clear();
     site_locations_.clear();
-    thread_ids_.clear();
+    threads_.clear();
+    counter_names_.clear();
     skipped_counters_ = 0;
     pid_ = options_.pid != 0 ? options_.pid : static_cast<std::uint32_t>(::getpid());
     const std::size_t capacity = options_.buffer_bytes < 4096 ? 4096 : options_.buffer_bytes;
@@ -128,10 +134,11 @@ class ChromeTraceExporter final : public Exporter {
 
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
     close_open_zones(context);
+    // Every thread named (also one that delivered no event), each with its last name.
+    for (ThreadId t = 0; t < context.thread_count(); ++t) thread_ids(t, context);
+    write_renamed_threads(context);
     std::string& text = scratch_;
     text.clear();
-
-    for (ThreadId t = 0; t < context.thread_count(); ++t) append_thread_metadata(text, context.thread(t));
     // The session's counts: a metadata event (the array form has no room for
     // "otherData"), last, so that a file cut before it is still a valid prefix.
     text.append(",\n{\"ph\":\"M\",\"name\":\"ringtrace_session\",\"pid\":");
@@ -218,6 +225,16 @@ class ChromeTraceExporter final : public Exporter {
     p[3] = static_cast<char>('0' + frac % 10);
     return p + 4;
   }
+  // A duration as put_us writes it, except when a reader that multiplies the text's
+  // double by 1000 and truncates (Perfetto's trace_processor before 2022 does so for
+  // "dur", not for "ts") would get one nanosecond less: then the shortest decimal of the
+  // next double up (1.009 -> 1.0090000000000001), which such a reader, and every reader
+  // that rounds, takes as the same nanosecond. About one duration in a hundred.
+  static char* put_dur(char* p, std::uint64_t ns) {
+    const double us = static_cast<double>(ns) / 1000.0;  // the double nearest the text
+    if (static_cast<std::uint64_t>(us * 1000.0) == ns) [[likely]] return put_us(p, ns);
+    return std::to_chars(p, p + 32, std::nextafter(us, std::numeric_limits<double>::infinity()), std::chars_format::fixed).ptr;
+  }
   // Bound on the bytes of an event besides its cached fragments: literals, two times
   // (24 bytes each at most), a region id or count (20).
   static constexpr std::size_t kEventBytes = 256;
@@ -231,10 +248,10 @@ class ChromeTraceExporter final : public Exporter {
   // `,"file":"...","line":N` or "" (no location, or not asked for).
   std::string_view site_location(SiteId site) const { return site_locations_[site]; }
 
-  // `,"pid":P,"tid":T` of a thread.
+  // `,"pid":P,"tid":T` of a thread; its metadata is written the first time.
   std::string_view thread_ids(ThreadId thread, const TraceContext& context) {
-    if (thread >= thread_ids_.size()) [[unlikely]] cache_threads(context);
-    return thread_ids_[thread];
+    if (thread >= threads_.size() || threads_[thread].ids.empty()) [[unlikely]] first_sight(thread, context);
+    return threads_[thread].ids;
   }
 
   RINGTRACE_NOINLINE void cache_sites(const TraceContext& context) {
@@ -255,40 +272,53 @@ class ChromeTraceExporter final : public Exporter {
     }
   }
 
-  // A thread's first event: its name goes out now, so that a file cut later (a killed
-  // process) still names it; on_finish names every thread again with its last name.
-  RINGTRACE_NOINLINE void cache_threads(const TraceContext& context) {
-    const std::uint32_t count = context.thread_count();
-    for (ThreadId id = static_cast<ThreadId>(thread_ids_.size()); id < count; ++id) {
-      std::string ids = ",\"pid\":";
-      append_uint(ids, pid_);
-      ids.append(",\"tid\":");
-      append_uint(ids, context.thread(id).os_tid);
-      thread_ids_.push_back(std::move(ids));
+  // A thread's first event: its name and sort index go out now, so that a file cut
+  // later (a killed process) still names and orders it. The drainer has assigned the
+  // sort index before delivering the thread's first event, and never changes it.
+  RINGTRACE_NOINLINE void first_sight(ThreadId thread, const TraceContext& context) {
+    if (thread >= threads_.size()) threads_.resize(thread + 1);
+    const ThreadInfo& info = context.thread(thread);
+    ThreadOut& out = threads_[thread];
+    out.ids = ",\"pid\":";
+    append_uint(out.ids, pid_);
+    out.ids.append(",\"tid\":");
+    append_uint(out.ids, info.os_tid);
+    std::string& text = scratch_;
+    text.clear();
+    append_thread_name(text, thread, info);
+    text.append(",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
+    text.append(out.ids);
+    text.append(",\"args\":{\"sort_index\":");
+    append_uint(text, info.sort_index);
+    text.append("}}");
+    put(text);
+  }
+
+  // A thread_name event for every thread seen whose name changed since its last one
+  // (readers keep the last): names set during the session reach a cut file too.
+  void write_renamed_threads(const TraceContext& context) {
+    for (ThreadId t = 0; t < threads_.size(); ++t) {
+      if (threads_[t].ids.empty()) continue;
+      const ThreadInfo& info = context.thread(t);
+      if (label(info) == threads_[t].written_name) continue;
       std::string& text = scratch_;
       text.clear();
-      append_thread_metadata(text, context.thread(id));
+      append_thread_name(text, t, info);
       put(text);
     }
   }
 
-  void append_thread_metadata(std::string& text, const ThreadInfo& info) {
-    text.append(",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-    append_uint(text, pid_);
-    text.append(",\"tid\":");
-    append_uint(text, info.os_tid);
+  static std::string label(const ThreadInfo& info) {
+    return info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name;
+  }
+
+  void append_thread_name(std::string& text, ThreadId thread, const ThreadInfo& info) {
+    ThreadOut& out = threads_[thread];
+    out.written_name = label(info);
+    text.append(",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+    text.append(out.ids);
     text.append(",\"args\":{\"name\":");
-    if (info.name.empty()) {
-      append_json_string(text, std::string("thread ") + std::to_string(info.os_tid));
-    } else {
-      append_json_string(text, info.name);
-    }
-    text.append("}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
-    append_uint(text, pid_);
-    text.append(",\"tid\":");
-    append_uint(text, info.os_tid);
-    text.append(",\"args\":{\"sort_index\":");
-    append_uint(text, info.sort_index);
+    append_json_string(text, out.written_name);
     text.append("}}");
   }
 
@@ -306,7 +336,7 @@ class ChromeTraceExporter final : public Exporter {
     p = copy(p, ",\"ts\":");
     p = put_us(p, zone.begin_ns);
     p = copy(p, ",\"dur\":");
-    p = put_us(p, zone.total_ns);
+    p = put_dur(p, zone.total_ns);
     if (region || closed_at_stop || !location.empty()) {
       p = copy(p, ",\"args\":{");
       const char* first = p;
@@ -343,25 +373,27 @@ class ChromeTraceExporter final : public Exporter {
     done(p);
   }
 
-  // Counter tracks belong to the process in the Trace Event Format: samples of one name
-  // from several threads form one track. Each sample's args hold only the series.
+  // A counter sample: `"args":{"value":v}`. Perfetto names a counter track "<name>
+  // <arg key>" and Catapult shows the key as the series name, so the key is the same
+  // word for every counter rather than the counter's name again. Tracks belong to the
+  // process in the format: samples of one name from several threads form one series,
+  // unless per_thread_counters gives each thread its own name (counter_name()).
   void write_counter(const Event& e, const TraceContext& context) {
     const bool is_double = (e.flags & EventFlags::counter_double) != 0;
     if (is_double && !std::isfinite(e.value.d)) [[unlikely]] {
       ++skipped_counters_;  // JSON has no NaN or infinity; see docs/formats/chrome_trace.md
       return;
     }
-    const std::string_view name = site_name(e.site, context);
     const std::string_view ids = thread_ids(e.thread, context);
-    char* p = room(kEventBytes + 2 * name.size() + ids.size());
+    const std::string_view name =
+        options_.per_thread_counters ? counter_name(e.site, e.thread, context) : site_name(e.site, context);
+    char* p = room(kEventBytes + name.size() + ids.size());
     p = copy(p, ",\n{\"ph\":\"C\",\"cat\":\"counter\",\"name\":");
     p = copy(p, name);
     p = copy(p, ids);
     p = copy(p, ",\"ts\":");
     p = put_us(p, e.time_ns);
-    p = copy(p, ",\"args\":{");
-    p = copy(p, name);
-    *p++ = ':';
+    p = copy(p, ",\"args\":{\"value\":");
     if (is_double) {
       done(p);  // the shortest round-trip text of a double: output.hpp
       scratch_.clear();
@@ -373,6 +405,25 @@ class ChromeTraceExporter final : public Exporter {
     p = put_int(p, e.value.i);
     p = copy(p, "}}");
     done(p);
+  }
+
+  // `"<counter> (<thread name>, tid <os tid>)"` (or `"<counter> (tid <os tid>)"` for a
+  // thread without a name), made at the thread's first sample of the counter and kept:
+  // the os tid keeps two threads of one name apart, and a thread renamed later keeps
+  // one track.
+  std::string_view counter_name(SiteId site, ThreadId thread, const TraceContext& context) {
+    if (thread >= counter_names_.size()) [[unlikely]] counter_names_.resize(thread + 1);
+    std::vector<std::string>& names = counter_names_[thread];
+    if (site >= names.size() || names[site].empty()) [[unlikely]] {
+      if (site >= names.size()) names.resize(site + 1);
+      const ThreadInfo& info = context.thread(thread);
+      std::string text = context.site(site).name;
+      text.append(" (");
+      if (!info.name.empty()) text.append(info.name).append(", ");
+      text.append("tid ").append(std::to_string(info.os_tid)).push_back(')');
+      append_json_string(names[site], text);
+    }
+    return names[site];
   }
 
   void write_dropped(const Event& e, const TraceContext& context) {
@@ -407,7 +458,12 @@ class ChromeTraceExporter final : public Exporter {
   detail::ZoneTracker tracker_;
   std::vector<std::string> site_names_;
   std::vector<std::string> site_locations_;
-  std::vector<std::string> thread_ids_;
+  struct ThreadOut {
+    std::string ids;           // `,"pid":P,"tid":T`; empty until the thread's first event
+    std::string written_name;  // the name in the thread's last thread_name event
+  };
+  std::vector<ThreadOut> threads_;
+  std::vector<std::vector<std::string>> counter_names_;  // [thread][site], per_thread_counters
   std::unique_ptr<char[]> out_;  // formatted text not yet given to the sink
   std::size_t used_ = 0;
   std::size_t capacity_ = 0;

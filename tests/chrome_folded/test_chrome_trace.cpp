@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -82,10 +83,10 @@ TEST(ChromeTrace, KeyFactsOfTheGoldenStream) {
             std::string::npos);
   EXPECT_NE(text.find(R"("dropped_events":3,)"), std::string::npos);
   EXPECT_NE(text.find(R"("closed_at_stop":3,)"), std::string::npos);
-  // Counters: integer and double.
-  EXPECT_NE(text.find(R"("args":{"queue_depth":5}})"), std::string::npos);
-  EXPECT_NE(text.find(R"("args":{"queue_depth":-2}})"), std::string::npos);
-  EXPECT_NE(text.find(R"("args":{"load":0.25}})"), std::string::npos);
+  // Counters: integer and double, the name once (Perfetto's track is "<name> value").
+  EXPECT_NE(text.find(R"("name":"queue_depth","pid":7,"tid":1001,"ts":4.200,"args":{"value":5}})"), std::string::npos);
+  EXPECT_NE(text.find(R"("name":"queue_depth","pid":7,"tid":1002,"ts":2.600,"args":{"value":-2}})"), std::string::npos);
+  EXPECT_NE(text.find(R"("name":"load","pid":7,"tid":1001,"ts":4.300,"args":{"value":0.25}})"), std::string::npos);
   // Names escaped, invalid UTF-8 replaced by U+FFFD, emoji kept.
   EXPECT_NE(text.find("\"name\":\"q\\\"b\\\\s\\nl;x\\u0001 12 \xF0\x9F\x99\x82 \xEF\xBF\xBD end 7\""),
             std::string::npos);
@@ -109,6 +110,84 @@ TEST(ChromeTrace, LargeTimesKeepEveryNanosecond) {
   EXPECT_NE(text.find(R"("ts":123456789012.345,"dur":1000000.007})"), std::string::npos) << text;
 }
 
+// Every duration reads back as its exact nanoseconds both in readers that round the
+// double of the text times 1000 and in those that truncate it (Perfetto's
+// trace_processor before 2022 does so for "dur"); most are three decimals.
+TEST(ChromeTrace, EveryDurationReadsBackExactWhetherRoundedOrTruncated) {
+  TraceBuilder b;
+  const SiteId zone = b.site("z");
+  const ThreadId t = b.thread("t", 9);
+  constexpr std::uint64_t kZones = 20000;
+  std::uint64_t at = 1'000'000'000'000;
+  for (std::uint64_t ns = 0; ns < kZones; ++ns) {
+    const std::uint64_t dur = ns < kZones / 2 ? ns : ns * 7919 % 100'000'000;  // small, then spread out
+    b.begin(t, zone, at).end(t, at + dur);
+    at += dur + 1;
+  }
+  const RecordedTrace trace = b.build();
+  const std::string text = chrome_text(trace);
+  std::size_t zones = 0, three_decimals = 0;
+  for (std::size_t pos = text.find("\"dur\":"); pos != std::string::npos; pos = text.find("\"dur\":", pos + 1)) {
+    const char* begin = text.c_str() + pos + 6;
+    char* end = nullptr;
+    const double us = std::strtod(begin, &end);
+    const std::string_view written(begin, static_cast<std::size_t>(end - begin));
+    const Event& e = trace.events[2 * zones + 1];  // the zone's end; begins precede
+    const std::uint64_t want = e.time_ns - trace.events[2 * zones].time_ns;
+    EXPECT_EQ(static_cast<std::uint64_t>(us * 1000.0), want) << written;
+    EXPECT_EQ(std::llround(us * 1000.0), static_cast<long long>(want)) << written;
+    const std::size_t dot = written.find('.');
+    if (dot != std::string_view::npos && written.size() - dot == 4) ++three_decimals;
+    ++zones;
+  }
+  EXPECT_EQ(zones, kZones);
+  // The longer form is the exception (about one duration in a hundred).
+  EXPECT_GT(three_decimals, kZones * 95 / 100);
+}
+
+// A counter's name appears once; with per_thread_counters each thread has its own
+// series, named after the thread and its tid.
+TEST(ChromeTrace, CountersProcessWideOrPerThread) {
+  TraceBuilder b;
+  const SiteId c = b.site("depth", SiteKind::counter);
+  const ThreadId t1 = b.thread("a", 11);
+  const ThreadId t2 = b.thread("", 12);
+  b.counter(t1, c, 1000, std::int64_t{1}).counter(t2, c, 2000, std::int64_t{2}).counter(t1, c, 3000, 3.5);
+  const RecordedTrace trace = b.build();
+  const std::string shared = chrome_text(trace, ChromeTraceOptions{false, 1, 1 << 18, false});
+  EXPECT_EQ(count(shared, R"({"ph":"C","cat":"counter","name":"depth","pid":1,)"), 3u);
+  EXPECT_NE(shared.find(R"("tid":12,"ts":2.000,"args":{"value":2}})"), std::string::npos);
+  const std::string split = chrome_text(trace, ChromeTraceOptions{false, 1, 1 << 18, true});
+  EXPECT_EQ(count(split, R"x("name":"depth (a, tid 11)","pid":1,"tid":11)x"), 2u);
+  EXPECT_EQ(count(split, R"x("name":"depth (tid 12)","pid":1,"tid":12,"ts":2.000,"args":{"value":2}})x"), 1u);
+  EXPECT_NE(split.find(R"x("name":"depth (a, tid 11)","pid":1,"tid":11,"ts":3.000,"args":{"value":3.5}})x"),
+            std::string::npos);
+}
+
+// Thread metadata comes right before the thread's first event (a cut file names every
+// thread it has events of), once; a thread without events is named at the end.
+TEST(ChromeTrace, ThreadMetadataAtFirstSightOnce) {
+  TraceBuilder b;
+  const SiteId z = b.site("z");
+  const ThreadId t1 = b.thread("first", 11);
+  const ThreadId t2 = b.thread("second", 12);
+  b.thread("idle", 13);
+  b.begin(t2, z, 1000).end(t2, 1500).begin(t1, z, 2000).end(t1, 2500);
+  const std::string text = chrome_text(b.build(), ChromeTraceOptions{false, 1, 1 << 18, false});
+  for (const char* tid : {"11", "12", "13"}) {
+    EXPECT_EQ(count(text, std::string(R"({"ph":"M","name":"thread_name","pid":1,"tid":)") + tid), 1u) << tid;
+    EXPECT_EQ(count(text, std::string(R"({"ph":"M","name":"thread_sort_index","pid":1,"tid":)") + tid), 1u) << tid;
+  }
+  const auto name_at = [&](const char* tid) {
+    return text.find(std::string(R"({"ph":"M","name":"thread_name","pid":1,"tid":)") + tid);
+  };
+  const auto zone_at = [&](const char* tid) { return text.find(std::string(R"("pid":1,"tid":)") + tid + ",\"ts\""); };
+  EXPECT_LT(name_at("12"), zone_at("12"));
+  EXPECT_LT(zone_at("12"), name_at("11"));
+  EXPECT_LT(name_at("11"), zone_at("11"));
+  EXPECT_LT(zone_at("11"), name_at("13"));
+}
+
 TEST(ChromeTrace, NonFiniteCountersAreSkippedAndCounted) {
   TraceBuilder b;
   const SiteId c = b.site("c", SiteKind::counter);
@@ -119,7 +198,7 @@ TEST(ChromeTrace, NonFiniteCountersAreSkippedAndCounted) {
       .counter(t, c, 40, 1.5);
   const std::string text = chrome_text(b.build());
   EXPECT_EQ(count(text, "\"ph\":\"C\""), 1u);
-  EXPECT_NE(text.find(R"("args":{"c":1.5}})"), std::string::npos);
+  EXPECT_NE(text.find(R"("args":{"value":1.5}})"), std::string::npos);
   EXPECT_NE(text.find(R"("non_finite_counters_skipped":3,)"), std::string::npos);
   EXPECT_EQ(text.find("null"), std::string::npos);
   EXPECT_EQ(text.find("nan"), std::string::npos);

@@ -22,6 +22,10 @@ struct ChromeTraceOptions {
   std::uint32_t pid = 0;
   // Output is formatted into a buffer of about this size, then written in one call.
   std::size_t buffer_bytes = std::size_t{1} << 18;
+  // false: a counter is one process-wide series per name; samples of one name from
+  // several threads interleave in time order. true: one series per counter and thread,
+  // named "<counter> (<thread name>, tid <os tid>)".
+  bool per_thread_counters = false;
 };
 
 // Writes the trace to `path` (gzip-compressed when it ends in ".gz") while the session

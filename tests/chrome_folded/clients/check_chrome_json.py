@@ -3,14 +3,15 @@
 
     check_chrome_json.py <trace.json> [<trace.json.gz> <expected.json>]
 
-Rejects NaN/Infinity and duplicate keys; checks the Trace Event Format shape (object
-form, ph/pid/tid/ts types, ts and dur with exactly three decimals), that the gzip file
+Rejects NaN/Infinity and duplicate keys; checks the Trace Event Format shape (array
+form, ph/pid/tid/ts types, ts with exactly three decimals, dur exact in nanoseconds), that the gzip file
 holds the same text, and, with expected.json, that every zone of the session is there
 with its exact start and duration in nanoseconds, on its thread, with its name.
 """
 import collections
 import decimal
 import gzip
+import math
 import json
 import sys
 
@@ -47,6 +48,24 @@ def ns(value):
     return int(value * 1000)
 
 
+def dur_ns(value):
+    """A dur: three decimals, or (docs/formats/chrome_trace.md) the shortest text of the
+    double just above the three-decimal value, when the value's own double times 1000
+    truncates one nanosecond short."""
+    if isinstance(value, decimal.Decimal) and value.as_tuple().exponent == -3:
+        exact = int(value * 1000)
+        check(int(float(value) * 1000) == exact,
+              "dur %s: written with three decimals, but its double times 1000 truncates to %d"
+              % (value, int(float(value) * 1000)))
+        return exact
+    check(isinstance(value, decimal.Decimal), "dur %r is not a number" % (value,))
+    exact = int((value * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
+    three = decimal.Decimal(exact) / 1000
+    check(float(value) == math.nextafter(float(three), math.inf) and int(float(value) * 1000) == exact,
+          "dur %s is neither three decimals nor the next double above %s" % (value, three))
+    return exact
+
+
 def main(argv):
     with open(argv[1], "rb") as f:
         raw = f.read()
@@ -66,7 +85,7 @@ def main(argv):
         check(isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int), "pid/tid not integers: %r" % e)
         check(isinstance(e.get("name"), str), "name not a string: %r" % e)
         if ph == "X":
-            begin, dur = ns(e["ts"]), ns(e["dur"])
+            begin, dur = ns(e["ts"]), dur_ns(e["dur"])
             check(dur >= 0, "negative duration %r" % e)
             zones[(e["tid"], e["name"], begin, dur)] += 1
         elif ph == "i":
@@ -74,8 +93,8 @@ def main(argv):
             check(e.get("s") == "t", "instant without thread scope: %r" % e)
         elif ph == "C":
             ns(e["ts"])
-            check(list(e["args"].keys()) == [e["name"]], "counter args %r" % e)
-            value = e["args"][e["name"]]
+            check(list(e["args"].keys()) == ["value"], "counter args %r" % e)
+            value = e["args"]["value"]
             check(isinstance(value, (int, decimal.Decimal)), "counter value %r" % e)
         elif ph == "M" and e["name"] == "thread_name":
             names[e["tid"]] = e["args"]["name"]
