@@ -407,20 +407,16 @@ class ChromeTraceExporter final : public Exporter {
     done(p);
   }
 
-  // `"<counter> (<thread name>, tid <os tid>)"` (or `"<counter> (tid <os tid>)"` for a
-  // thread without a name), made at the thread's first sample of the counter and kept:
-  // the os tid keeps two threads of one name apart, and a thread renamed later keeps
-  // one track.
+  // `"<counter> (tid <os tid>)"`, escaped once per counter and thread. The os tid, not
+  // the thread's name: it stays the same when the thread is renamed (one track), and
+  // two threads of one name keep two tracks; viewers show each thread's tid by its name.
   std::string_view counter_name(SiteId site, ThreadId thread, const TraceContext& context) {
     if (thread >= counter_names_.size()) [[unlikely]] counter_names_.resize(thread + 1);
     std::vector<std::string>& names = counter_names_[thread];
     if (site >= names.size() || names[site].empty()) [[unlikely]] {
       if (site >= names.size()) names.resize(site + 1);
-      const ThreadInfo& info = context.thread(thread);
       std::string text = context.site(site).name;
-      text.append(" (");
-      if (!info.name.empty()) text.append(info.name).append(", ");
-      text.append("tid ").append(std::to_string(info.os_tid)).push_back(')');
+      text.append(" (tid ").append(std::to_string(context.thread(thread).os_tid)).push_back(')');
       append_json_string(names[site], text);
     }
     return names[site];

@@ -3,10 +3,14 @@
 // by the Chrome and folded exporters and by a MemoryExporter. Writes, into the folder
 // given as argument:
 //   live.json, live.json.gz       Chrome trace (source locations on), plain and gzip
+//   live_counters.json            Chrome trace with per_thread_counters
 //   live.folded                   folded stacks, self time (the default)
 //   live_calls.folded             folded stacks, call counts, thread root frames
 //   expected.json                 what the readers must report, from the MemoryExporter
-//                                 stream through tests' own reference computation
+//                                 stream through tests' own reference computation:
+//                                 threads (in sort order) with their zones, counter
+//                                 samples
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -32,12 +36,21 @@ void spin(int n) {
 }
 
 void worker(int index, const ringtrace::SiteInfo* weird_site) {
-  if (index == 2) {
+  if (index == 1) {
+    // Renamed after its first events: readers must show the last name.
+    ringtrace::set_thread_name("worker-1 starting");
+  } else if (index == 2) {
     ringtrace::set_thread_name(ringtrace::testing::kWeirdThread);
   } else {
     ringtrace::set_thread_name(std::string("worker-") + std::to_string(index));
   }
   for (int i = 0; i < 60; ++i) {
+    if (index == 1 && i == 30) {
+      // Give the drainer time to deliver (and name) the thread first; if it has not,
+      // the file simply holds the last name only.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ringtrace::set_thread_name("worker-1");
+    }
     RINGTRACE_ZONE("step");
     {
       RINGTRACE_ZONE("compute");
@@ -88,6 +101,9 @@ int main(int argc, char** argv) {
   chrome.source_locations = true;
   session.add_exporter(ringtrace::chrome_trace_exporter((dir / "live.json").string(), chrome));
   session.add_exporter(ringtrace::chrome_trace_exporter((dir / "live.json.gz").string(), chrome));
+  ringtrace::ChromeTraceOptions per_thread;
+  per_thread.per_thread_counters = true;
+  session.add_exporter(ringtrace::chrome_trace_exporter((dir / "live_counters.json").string(), per_thread));
   session.add_exporter(ringtrace::folded_stacks_exporter((dir / "live.folded").string()));
   ringtrace::FoldedStacksOptions calls;
   calls.value = ringtrace::FoldedValue::calls;
@@ -112,10 +128,14 @@ int main(int argc, char** argv) {
   const ringtrace::RecordedTrace trace = memory->trace();
   const std::vector<ringtrace::testing::RefZone> zones = ringtrace::testing::reference_zones(trace);
   std::string out = std::string("{\"process_name\":") + json(trace.process_name) + ",\n\"threads\":[";
-  for (ringtrace::ThreadId t = 0; t < trace.threads.size(); ++t) {
+  // Threads in the session's order (ThreadInfo::sort_index: first event first).
+  std::vector<ringtrace::ThreadId> order(trace.threads.size());
+  for (ringtrace::ThreadId t = 0; t < order.size(); ++t) order[trace.threads[t].sort_index] = t;
+  for (ringtrace::ThreadId t : order) {
     const auto& info = trace.threads[t];
-    out += (t == 0 ? "\n" : ",\n");
-    out += std::string("{\"tid\":") + std::to_string(info.os_tid) + ",\"name\":" + json(info.name) + ",\"zones\":[";
+    out += (t == order.front() ? "\n" : ",\n");
+    out += std::string("{\"tid\":") + std::to_string(info.os_tid) + ",\"name\":" + json(info.name) +
+           ",\"sort_index\":" + std::to_string(info.sort_index) + ",\"zones\":[";
     bool first = true;
     std::map<std::int64_t, std::size_t> index;  // zone index -> index within the thread
     for (std::size_t i = 0; i < zones.size(); ++i) {
@@ -133,6 +153,22 @@ int main(int argc, char** argv) {
              (z.closed_at_stop ? "true" : "false") + "," + std::to_string(z.self_ns) + "]";
     }
     out += "]}";
+  }
+  // Counter samples: [name, tid, time_ns, value].
+  out += "],\n\"counters\":[";
+  bool first_sample = true;
+  for (const ringtrace::Event& e : trace.events) {
+    if (e.kind != ringtrace::EventKind::counter) continue;
+    out += first_sample ? "\n[" : ",\n[";
+    first_sample = false;
+    out += json(trace.sites[e.site].name) + "," + std::to_string(trace.threads[e.thread].os_tid) + "," +
+           std::to_string(e.time_ns) + ",";
+    if ((e.flags & ringtrace::EventFlags::counter_double) != 0) {
+      ringtrace::detail::append_double(out, e.value.d);
+    } else {
+      out += std::to_string(e.value.i);
+    }
+    out += "]";
   }
   std::uint64_t self_total = 0;
   for (const auto& z : zones) self_total += z.self_ns;

@@ -24,7 +24,7 @@ struct ChromeTraceOptions {
   std::size_t buffer_bytes = std::size_t{1} << 18;
   // false: a counter is one process-wide series per name; samples of one name from
   // several threads interleave in time order. true: one series per counter and thread,
-  // named "<counter> (<thread name>, tid <os tid>)".
+  // named "<counter> (tid <os tid>)".
   bool per_thread_counters = false;
 };
 

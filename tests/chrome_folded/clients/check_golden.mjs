@@ -1,8 +1,10 @@
 // The golden files (hand-built stream with hostile names) opened by the real clients:
-// trace_engine and speedscope must report exactly the names, nesting and durations
-// that golden_trace() in chrome_folded_streams.cpp describes.
+// trace_engine, Perfetto's trace_processor and speedscope must report exactly the
+// names, nesting and durations that golden_trace() in chrome_folded_streams.cpp describes.
 //   node check_golden.mjs <golden dir>
+import fs from 'node:fs';
 import path from 'node:path';
+import {loadTrace} from '../../clients/trace_processor.mjs';
 import {equal, equalMultiset, finish, moduleUrl, readText} from './common.mjs';
 import {importWithSpeedscope} from './speedscope_loader.mjs';
 
@@ -40,6 +42,26 @@ for (const file of ['basic.json', 'basic_nolocations.json']) {
     for (const root of thread?.tree?.roots ?? []) walk(root, null);
     equalMultiset(actual, zones[tid].map(z => JSON.stringify(z)), `${file}: trace_engine zones of thread ${tid}`);
   }
+
+  // Perfetto's trace_processor: the same zones, their depth, the counters named once.
+  const tp = await loadTrace(fs.readFileSync(path.join(dir, file)));
+  equal(tp.query("select name from stats where severity in ('error', 'data_loss') and value > 0"), [],
+        `${file}: trace_processor import errors`);
+  for (const tid of [1001, 1002]) {
+    equal(tp.query(`select name from thread where tid = ${tid}`).map(r => r.name), [names[tid]],
+          `${file}: trace_processor thread ${tid} name`);
+    const actual = tp.query(
+        `select s.name as name, s.ts as ts, s.dur as dur, s.depth as depth from slice s join thread_track tt
+         on s.track_id = tt.id join thread using (utid) where tid = ${tid} and s.category in ('zone', 'region')`)
+        .map(r => JSON.stringify([r.name, r.ts, r.dur, r.depth]));
+    const depth = z => (z[3] === null ? 0 : 1 + depth(zones[tid].find(p => p[0] === z[3])));
+    equalMultiset(actual, zones[tid].map(z => JSON.stringify([z[0], z[1], z[2], depth(z)])),
+                  `${file}: trace_processor zones [name, start, duration, depth] of thread ${tid}`);
+  }
+  equal(tp.query('select t.name as name, c.ts as ts, c.value as value from counter c join counter_track t on c.track_id = t.id order by c.ts')
+            .map(r => [r.name, r.ts, r.value]),
+        [['queue_depth value', 2600, -2], ['queue_depth value', 4200, 5], ['load value', 4300, 0.25]],
+        `${file}: trace_processor counters`);
 
   const group = await importWithSpeedscope(file, readText(path.join(dir, file)));
   equal(group.profiles.length, 2, `${file}: speedscope profiles`);
