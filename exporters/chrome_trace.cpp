@@ -112,6 +112,9 @@ class ChromeTraceExporter final : public Exporter {
     for (const Event& e : events) {
       switch (e.kind) {
         case EventKind::zone_begin:
+          // Thread metadata in the order threads first appear in the stream (their sort
+          // order), even though their zones are written at their ends.
+          see_thread(e.thread, context);
           tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
           continue;  // written at its end
         case EventKind::zone_end:
@@ -135,7 +138,7 @@ class ChromeTraceExporter final : public Exporter {
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
     close_open_zones(context);
     // Every thread named (also one that delivered no event), each with its last name.
-    for (ThreadId t = 0; t < context.thread_count(); ++t) thread_ids(t, context);
+    for (ThreadId t = 0; t < context.thread_count(); ++t) see_thread(t, context);
     write_renamed_threads(context);
     std::string& text = scratch_;
     text.clear();
@@ -250,8 +253,11 @@ class ChromeTraceExporter final : public Exporter {
 
   // `,"pid":P,"tid":T` of a thread; its metadata is written the first time.
   std::string_view thread_ids(ThreadId thread, const TraceContext& context) {
-    if (thread >= threads_.size() || threads_[thread].ids.empty()) [[unlikely]] first_sight(thread, context);
+    see_thread(thread, context);
     return threads_[thread].ids;
+  }
+  void see_thread(ThreadId thread, const TraceContext& context) {
+    if (thread >= threads_.size() || threads_[thread].ids.empty()) [[unlikely]] first_sight(thread, context);
   }
 
   RINGTRACE_NOINLINE void cache_sites(const TraceContext& context) {

@@ -17,6 +17,7 @@
 
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -27,9 +28,15 @@ std::string worker_name(int k) { return std::string("w").append(std::to_string(k
 TEST(ThreadOrder, ByFirstEventInStatsAndEveryExporter) {
   constexpr int kThreads = 5;
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "ringtrace_thread_order.json";
-  ringtrace::Session session;
-  std::ostringstream summary_text;
+  // Rings of 64 records: each thread's 100 zones overflow it, so that the table lists
+  // threads in dropped_by_thread (the drop policy never makes a thread wait).
+  ringtrace::Config config;
+  config.buffer_records = 64;
+  ringtrace::Session session(config);
+  std::ostringstream summary_text, table_text;
   auto summary = ringtrace::ops_summary_exporter(summary_text);
+  auto table = ringtrace::table_exporter(table_text);
+  session.add_exporter(table);
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   session.add_exporter(ringtrace::chrome_trace_exporter(path));
   session.add_exporter(summary);
@@ -72,6 +79,23 @@ TEST(ThreadOrder, ByFirstEventInStatsAndEveryExporter) {
                              ",\"tid\":" + std::to_string(row.os_tid) + ",\"args\":{\"sort_index\":" +
                              std::to_string(index_by_name[row.name]) + "}}";
     EXPECT_NE(text.str().find(want), std::string::npos) << want;
+  }
+
+  // Chrome: thread metadata appears in the same order (each thread's at its first event).
+  std::size_t previous = 0;
+  for (const ringtrace::ThreadStats& row : stats.threads) {
+    const std::size_t at = text.str().find("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" +
+                                           std::to_string(::getpid()) + ",\"tid\":" + std::to_string(row.os_tid) + ",");
+    ASSERT_NE(at, std::string::npos) << row.name;
+    EXPECT_GT(at, previous) << row.name << " named out of order";
+    previous = at;
+  }
+
+  // The table's threads that lost events, in the same order.
+  const auto& drops = dynamic_cast<ringtrace::TableExporter&>(*table).table().dropped_by_thread;
+  EXPECT_FALSE(drops.empty()) << "no thread overflowed its 64-record ring";
+  for (std::size_t i = 1; i < drops.size(); ++i) {
+    EXPECT_LT(index_by_name[drops[i - 1].name], index_by_name[drops[i].name]) << drops[i].name;
   }
 
   // The captured-ops summary lists its threads in the same order.
