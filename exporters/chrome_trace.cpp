@@ -234,6 +234,8 @@ class ChromeTraceExporter final : public Exporter {
   // next double up (1.009 -> 1.0090000000000001), which such a reader, and every reader
   // that rounds, takes as the same nanosecond. About one duration in a hundred.
   static char* put_dur(char* p, std::uint64_t ns) {
+    // (From 2^53 ns, 104 days, doubles no longer hold every nanosecond: nothing to fix.)
+    if (ns >= (std::uint64_t{1} << 53)) [[unlikely]] return put_us(p, ns);
     const double us = static_cast<double>(ns) / 1000.0;  // the double nearest the text
     if (static_cast<std::uint64_t>(us * 1000.0) == ns) [[likely]] return put_us(p, ns);
     return std::to_chars(p, p + 32, std::nextafter(us, std::numeric_limits<double>::infinity()), std::chars_format::fixed).ptr;
