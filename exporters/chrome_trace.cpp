@@ -1,8 +1,8 @@
 // Chrome trace exporter: streams the Trace Event Format (JSON array form).
 //
-// Layout of the file (each line after the first starts with the comma that separates it
-// from the previous event, so the text handed to the OS at every on_flush is a valid
-// prefix that readers complete with "]"):
+// Layout of the file (every event after the first is written as ",\n{...}", so the text
+// handed to the OS at every on_flush ends with a complete event: a prefix of the array
+// that readers complete with "]"):
 //   [
 //   {"ph":"M","name":"process_name",...}                on_start
 //   {"ph":"M","name":"thread_name"/"thread_sort_index"}  at a thread's first event
@@ -238,7 +238,8 @@ class ChromeTraceExporter final : public Exporter {
     if (ns >= (std::uint64_t{1} << 53)) [[unlikely]] return put_us(p, ns);
     const double us = static_cast<double>(ns) / 1000.0;  // the double nearest the text
     if (static_cast<std::uint64_t>(us * 1000.0) == ns) [[likely]] return put_us(p, ns);
-    return std::to_chars(p, p + 32, std::nextafter(us, std::numeric_limits<double>::infinity()), std::chars_format::fixed).ptr;
+    const double up = std::nextafter(us, std::numeric_limits<double>::infinity());
+    return std::to_chars(p, p + 32, up, std::chars_format::fixed).ptr;
   }
   // Bound on the bytes of an event besides its cached fragments: literals, two times
   // (24 bytes each at most), a region id or count (20).
