@@ -28,7 +28,7 @@ std::string worker_name(int k) { return std::string("w").append(std::to_string(k
 TEST(ThreadOrder, ByFirstEventInStatsAndEveryExporter) {
   constexpr int kThreads = 5;
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "ringtrace_thread_order.json";
-  // Rings of 64 records: each thread's 100 zones overflow it, so that the table lists
+  // Rings of 64 records: each thread's 1000 zones overflow it, so that the table lists
   // threads in dropped_by_thread (the drop policy never makes a thread wait).
   ringtrace::Config config;
   config.buffer_records = 64;
@@ -53,7 +53,7 @@ TEST(ThreadOrder, ByFirstEventInStatsAndEveryExporter) {
       { RINGTRACE_ZONE("first"); }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       turn.store(k + 1);
-      for (int i = 0; i < 100; ++i) {
+      for (int i = 0; i < 1000; ++i) {
         RINGTRACE_ZONE("more");
       }
     });
