@@ -239,7 +239,7 @@ void count_nested_drop(ThreadWriter& t) noexcept {
 
 }  // namespace
 
-Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept {
+Reserve reserve_slow(std::uint64_t need, std::uint32_t bound, std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
   if (bound == kBusy) {  // interrupted a recording call of this thread: its epoch stays kBusy
     if (!t_untraced && g_epoch.load(std::memory_order_relaxed) != 0) count_nested_drop(t);
@@ -251,8 +251,10 @@ Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept {
     return why;
   };
   if (t_untraced) return out(Reserve::inactive);
-  const std::uint32_t epoch = g_epoch.load(std::memory_order_acquire);
-  if (epoch == 0) return out(Reserve::inactive);
+  // A session that ended since the caller's load: not recorded. Binding to a newer one
+  // here would leave the thread's epoch naming the old one, and the next event would
+  // register the same ring twice.
+  if (g_epoch.load(std::memory_order_acquire) != epoch) return out(Reserve::inactive);
   Registry& registry = Registry::instance();
   if (bound != epoch) {
     bool bound_now = false;

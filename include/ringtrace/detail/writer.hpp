@@ -94,7 +94,10 @@ enum class Reserve : std::uint8_t { ok, dropped, inactive };
 // slots are free at t_writer.write_pos and the epoch stays kBusy (the caller leaves);
 // otherwise the slow path has restored the epoch itself. `bound == kBusy` means the
 // call interrupted another recording call on this thread: the event is dropped, counted.
-RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need, std::uint32_t bound) noexcept;
+// `epoch` is the session the caller loaded and will leave with: the slow path binds to
+// that one only, so the thread's epoch always names the session its ring is bound to.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need, std::uint32_t bound,
+                                                                     std::uint32_t epoch) noexcept;
 // Cold path: the end of a zone whose begin was dropped is counted as dropped too.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcept;
 // Before a shared object with call sites is unloaded: waits (bounded) until the running
@@ -122,7 +125,7 @@ RINGTRACE_ALWAYS_INLINE ThreadWriter* enter(std::uint32_t epoch, Reserve& why) n
   ThreadWriter& t = t_writer;
   const std::uint32_t bound = mark_busy(t);
   if (bound != epoch || t.write_pos + Need > t.avail_end) [[unlikely]] {
-    why = reserve_slow(Need, bound);
+    why = reserve_slow(Need, bound, epoch);
     if (why != Reserve::ok) return nullptr;
   }
   return &t;
