@@ -93,13 +93,13 @@ void append_counts_csv(std::string& out, const CaptureCounts& c) {
   out.push_back(',');
   append_uint(out, c.total_ops);
   out.push_back(',');
-  detail::append_double(out, c.ops_percent());
+  detail::report::append_percent_number(out, c.captured_ops, c.total_ops);  // two decimals, as in the text
   out.push_back(',');
   append_uint(out, c.captured_ns);
   out.push_back(',');
   append_uint(out, c.total_ns);
   out.push_back(',');
-  detail::append_double(out, c.time_percent());
+  detail::report::append_percent_number(out, c.captured_ns, c.total_ns);
   out.append("\r\n");
 }
 

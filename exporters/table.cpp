@@ -160,19 +160,24 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
   return out;
 }
 
-std::string format_csv(const KeyAverages& table) {
-  std::string out =
-      "name,stack,self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls\r\n";
+// Percentages with two decimals (as in the text table), times in whole nanoseconds; the
+// stack column only when rows are grouped by stack.
+std::string format_csv(const KeyAverages& table, const TableOptions& options) {
+  const bool stacks = options.group_by_stack_n > 0;
+  std::string out = stacks ? "name,stack," : "name,";
+  out.append("self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls\r\n");
   for (const TableRow& r : table.rows) {
     detail::append_csv_field(out, r.name);
     out.push_back(',');
-    detail::append_csv_field(out, join_stack(r.stack, false));
-    out.push_back(',');
-    detail::append_double(out, r.self_percent);
+    if (stacks) {
+      detail::append_csv_field(out, join_stack(r.stack, false));
+      out.push_back(',');
+    }
+    detail::report::append_percent_number(out, r.self_ns, table.self_total_ns);
     out.push_back(',');
     detail::append_uint(out, r.self_ns);
     out.push_back(',');
-    detail::append_double(out, r.total_percent);
+    detail::report::append_percent_number(out, r.total_ns, table.self_total_ns);
     for (const std::uint64_t v : {r.total_ns, r.avg_ns, r.min_ns, r.max_ns, r.p50_ns, r.p99_ns, r.calls}) {
       out.push_back(',');
       detail::append_uint(out, v);
@@ -260,7 +265,7 @@ std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
 
 std::string format_table(const KeyAverages& table, const TableOptions& options) {
   switch (options.format) {
-    case TableOptions::Format::csv: return format_csv(table);
+    case TableOptions::Format::csv: return format_csv(table, options);
     case TableOptions::Format::json: return format_json(table);
     case TableOptions::Format::text: break;
   }

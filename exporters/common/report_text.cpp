@@ -44,12 +44,16 @@ std::uint64_t percent_hundredths(std::uint64_t part, std::uint64_t whole) {
   return static_cast<std::uint64_t>(scaled / whole);
 }
 
-void append_percent(std::string& out, std::uint64_t part, std::uint64_t whole) {
+void append_percent_number(std::string& out, std::uint64_t part, std::uint64_t whole) {
   const std::uint64_t h = percent_hundredths(part, whole);
   append_uint(out, h / 100);
   out.push_back('.');
   out.push_back(static_cast<char>('0' + h / 10 % 10));
   out.push_back(static_cast<char>('0' + h % 10));
+}
+
+void append_percent(std::string& out, std::uint64_t part, std::uint64_t whole) {
+  append_percent_number(out, part, whole);
   out.push_back('%');
 }
 

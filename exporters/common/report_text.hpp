@@ -25,6 +25,8 @@ std::string format_time(std::uint64_t ns, Unit unit);
 std::uint64_t percent_hundredths(std::uint64_t part, std::uint64_t whole);
 // "12.34%" from percent_hundredths.
 void append_percent(std::string& out, std::uint64_t part, std::uint64_t whole);
+// "12.34": the same number without the sign (CSV).
+void append_percent_number(std::string& out, std::uint64_t part, std::uint64_t whole);
 std::string format_percent(std::uint64_t part, std::uint64_t whole);
 // part / whole as a double percentage (CSV, JSON, TableRow); 0 when whole is 0.
 double percent(std::uint64_t part, std::uint64_t whole);

@@ -90,8 +90,8 @@ TEST(OpsSummary, GoldenCsvAndJson) {
   EXPECT_EQ(format_ops_summary(s, options),
             "scope,thread,os_tid,thread_name,unique_graphs,graph_calls,captured_ops,total_ops,ops_percent,"
             "captured_ns,total_ns,time_percent\r\n"
-            "thread,0,100,main,2,3,3,5,60,260,420,61.904761904761905\r\n"
-            "total,,,,2,3,3,5,60,260,420,61.904761904761905\r\n");
+            "thread,0,100,main,2,3,3,5,60.00,260,420,61.90\r\n"
+            "total,,,,2,3,3,5,60.00,260,420,61.90\r\n");
   options.format = OpsSummaryOptions::Format::json;
   EXPECT_EQ(format_ops_summary(s, options),
             "{\"format\":\"ringtrace-ops-summary\",\"version\":1,\"total\":{\"unique_graphs\":2,\"graph_calls\":3,"
@@ -310,7 +310,7 @@ TEST(OpsSummary, EmptySessionsReportZeros) {
   csv.format = OpsSummaryOptions::Format::csv;
   EXPECT_EQ(format_ops_summary(empty, csv),
             "scope,thread,os_tid,thread_name,unique_graphs,graph_calls,captured_ops,total_ops,ops_percent,"
-            "captured_ns,total_ns,time_percent\r\ntotal,,,,0,0,0,0,0,0,0,0\r\n");
+            "captured_ns,total_ns,time_percent\r\ntotal,,,,0,0,0,0,0.00,0,0,0.00\r\n");
 
   // Regions but no ops; ops of zero length.
   TraceBuilder r;
@@ -371,7 +371,7 @@ TEST(OpsSummary, HostileNamesAreEscapedInEveryFormat) {
   OpsSummaryOptions options;
   options.format = OpsSummaryOptions::Format::csv;
   const std::string csv = format_ops_summary(s, options);
-  EXPECT_NE(csv.find("thread,0,1,\"we,ird \"\"thread\"\"\n\",0,0,0,1,0,0,5,0\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("thread,0,1,\"we,ird \"\"thread\"\"\n\",0,0,0,1,0.00,0,5,0.00\r\n"), std::string::npos) << csv;
   options.format = OpsSummaryOptions::Format::json;
   const std::string json = format_ops_summary(s, options);
   EXPECT_NE(json.find("\"name\":\"op,\\\"x\\\"\\n\xEF\xBF\xBD\""), std::string::npos) << json;
