@@ -20,7 +20,7 @@ class BenchContext final : public ringtrace::TraceContext {
  public:
   explicit BenchContext(const ringtrace::RecordedTrace& trace) : trace_(trace) {
     for (const auto& s : trace.sites) {
-      sites_.push_back(ringtrace::SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind});
+      sites_.push_back(ringtrace::SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind, 0, ""});
     }
   }
   const ringtrace::SiteInfo& site(ringtrace::SiteId id) const override { return sites_[id]; }

@@ -87,6 +87,10 @@ class ChromeTraceExporter final : public Exporter {
     tracker_ = detail::ZoneTracker{};
     site_names_.clear();
     site_locations_.clear();
+    site_categories_.clear();
+    attached_.clear();
+    args_without_zone_ = 0;
+    args_over_limit_ = 0;
     threads_.clear();
     counter_names_.clear();
     skipped_counters_ = 0;
@@ -115,7 +119,9 @@ class ChromeTraceExporter final : public Exporter {
           // Thread metadata in the order threads first appear in the stream (their sort
           // order), even though their zones are written at their ends.
           see_thread(e.thread, context);
-          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          // The tag: where this zone's args start in its thread's pending args.
+          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+                        static_cast<std::uint32_t>(attached(e.thread).args.size()));
           continue;  // written at its end
         case EventKind::zone_end:
           tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
@@ -130,6 +136,17 @@ class ChromeTraceExporter final : public Exporter {
           break;
         case EventKind::dropped:
           write_dropped(e, context);
+          break;
+        case EventKind::arg:
+          add_arg(e, context);
+          break;
+        case EventKind::flow_out:
+        case EventKind::flow_in:
+          add_flow(e);
+          break;
+        case EventKind::async_begin:
+        case EventKind::async_end:
+          write_async(e, context);
           break;
       }
     }
@@ -164,6 +181,10 @@ class ChromeTraceExporter final : public Exporter {
     append_uint(text, stats.closed_at_stop);
     text.append(",\"non_finite_counters_skipped\":");
     append_uint(text, skipped_counters_);
+    text.append(",\"args_without_zone\":");
+    append_uint(text, args_without_zone_);
+    text.append(",\"args_over_limit\":");
+    append_uint(text, args_over_limit_);
     text.append(",\"threads\":[");
     bool first = true;
     for (const ThreadStats& t : stats.threads) {
@@ -251,6 +272,9 @@ class ChromeTraceExporter final : public Exporter {
     return site_names_[site];
   }
 
+  // `"category"` of a zone in a category (RINGTRACE_ZONE_IN), escaped; "" for none.
+  std::string_view site_category(SiteId site) const { return site_categories_[site]; }
+
   // `,"file":"...","line":N` or "" (no location, or not asked for).
   std::string_view site_location(SiteId site) const { return site_locations_[site]; }
 
@@ -278,6 +302,9 @@ class ChromeTraceExporter final : public Exporter {
         append_uint(location, info.line);
       }
       site_locations_.push_back(std::move(location));
+      std::string category;
+      if (info.category != nullptr && info.category[0] != '\0') append_json_string(category, info.category);
+      site_categories_.push_back(std::move(category));
     }
   }
 
@@ -337,16 +364,35 @@ class ChromeTraceExporter final : public Exporter {
     const std::string_view name = site_name(zone.site, context);
     const std::string_view ids = thread_ids(zone.thread, context);
     const std::string_view location = site_location(zone.site);
-    char* p = room(kEventBytes + name.size() + ids.size() + location.size());
-    p = region ? copy(p, ",\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":")
-               : copy(p, ",\n{\"ph\":\"X\",\"cat\":\"zone\",\"name\":");
+    const std::string_view category = site_category(zone.site);
+    // What attached to this zone: its args from the tag on, its flows on top of the
+    // thread's flow stack (the innermost zone closes first, so both are stacks).
+    Attached* const attached = zone.thread < attached_.size() ? &attached_[zone.thread] : nullptr;
+    std::string_view args;
+    if (attached != nullptr && zone.tag < attached->args.size()) {
+      args = std::string_view(attached->args).substr(zone.tag);
+    }
+    if (attached != nullptr && !attached->flows.empty() && attached->flows.back().depth == zone.depth + 1)
+        [[unlikely]] {
+      write_flows(*attached, zone, ids);
+    }
+    char* p = room(kEventBytes + name.size() + ids.size() + location.size() + category.size() + args.size());
+    if (region) {
+      p = copy(p, ",\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":");
+    } else if (!category.empty()) {
+      p = copy(p, ",\n{\"ph\":\"X\",\"cat\":");
+      p = copy(p, category);
+      p = copy(p, ",\"name\":");
+    } else {
+      p = copy(p, ",\n{\"ph\":\"X\",\"cat\":\"zone\",\"name\":");
+    }
     p = copy(p, name);
     p = copy(p, ids);
     p = copy(p, ",\"ts\":");
     p = put_us(p, zone.begin_ns);
     p = copy(p, ",\"dur\":");
     p = put_dur(p, zone.total_ns);
-    if (region || closed_at_stop || !location.empty()) {
+    if (region || closed_at_stop || !location.empty() || !args.empty()) {
       p = copy(p, ",\"args\":{");
       const char* first = p;
       if (region) {
@@ -355,10 +401,109 @@ class ChromeTraceExporter final : public Exporter {
       }
       if (closed_at_stop) p = copy(p, ",\"closed_at_stop\":true");
       p = copy(p, location);
+      p = copy(p, args);
       // Drop the first field's leading comma.
       std::memmove(const_cast<char*>(first), first + 1, static_cast<std::size_t>(p - first - 1));
       p[-1] = '}';
     }
+    *p++ = '}';
+    done(p);
+    if (attached != nullptr && zone.tag < attached->args.size()) attached->args.resize(zone.tag);
+  }
+
+  struct Flow {
+    std::uint64_t id;
+    std::uint32_t depth;  // the arg event's depth: its zone's depth + 1
+    bool out;             // flow_out (starts the flow) or flow_in (ends it)
+  };
+  // Per thread: what attached to its open zones, written with each zone at its end.
+  struct Attached {
+    std::string args;          // `,"key":value` fragments, innermost zone's last
+    std::vector<Flow> flows;   // innermost zone's last
+  };
+  static constexpr std::size_t kMaxPendingArgs = std::size_t{1} << 20;  // bytes per thread
+
+  Attached& attached(ThreadId thread) {
+    if (thread >= attached_.size()) [[unlikely]] attached_.resize(thread + 1);
+    return attached_[thread];
+  }
+
+  // A value or text on the innermost open zone of its thread: formatted now, written
+  // with the zone. A key given twice appears twice (readers keep the last).
+  void add_arg(const Event& e, const TraceContext& context) {
+    if (tracker_.open(e.thread).empty()) {
+      ++args_without_zone_;
+      return;
+    }
+    Attached& a = attached(e.thread);
+    if (a.args.size() > kMaxPendingArgs) {
+      ++args_over_limit_;
+      return;
+    }
+    std::string& out = a.args;
+    out.push_back(',');
+    out.append(site_name(e.site, context));
+    out.push_back(':');
+    if ((e.flags & EventFlags::text) != 0) {
+      append_json_string(out, context.text(e));
+      if ((e.flags & EventFlags::truncated) != 0) {
+        out.append(",");
+        std::string key = context.site(e.site).name;
+        key.append(".truncated");
+        append_json_string(out, key);
+        out.append(":true");
+      }
+    } else if ((e.flags & EventFlags::value_double) != 0) {
+      append_double(out, e.value.d);  // null for NaN and infinities
+    } else {
+      detail::append_int(out, e.value.i);
+    }
+  }
+
+  void add_flow(const Event& e) {
+    if (tracker_.open(e.thread).empty()) {
+      ++args_without_zone_;
+      return;
+    }
+    attached(e.thread).flows.push_back(Flow{e.value.u, e.depth, e.kind == EventKind::flow_out});
+  }
+
+  // The flows of a zone that ends now, as flow events at the zone's begin: Catapult and
+  // Perfetto bind an "s" event, and an "f" event with "bp":"e", to the slice that
+  // encloses its time on its thread. The begin is inside this zone and no child's
+  // (a child that began in the same nanosecond aside); the time the flow was recorded
+  // may be the end of a child.
+  RINGTRACE_NOINLINE void write_flows(Attached& a, const detail::ClosedZone& zone, std::string_view ids) {
+    while (!a.flows.empty() && a.flows.back().depth == zone.depth + 1) {
+      const Flow flow = a.flows.back();
+      a.flows.pop_back();
+      char* p = room(kEventBytes + ids.size());
+      p = flow.out ? copy(p, ",\n{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"flow\",\"id\":\"0x")
+                   : copy(p, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"flow\",\"id\":\"0x");
+      p = std::to_chars(p, p + 16, flow.id, 16).ptr;
+      *p++ = '"';
+      p = copy(p, ids);
+      p = copy(p, ",\"ts\":");
+      p = put_us(p, zone.begin_ns);
+      *p++ = '}';
+      done(p);
+    }
+  }
+
+  // A nestable async event ("b" / "e"): Catapult pairs them by category, name and id.
+  void write_async(const Event& e, const TraceContext& context) {
+    const std::string_view name = site_name(e.site, context);
+    const std::string_view ids = thread_ids(e.thread, context);
+    char* p = room(kEventBytes + name.size() + ids.size());
+    p = e.kind == EventKind::async_begin ? copy(p, ",\n{\"ph\":\"b\",\"cat\":\"async\",\"name\":")
+                                         : copy(p, ",\n{\"ph\":\"e\",\"cat\":\"async\",\"name\":");
+    p = copy(p, name);
+    p = copy(p, ",\"id\":\"0x");
+    p = std::to_chars(p, p + 16, e.value.u, 16).ptr;
+    *p++ = '"';
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, e.time_ns);
     *p++ = '}';
     done(p);
   }
@@ -463,6 +608,10 @@ class ChromeTraceExporter final : public Exporter {
   detail::ZoneTracker tracker_;
   std::vector<std::string> site_names_;
   std::vector<std::string> site_locations_;
+  std::vector<std::string> site_categories_;
+  std::vector<Attached> attached_;  // by thread
+  std::uint64_t args_without_zone_ = 0;  // args and flows with no zone open on their thread
+  std::uint64_t args_over_limit_ = 0;    // args beyond kMaxPendingArgs bytes on one thread
   struct ThreadOut {
     std::string ids;           // `,"pid":P,"tid":T`; empty until the thread's first event
     std::string written_name;  // the name in the thread's last thread_name event

@@ -176,8 +176,10 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
     std::uint8_t flags = 0;
     if (ticks < floor) [[unlikely]] {
       ticks = floor;
-      flags = EventFlags::late;
-      ++late_;
+      if (rec.ticks != 0) {  // not a record that attaches to its zone (those read no clock)
+        flags = EventFlags::late;
+        ++late_;
+      }
     } else if constexpr (!kStaged) {
       floor = ticks;
     }
@@ -227,15 +229,34 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
         ++recorded;
         pos += 1;
         break;
-      case record_counter_int:
-      case record_counter_double:
+      case record_value_int:
+      case record_value_double:
         e.site = sites_.id_of(site);
-        e.kind = EventKind::counter;
-        if (kind == record_counter_double) e.flags |= EventFlags::counter_double;
+        e.kind = value_event_kind(site->kind);
+        if (kind == record_value_double) e.flags |= EventFlags::value_double;
         e.value.u = payload();
         ++recorded;
         pos += 2;
         break;
+      case record_text: {
+        e.site = sites_.id_of(site);
+        e.kind = EventKind::arg;
+        const std::uint64_t header = payload();
+        const std::uint64_t bytes = header & ~(std::uint64_t{1} << 63);
+        e.flags |= EventFlags::text;
+        if ((header >> 63) != 0) e.flags |= EventFlags::truncated;
+        e.text_size = static_cast<std::uint16_t>(bytes);
+        e.value.u = texts_.size();
+        const std::uint64_t capacity = mask + 1;
+        const std::uint64_t first_slot = (pos + 2) & mask;
+        const std::uint64_t head = std::min<std::uint64_t>(bytes, (capacity - first_slot) * sizeof(Record));
+        const char* const ring = reinterpret_cast<const char*>(slots);
+        texts_.append(ring + first_slot * sizeof(Record), head);
+        texts_.append(ring, bytes - head);
+        ++recorded;
+        pos += 2 + (bytes + sizeof(Record) - 1) / sizeof(Record);
+        break;
+      }
       case record_dropped:
         e.site = sites_.id_of(&kDroppedSite);
         e.kind = EventKind::dropped;
@@ -250,6 +271,24 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
     }
   }
   save();
+}
+
+EventKind Drainer::value_event_kind(SiteKind kind) {
+  switch (kind) {
+    case SiteKind::value: return EventKind::arg;
+    case SiteKind::flow_out: return EventKind::flow_out;
+    case SiteKind::flow_in: return EventKind::flow_in;
+    case SiteKind::async_begin: return EventKind::async_begin;
+    case SiteKind::async_end: return EventKind::async_end;
+    default: return EventKind::counter;
+  }
+}
+
+std::string_view Drainer::text(const Event& e) const {
+  if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0 || e.value.u + e.text_size > texts_.size()) {
+    return {};
+  }
+  return std::string_view(texts_).substr(e.value.u, e.text_size);
 }
 
 // Refills c's staging array (it must be empty). False when c has nothing left at or
@@ -467,6 +506,7 @@ void Drainer::maybe_refit() {
 
 void Drainer::pass(bool final) {
   ++passes_;
+  texts_.clear();  // every event that pointed into it was delivered by the last pass
   registry_.clear_wake();
   accept_registrations();
   std::uint64_t watermark;

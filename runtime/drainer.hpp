@@ -44,8 +44,10 @@ class Drainer final : public TraceContext {
   std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(threads_.size()); }
   const ClockInfo& clock() const override { return clock_info_; }
   const std::string& process_name() const override { return process_name_; }
+  std::string_view text(const Event& e) const override;
 
  private:
+  static EventKind value_event_kind(SiteKind kind);
   // Two full words, written and read whole: a stack entry popped right after it was
   // pushed then comes from store forwarding instead of stalling on partial stores.
   struct Open {
@@ -131,6 +133,9 @@ class Drainer final : public TraceContext {
   std::vector<std::unique_ptr<Cursor>> cursors_;
   std::vector<Cursor*> active_;  // scratch for merge: cursors with records to merge
   std::vector<ThreadRow> threads_;
+  // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
+  // kept until the pass has delivered them, at most what the rings held.
+  std::string texts_;
 
   Event* batch_ = nullptr;
   std::size_t batch_capacity_ = 0;

@@ -7,7 +7,7 @@ namespace ringtrace {
 namespace {
 
 RecordedSite copy_site(const SiteInfo& site) {
-  return RecordedSite{site.name, site.function, site.file, site.line, site.kind};
+  return RecordedSite{site.name, site.function, site.file, site.line, site.kind, site.options, site.category};
 }
 
 }  // namespace
@@ -15,8 +15,16 @@ RecordedSite copy_site(const SiteInfo& site) {
 RecordedTraceContext::RecordedTraceContext(const RecordedTrace& trace) : trace_(trace) {
   sites_.reserve(trace.sites.size());
   for (const RecordedSite& s : trace.sites) {
-    sites_.push_back(SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind});
+    sites_.push_back(
+        SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind, s.options, s.category.c_str()});
   }
+}
+
+std::string_view RecordedTraceContext::text(const Event& e) const {
+  if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0 || e.value.u + e.text_size > trace_.texts.size()) {
+    return {};
+  }
+  return std::string_view(trace_.texts).substr(e.value.u, e.text_size);
 }
 
 void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_events) {
@@ -36,9 +44,18 @@ void MemoryExporter::on_start(const TraceContext& context) {
   trace_.process_name = context.process_name();
 }
 
-void MemoryExporter::on_events(std::span<const Event> events, const TraceContext&) {
+void MemoryExporter::on_events(std::span<const Event> events, const TraceContext& context) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t first = trace_.events.size();
   trace_.events.insert(trace_.events.end(), events.begin(), events.end());
+  for (std::size_t i = first; i < trace_.events.size(); ++i) {
+    Event& e = trace_.events[i];
+    if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0) continue;
+    const std::string_view text = context.text(events[i - first]);  // the context's offset, made ours
+    e.value.u = trace_.texts.size();
+    e.text_size = static_cast<std::uint16_t>(text.size());
+    trace_.texts.append(text);
+  }
 }
 
 void MemoryExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
@@ -63,12 +80,13 @@ std::size_t MemoryExporter::event_count() const {
 
 TraceBuilder::TraceBuilder(std::string process_name) {
   trace_.process_name = std::move(process_name);
-  trace_.sites.push_back(RecordedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant});
+  trace_.sites.push_back(RecordedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant, 0, ""});
 }
 
 SiteId TraceBuilder::site(std::string name, SiteKind kind, std::string file, std::uint32_t line,
-                          std::string function) {
-  trace_.sites.push_back(RecordedSite{std::move(name), std::move(function), std::move(file), line, kind});
+                          std::string function, std::string category, std::uint8_t options) {
+  trace_.sites.push_back(
+      RecordedSite{std::move(name), std::move(function), std::move(file), line, kind, options, std::move(category)});
   return static_cast<SiteId>(trace_.sites.size() - 1);
 }
 
@@ -157,6 +175,74 @@ TraceBuilder& TraceBuilder::dropped(ThreadId thread, std::uint64_t time_ns, std:
   check(thread, time_ns, "dropped");
   add(thread, time_ns, EventKind::dropped, 0).value.u = count;
   trace_.stats.threads[thread].dropped += count;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::value(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t value) {
+  check(thread, time_ns, "value");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::value: unknown site");
+  add(thread, time_ns, EventKind::arg, site).value.i = value;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::value(ThreadId thread, SiteId site, std::uint64_t time_ns, double value) {
+  check(thread, time_ns, "value");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::value: unknown site");
+  Event& e = add(thread, time_ns, EventKind::arg, site);
+  e.flags = EventFlags::value_double;
+  e.value.d = value;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::text(ThreadId thread, SiteId site, std::uint64_t time_ns, std::string_view text,
+                                 bool truncated) {
+  check(thread, time_ns, "text");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::text: unknown site");
+  if (text.size() > 0xFFFF) throw std::logic_error("TraceBuilder::text: longer than 65535 bytes");
+  Event& e = add(thread, time_ns, EventKind::arg, site);
+  e.flags = static_cast<std::uint8_t>(EventFlags::text | (truncated ? EventFlags::truncated : 0));
+  e.value.u = trace_.texts.size();
+  e.text_size = static_cast<std::uint16_t>(text.size());
+  trace_.texts.append(text);
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+SiteId TraceBuilder::flow_site(EventKind kind) {
+  SiteId& id = kind == EventKind::flow_out ? flow_out_site_ : flow_in_site_;
+  if (id == 0) id = site("flow", kind == EventKind::flow_out ? SiteKind::flow_out : SiteKind::flow_in);
+  return id;
+}
+
+TraceBuilder& TraceBuilder::flow_out(ThreadId thread, std::uint64_t time_ns, std::uint64_t id) {
+  check(thread, time_ns, "flow_out");
+  add(thread, time_ns, EventKind::flow_out, flow_site(EventKind::flow_out)).value.u = id;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::flow_in(ThreadId thread, std::uint64_t time_ns, std::uint64_t id) {
+  check(thread, time_ns, "flow_in");
+  add(thread, time_ns, EventKind::flow_in, flow_site(EventKind::flow_in)).value.u = id;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::async_begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::uint64_t id) {
+  check(thread, time_ns, "async_begin");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::async_begin: unknown site");
+  add(thread, time_ns, EventKind::async_begin, site).value.u = id;
+  trace_.stats.threads[thread].recorded += 1;
+  return *this;
+}
+
+TraceBuilder& TraceBuilder::async_end(ThreadId thread, SiteId site, std::uint64_t time_ns, std::uint64_t id) {
+  check(thread, time_ns, "async_end");
+  if (site >= trace_.sites.size()) throw std::logic_error("TraceBuilder::async_end: unknown site");
+  add(thread, time_ns, EventKind::async_end, site).value.u = id;
+  trace_.stats.threads[thread].recorded += 1;
   return *this;
 }
 

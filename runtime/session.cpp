@@ -1,4 +1,5 @@
 #include "ringtrace/session.hpp"
+#include "ringtrace/instrument.hpp"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -166,6 +167,7 @@ void Session::start() {
   // start leaves no thread bound to it; starting the drainer's thread is the one step
   // after, and its failure takes back the registrations it let in.
   auto drainer = std::make_unique<detail::Drainer>(config, impl_->exporters, converter, clock, use_tsc, 0);
+  for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);

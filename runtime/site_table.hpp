@@ -41,7 +41,7 @@ class SiteTable {
   SiteId miss(const SiteInfo* site, Slot& slot);
 
   struct Copy {
-    std::string name, function, file;
+    std::string name, function, file, category;
     SiteInfo info;
   };
 

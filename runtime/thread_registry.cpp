@@ -1,5 +1,8 @@
 #include "thread_registry.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -315,6 +318,39 @@ void count_dropped_end() noexcept {
   mark_busy(t);
   note_drop(t, *buffer_of(t));
   leave(t, bound);
+}
+
+void hidden_attachment() noexcept {
+  if ((t_writer.hidden & (kHiddenSkipped - 1)) != 0) count_dropped_end();  // inside a dropped zone: lost
+}
+
+void write_text(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.hidden != 0) {
+    hidden_attachment();
+    return;
+  }
+  if (text == nullptr) size = 0;
+  const std::uint32_t bound = mark_busy(t);
+  // Bound first (the cut depends on the ring's size); the slow path leaves the thread
+  // busy on `ok` and restores its epoch otherwise.
+  if (bound != epoch && reserve_slow(2, bound, epoch) != Reserve::ok) return;
+  const std::uint64_t capacity = t.mask + 1;
+  const std::size_t bytes = std::min<std::size_t>(size, std::min<std::uint64_t>(kMaxText, capacity / 4 * sizeof(Record)));
+  const std::uint64_t need = 2 + (bytes + sizeof(Record) - 1) / sizeof(Record);
+  if (t.write_pos + need > t.avail_end && reserve_slow(need, epoch, epoch) != Reserve::ok) return;
+  const std::uint64_t pos = t.write_pos;
+  t.slots[pos & t.mask] = Record{0, record_word(site, record_text)};
+  t.slots[(pos + 1) & t.mask] = Record{bytes | (bytes < size ? std::uint64_t{1} << 63 : 0), size};
+  // The text's slots may wrap around the ring's end: copied in two pieces.
+  const std::uint64_t first_slot = (pos + 2) & t.mask;
+  const std::size_t until_end = (capacity - first_slot) * sizeof(Record);
+  const std::size_t head = std::min(bytes, until_end);
+  auto* const ring = reinterpret_cast<char*>(t.slots);
+  if (head != 0) std::memcpy(ring + first_slot * sizeof(Record), text, head);
+  if (bytes > head) std::memcpy(ring, text + head, bytes - head);
+  publish(t, pos + need);
+  leave(t, epoch);
 }
 
 void drain_before_unload() noexcept {

@@ -4,6 +4,7 @@
 #include <chrono>   // drain interval and grace window
 #include <cstddef>  // std::size_t
 #include <string>   // process name
+#include <vector>   // disabled categories
 
 namespace ringtrace {
 
@@ -44,6 +45,10 @@ struct Config {
 
   // Shown by exporters that name the process (Chrome trace metadata).
   std::string process_name = "ringtrace";
+
+  // Categories switched off at start() (ringtrace::set_category_enabled switches them
+  // at any time; a category not listed keeps its current state, on by default).
+  std::vector<std::string> disabled_categories;
 };
 
 }  // namespace ringtrace

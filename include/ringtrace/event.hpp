@@ -14,13 +14,30 @@ enum class EventKind : std::uint8_t {
   instant = 2,
   counter = 3,     // value.i or value.d, see EventFlags::counter_double
   dropped = 4,     // value.u events were lost on this thread just before this time
+  // A value or text on the innermost zone open on this thread (RINGTRACE_ZONE_VALUE,
+  // RINGTRACE_ZONE_TEXT); the site's name is the key. value.i or value.d (flag
+  // value_double), or with flag `text` the bytes TraceContext::text(event) returns.
+  // Its time is that of the thread's previous event. With no zone open it belongs to
+  // nothing, and exporters leave it out.
+  arg = 5,
+  // The innermost open zone on this thread starts (flow_out) or ends (flow_in) the flow
+  // value.u (RINGTRACE_FLOW_OUT / RINGTRACE_FLOW_IN). Time as for arg.
+  flow_out = 6,
+  flow_in = 7,
+  // An asynchronous span value.u named by the site (RINGTRACE_ASYNC_BEGIN / _END): it
+  // may end on another thread than the one it began on; spans do not nest in zones.
+  async_begin = 8,
+  async_end = 9,
 };
 
 namespace EventFlags {
-inline constexpr std::uint8_t counter_double = 1;  // counter value is value.d
+inline constexpr std::uint8_t counter_double = 1;  // counter or arg value is value.d
+inline constexpr std::uint8_t value_double = 1;    // the same bit, by its general name
 inline constexpr std::uint8_t region = 2;          // zone of a RINGTRACE_REGION site
 inline constexpr std::uint8_t closed_at_stop = 4;  // end made up at stop(): zone still open
 inline constexpr std::uint8_t late = 8;            // time raised to keep the stream ordered
+inline constexpr std::uint8_t text = 16;           // arg: the value is text (TraceContext::text)
+inline constexpr std::uint8_t truncated = 32;      // arg text: cut to the recording limit
 }  // namespace EventFlags
 
 // 32 bytes. Times are nanoseconds on the CLOCK_MONOTONIC timeline.
@@ -30,7 +47,7 @@ struct Event {
   ThreadId thread;
   EventKind kind;
   std::uint8_t flags;
-  std::uint16_t reserved;
+  std::uint16_t text_size;  // arg with flag text: bytes of its text; else 0
   std::uint32_t depth;  // zones open on this thread outside this event (begin: 0 at top level)
   union {
     std::int64_t i;

@@ -35,6 +35,10 @@ class TraceContext {
   virtual std::uint32_t thread_count() const = 0;
   virtual const ClockInfo& clock() const = 0;
   virtual const std::string& process_name() const = 0;
+  // The bytes of an arg event with EventFlags::text (any bytes; exporters escape or
+  // repair them); empty for any other event. Valid until the call that received the
+  // event returns: an exporter that keeps a text copies it.
+  virtual std::string_view text(const Event& /*event*/) const { return {}; }
 };
 
 // Receives the merged stream. All calls come from one thread (the drainer, or the

@@ -9,10 +9,23 @@
 //   RINGTRACE_REGION("compiled_graph", 3); scoped capture-region zone with an integer id
 //   ringtrace::set_thread_name("worker-1");
 //
+// Rich events, attached to the innermost zone open on the thread:
+//   RINGTRACE_ZONE_VALUE("bytes", n);         integer or floating-point argument
+//   RINGTRACE_ZONE_TEXT("path", text, size);  text argument, copied (cut at 1024 bytes, marked)
+//   RINGTRACE_FLOW_OUT(id);                   this zone starts flow `id` (64-bit)
+//   RINGTRACE_FLOW_IN(id);                    this zone (any thread, later) ends it
+// and on their own:
+//   RINGTRACE_ASYNC_BEGIN("upload", id);      a span that may end on another thread
+//   RINGTRACE_ASYNC_END("upload", id);
+//   RINGTRACE_ZONE_IN("net", "recv");         a zone in category "net"
+//   ringtrace::set_category_enabled("net", false);  at any time
+//   RINGTRACE_COUNTER_PER_THREAD("depth", v); a counter with a track per thread
+//
 // Define RINGTRACE_DISABLED=1 (CMake: -DRINGTRACE_ENABLED=OFF) and every macro expands
 // to nothing: no code, no static data, arguments not evaluated.
 #pragma once
 
+#include <cstddef>      // text sizes
 #include <cstdint>      // region ids
 #include <string_view>  // runtime names
 
@@ -32,6 +45,15 @@ RINGTRACE_API void set_thread_name(std::string_view name);
 // and line 0.
 RINGTRACE_API const SiteInfo* intern(std::string_view name, SiteKind kind = SiteKind::zone);
 
+// Switches a category on or off for the whole process, at any time (before, during or
+// between sessions; Config::disabled_categories are switched off at each start()). A
+// zone of a category that is off is not recorded, nor is what attaches to it; the
+// decision is made at the zone's begin. Categories are on until switched off. Cold
+// path: takes a lock. At most 254 distinct category names have a switch of their own;
+// further names share one (a warning in the README, not an error).
+RINGTRACE_API void set_category_enabled(std::string_view category, bool enabled);
+RINGTRACE_API bool category_enabled(std::string_view category);
+
 }  // namespace ringtrace
 
 #if defined(RINGTRACE_DISABLED) && RINGTRACE_DISABLED
@@ -44,13 +66,23 @@ RINGTRACE_API const SiteInfo* intern(std::string_view name, SiteKind kind = Site
 #define RINGTRACE_ZONE_SITE(site) static_cast<void>(0)
 #define RINGTRACE_INSTANT_SITE(site) static_cast<void>(0)
 #define RINGTRACE_COUNTER_SITE(site, value) static_cast<void>(0)
+#define RINGTRACE_ZONE_VALUE(key, value) static_cast<void>(0)
+#define RINGTRACE_ZONE_TEXT(key, text, size) static_cast<void>(0)
+#define RINGTRACE_FLOW_OUT(id) static_cast<void>(0)
+#define RINGTRACE_FLOW_IN(id) static_cast<void>(0)
+#define RINGTRACE_ASYNC_BEGIN(name, id) static_cast<void>(0)
+#define RINGTRACE_ASYNC_END(name, id) static_cast<void>(0)
+#define RINGTRACE_ZONE_IN(category, name) static_cast<void>(0)
+#define RINGTRACE_COUNTER_PER_THREAD(name, value) static_cast<void>(0)
 
 #else
 
-#define RINGTRACE_SITE_(var, name, kind)                                                             \
-  static constexpr ::ringtrace::SiteInfo var {                                                       \
-    (name), __builtin_FUNCTION(), __FILE__, static_cast<std::uint32_t>(__LINE__), ::ringtrace::SiteKind::kind \
+#define RINGTRACE_SITE_FULL_(var, name, kind, options, category)                                      \
+  static constexpr ::ringtrace::SiteInfo var {                                                          \
+    (name), __builtin_FUNCTION(), __FILE__, static_cast<std::uint32_t>(__LINE__), ::ringtrace::SiteKind::kind, \
+        (options), (category)                                                                           \
   }
+#define RINGTRACE_SITE_(var, name, kind) RINGTRACE_SITE_FULL_(var, name, kind, 0, "")
 
 #define RINGTRACE_ZONE(name)                                          \
   RINGTRACE_SITE_(RINGTRACE_CAT(ringtrace_site_, __LINE__), name, zone); \
@@ -77,6 +109,57 @@ RINGTRACE_API const SiteInfo* intern(std::string_view name, SiteKind kind = Site
   const ::ringtrace::detail::ScopedZone RINGTRACE_CAT(ringtrace_zone_, __LINE__) { \
     &RINGTRACE_CAT(ringtrace_site_, __LINE__), static_cast<std::int64_t>(id)    \
   }
+
+#define RINGTRACE_ZONE_IN(category, name)                                                       \
+  RINGTRACE_SITE_FULL_(RINGTRACE_CAT(ringtrace_site_, __LINE__), name, zone, 0, category);        \
+  static constinit ::ringtrace::detail::CategorySlot RINGTRACE_CAT(ringtrace_category_, __LINE__){}; \
+  const ::ringtrace::detail::ScopedZone RINGTRACE_CAT(ringtrace_zone_, __LINE__) {                \
+    &RINGTRACE_CAT(ringtrace_site_, __LINE__), RINGTRACE_CAT(ringtrace_category_, __LINE__)       \
+  }
+
+#define RINGTRACE_ZONE_VALUE(key, number)                                     \
+  do {                                                                        \
+    RINGTRACE_SITE_(ringtrace_site_, key, value);                             \
+    ::ringtrace::detail::zone_value(&ringtrace_site_, (number));              \
+  } while (0)
+
+#define RINGTRACE_ZONE_TEXT(key, text, size)                                  \
+  do {                                                                        \
+    RINGTRACE_SITE_(ringtrace_site_, key, value);                             \
+    ::ringtrace::detail::zone_text(&ringtrace_site_, (text), static_cast<std::size_t>(size)); \
+  } while (0)
+
+#define RINGTRACE_FLOW_OUT(id)                                                                        \
+  do {                                                                                                \
+    RINGTRACE_SITE_(ringtrace_site_, "flow", flow_out);                                               \
+    ::ringtrace::detail::attach<::ringtrace::detail::record_value_int>(&ringtrace_site_,              \
+                                                                       static_cast<std::uint64_t>(id)); \
+  } while (0)
+
+#define RINGTRACE_FLOW_IN(id)                                                                         \
+  do {                                                                                                \
+    RINGTRACE_SITE_(ringtrace_site_, "flow", flow_in);                                                \
+    ::ringtrace::detail::attach<::ringtrace::detail::record_value_int>(&ringtrace_site_,              \
+                                                                       static_cast<std::uint64_t>(id)); \
+  } while (0)
+
+#define RINGTRACE_ASYNC_BEGIN(name, id)                                                \
+  do {                                                                                 \
+    RINGTRACE_SITE_(ringtrace_site_, name, async_begin);                               \
+    ::ringtrace::detail::timed_value(&ringtrace_site_, static_cast<std::uint64_t>(id)); \
+  } while (0)
+
+#define RINGTRACE_ASYNC_END(name, id)                                                  \
+  do {                                                                                 \
+    RINGTRACE_SITE_(ringtrace_site_, name, async_end);                                 \
+    ::ringtrace::detail::timed_value(&ringtrace_site_, static_cast<std::uint64_t>(id)); \
+  } while (0)
+
+#define RINGTRACE_COUNTER_PER_THREAD(name, value)                                                   \
+  do {                                                                                              \
+    RINGTRACE_SITE_FULL_(ringtrace_site_, name, counter, ::ringtrace::SiteOptions::per_thread_track, ""); \
+    ::ringtrace::detail::counter(&ringtrace_site_, (value));                                        \
+  } while (0)
 
 // With a site from ringtrace::intern(): names known only at run time.
 #define RINGTRACE_ZONE_SITE(site) \

@@ -7,6 +7,7 @@
 #include <cstdint>  // times
 #include <mutex>    // MemoryExporter is read from other threads
 #include <string>   // owned names
+#include <string_view>  // texts
 #include <vector>   // events, sites, threads
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
@@ -20,6 +21,8 @@ struct RecordedSite {
   std::string file;
   std::uint32_t line = 0;
   SiteKind kind = SiteKind::zone;
+  std::uint8_t options = 0;  // SiteOptions bits
+  std::string category;      // "" for none
 };
 
 // SiteId 0 is always the site of `dropped` events ("ringtrace: dropped events").
@@ -29,6 +32,7 @@ struct RecordedTrace {
   std::vector<RecordedSite> sites;   // index: SiteId
   std::vector<ThreadInfo> threads;   // index: ThreadId
   std::vector<Event> events;         // ordered by time_ns
+  std::string texts;                 // arg texts: an event's value.u is its offset here
   SessionStats stats;
 };
 
@@ -43,6 +47,7 @@ class RINGTRACE_API RecordedTraceContext final : public TraceContext {
   std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(trace_.threads.size()); }
   const ClockInfo& clock() const override { return trace_.clock; }
   const std::string& process_name() const override { return trace_.process_name; }
+  std::string_view text(const Event& e) const override;
 
  private:
   const RecordedTrace& trace_;
@@ -78,7 +83,7 @@ class RINGTRACE_API TraceBuilder {
   explicit TraceBuilder(std::string process_name = "ringtrace");
 
   SiteId site(std::string name, SiteKind kind = SiteKind::zone, std::string file = {}, std::uint32_t line = 0,
-              std::string function = {});
+              std::string function = {}, std::string category = {}, std::uint8_t options = 0);
   ThreadId thread(std::string name = {}, std::uint64_t os_tid = 0);
 
   // Throws std::logic_error on misuse: unknown ids, time going backwards on a thread,
@@ -89,6 +94,17 @@ class RINGTRACE_API TraceBuilder {
   TraceBuilder& counter(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t value);
   TraceBuilder& counter(ThreadId thread, SiteId site, std::uint64_t time_ns, double value);
   TraceBuilder& dropped(ThreadId thread, std::uint64_t time_ns, std::uint64_t count);
+  // Rich events. value() and text() take a site of kind SiteKind::value (its name is the
+  // key) and attach to the thread's innermost open zone, as do the flows; the async
+  // span's site is of kind async_begin / async_end.
+  TraceBuilder& value(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t value);
+  TraceBuilder& value(ThreadId thread, SiteId site, std::uint64_t time_ns, double value);
+  TraceBuilder& text(ThreadId thread, SiteId site, std::uint64_t time_ns, std::string_view text,
+                     bool truncated = false);
+  TraceBuilder& flow_out(ThreadId thread, std::uint64_t time_ns, std::uint64_t id);
+  TraceBuilder& flow_in(ThreadId thread, std::uint64_t time_ns, std::uint64_t id);
+  TraceBuilder& async_begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::uint64_t id);
+  TraceBuilder& async_end(ThreadId thread, SiteId site, std::uint64_t time_ns, std::uint64_t id);
 
   // Zones still open are closed at `stop_ns` (or the last event's time if later),
   // flagged closed_at_stop, as a live session does at stop().
@@ -102,8 +118,11 @@ class RINGTRACE_API TraceBuilder {
   void check(ThreadId thread, std::uint64_t time_ns, const char* what);
   Event& add(ThreadId thread, std::uint64_t time_ns, EventKind kind, SiteId site);
 
+  SiteId flow_site(EventKind kind);
+
   RecordedTrace trace_;
   std::vector<ThreadState> state_;
+  SiteId flow_out_site_ = 0, flow_in_site_ = 0;  // made on first use
   std::vector<Event> pending_;  // in the order added; build() stable-sorts by time
 };
 

@@ -11,7 +11,19 @@ enum class SiteKind : std::uint8_t {
   instant = 1,  // RINGTRACE_INSTANT
   counter = 2,  // RINGTRACE_COUNTER
   region = 3,   // RINGTRACE_REGION: a zone that marks a capture region
+  value = 4,        // RINGTRACE_ZONE_VALUE / RINGTRACE_ZONE_TEXT: the name is the argument's key
+  flow_out = 5,     // RINGTRACE_FLOW_OUT
+  flow_in = 6,      // RINGTRACE_FLOW_IN
+  async_begin = 7,  // RINGTRACE_ASYNC_BEGIN: the name is the span's
+  async_end = 8,    // RINGTRACE_ASYNC_END
 };
+
+// SiteInfo::options bits.
+namespace SiteOptions {
+// A counter recorded on a track of its own per thread (RINGTRACE_COUNTER_PER_THREAD),
+// not one process-wide track per name.
+inline constexpr std::uint8_t per_thread_track = 1;
+}  // namespace SiteOptions
 
 // One per call site, a `static constexpr` object in the macro's expansion (or, for
 // names only known at run time, an interned object that lives until the process
@@ -24,6 +36,8 @@ struct alignas(8) SiteInfo {
   const char* file;      // source file, "" for interned names
   std::uint32_t line;    // source line, 0 for interned names
   SiteKind kind;
+  std::uint8_t options = 0;     // SiteOptions bits
+  const char* category = "";  // RINGTRACE_ZONE_IN's category; "" for none
 };
 
 }  // namespace ringtrace

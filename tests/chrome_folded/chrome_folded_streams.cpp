@@ -1,5 +1,6 @@
 #include "chrome_folded_streams.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 namespace ringtrace::testing {
@@ -29,6 +30,45 @@ RecordedTrace golden_trace() {
   b.counter(t1, depth, 2600, std::int64_t{-2});
   b.begin(t1, main, 3000);  // open at stop
   return b.build(9000);
+}
+
+RecordedTrace rich_trace() {
+  TraceBuilder b("rich");
+  const SiteId request = b.site("request", SiteKind::zone, "src/server.cpp", 10);
+  const SiteId recv = b.site("recv", SiteKind::zone, "src/net.cpp", 20, "", "net");
+  const SiteId handle = b.site("handle", SiteKind::zone, "src/server.cpp", 30);
+  const SiteId bytes = b.site("bytes", SiteKind::value);
+  const SiteId ratio = b.site("ratio", SiteKind::value);
+  const SiteId path = b.site("path", SiteKind::value);
+  const SiteId weird_key = b.site(kWeirdZone, SiteKind::value);
+  const SiteId upload_b = b.site("upload", SiteKind::async_begin);
+  const SiteId upload_e = b.site("upload", SiteKind::async_end);
+  const ThreadId t0 = b.thread("main", 2001);
+  const ThreadId t1 = b.thread("worker", 2002);
+
+  b.value(t0, bytes, 900, std::int64_t{1});  // no zone open: belongs to nothing
+  b.begin(t0, request, 1000).value(t0, bytes, 1000, std::int64_t{4096}).value(t0, ratio, 1000, 0.5);
+  b.begin(t0, recv, 1100).text(t0, path, 1100, "/tmp/a \"b\"\n\x01\xFF").end(t0, 1400);
+  b.value(t0, ratio, 1400, std::numeric_limits<double>::quiet_NaN());
+  b.text(t0, weird_key, 1400, "cut here", true);
+  b.flow_out(t0, 1400, 0xABCDEF0123456789ull).async_begin(t0, upload_b, 1500, 42).end(t0, 2000);
+  b.begin(t1, handle, 2500).flow_in(t1, 2500, 0xABCDEF0123456789ull).value(t1, bytes, 2500, std::int64_t{-7});
+  b.async_end(t1, upload_e, 2600, 42).end(t1, 3000);
+  return b.build(4000);
+}
+
+RecordedTrace strip_rich(const RecordedTrace& trace) {
+  RecordedTrace out = trace;
+  out.events.clear();
+  out.texts.clear();
+  for (const Event& e : trace.events) {
+    if (e.kind == EventKind::arg || e.kind == EventKind::flow_out || e.kind == EventKind::flow_in ||
+        e.kind == EventKind::async_begin || e.kind == EventKind::async_end) {
+      continue;
+    }
+    out.events.push_back(e);
+  }
+  return out;
 }
 
 std::vector<RefZone> reference_zones(const RecordedTrace& trace) {

@@ -21,6 +21,12 @@ inline const std::string kWeirdThread = "worker \"1\"\t\\ \xF0\x9F\x9A\x80 \xC3\
 // dropped-events marker and zones still open at stop (9000 ns).
 RecordedTrace golden_trace();
 
+// Rich events: zone values (int, double, NaN), texts (hostile bytes, truncated), flows
+// between two threads, an async span that ends on the other thread, a zone in a
+// category, an arg with no zone open. strip_rich(): the same stream without them.
+RecordedTrace rich_trace();
+RecordedTrace strip_rich(const RecordedTrace& trace);
+
 struct RefZone {
   ThreadId thread;
   SiteId site;

@@ -90,7 +90,7 @@ TEST_P(InterleavedMerge, ThreadsComeOutInExactTimeOrder) {
               put(ticks, &kZone, rd::record_zone_begin);
             }
             break;
-          case 1: put(ticks, &kCounter, rd::record_counter_int, &j); break;
+          case 1: put(ticks, &kCounter, rd::record_value_int, &j); break;
           case 2: put(ticks, &kZone, rd::record_zone_end); break;
           case 3: put(ticks, &kInstant, rd::record_instant); break;
         }

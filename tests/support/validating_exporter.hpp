@@ -17,6 +17,7 @@ class ValidatingExporter final : public Exporter {
   struct Thread {
     std::vector<SiteId> stack;
     std::uint64_t begins = 0, ends = 0, instants = 0, counters = 0, dropped = 0, closed_at_stop = 0;
+    std::uint64_t args = 0, flows = 0, asyncs = 0, unattached = 0;  // unattached: args, flows with no open zone
     std::uint64_t last_ns = 0;
     std::int64_t last_counter = -1;
     std::uint64_t counter_gaps = 0;  // counter values not last + counter_step
@@ -65,6 +66,17 @@ class ValidatingExporter final : public Exporter {
           break;
         case EventKind::dropped:
           t.dropped += e.value.u;
+          break;
+        case EventKind::arg:
+        case EventKind::flow_out:
+        case EventKind::flow_in:
+          if (e.depth != t.stack.size()) ++depth_errors;
+          if (t.stack.empty()) ++t.unattached;
+          ++(e.kind == EventKind::arg ? t.args : t.flows);
+          break;
+        case EventKind::async_begin:
+        case EventKind::async_end:
+          ++t.asyncs;
           break;
       }
     }

@@ -23,6 +23,7 @@
 
 #include <atomic>       // the epoch and the published write index
 #include <bit>          // std::bit_cast for counter values
+#include <cstddef>      // text sizes
 #include <cstdint>      // record words
 #include <type_traits>  // counter value dispatch
 
@@ -33,7 +34,9 @@
 namespace ringtrace::detail {
 
 // One ring slot. `word` is a SiteInfo address with the RecordKind in its low three
-// bits, or, in the slot after a counter or region header, the raw 64-bit payload.
+// bits, or, in the slot after a value or region header, the raw 64-bit payload.
+// Records attached to the innermost open zone (values, texts, flows) carry ticks 0: they
+// read no clock, and the drainer gives them the time of the thread's previous record.
 struct Record {
   std::uint64_t ticks;
   std::uint64_t word;
@@ -41,14 +44,19 @@ struct Record {
 static_assert(sizeof(Record) == 16, "a ring slot is 16 bytes");
 static_assert(alignof(SiteInfo) >= 8, "site addresses must leave three tag bits");
 
+// Every code is used: new kinds of event are told apart by their site's SiteKind.
 enum RecordKind : std::uint64_t {
   record_zone_begin = 0,
   record_zone_end = 1,
   record_instant = 2,
-  record_counter_int = 3,     // + payload slot: int64 value
-  record_counter_double = 4,  // + payload slot: double bits
-  record_region_begin = 5,    // + payload slot: region id
-  record_dropped = 6,         // + payload slot: count; word's site part is null
+  // + payload slot: int64 value. By the site's kind: a counter sample, a zone value, a
+  // flow id, an async span id.
+  record_value_int = 3,
+  record_value_double = 4,  // + payload slot: double bits (counters, zone values)
+  record_region_begin = 5,  // + payload slot: region id
+  record_dropped = 6,       // + payload slot: count; word's site part is null
+  // + a size slot {bytes | truncated << 63, 0} + ceil(bytes / 16) slots of text
+  record_text = 7,
 };
 inline constexpr std::uint64_t record_kind_mask = 7;
 
@@ -69,6 +77,11 @@ struct ThreadWriter {
   std::atomic<std::uint64_t>* published = nullptr;  // the ring's write index
   std::uint32_t epoch = 0;  // session this writer is bound to; 0: none (never equals a zone's epoch)
   bool use_tsc = false;
+  // Zones open on this thread that were not recorded: begins dropped (low 32 bits) and
+  // zones of disabled categories (high 32 bits). While it is not 0, the innermost open
+  // zone is not in the ring, so values, texts and flows (which attach to it) are not
+  // recorded either (dropped and counted when the zone was dropped).
+  std::uint64_t hidden = 0;
   // Cold fields, used by the slow path only.
   std::uint64_t limit = 0;
   void* buffer = nullptr;  // runtime's ThreadBuffer
@@ -85,6 +98,22 @@ inline constexpr std::uint32_t kNoSession = 0;               // zone: no session
 inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: not recorded (after stop, untraced)
 inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
 inline constexpr std::uint32_t kBusy = 0xFFFFFFFDu;         // t_writer.epoch inside the recording path
+inline constexpr std::uint32_t kSkippedZone = 0xFFFFFFFCu;  // zone: its category is disabled
+inline constexpr std::uint64_t kHiddenDropped = 1;                       // ThreadWriter::hidden units
+inline constexpr std::uint64_t kHiddenSkipped = std::uint64_t{1} << 32;
+
+// Categories: an index per distinct name (1..kMaxCategories-1; 0: not looked up yet),
+// and per index whether it is switched off. Index kMaxCategories-1 is shared by every
+// name past the table's capacity.
+inline constexpr std::uint32_t kMaxCategories = 256;
+RINGTRACE_API inline constinit std::atomic<std::uint8_t> g_category_off[kMaxCategories]{};
+// One per RINGTRACE_ZONE_IN call site: its category's index, looked up on first use.
+struct CategorySlot {
+  std::atomic<std::uint8_t> index{0};
+};
+// Cold: interns `name` (a lock, maybe an allocation) and stores its index in `slot`.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint8_t category_index(CategorySlot& slot,
+                                                                            const char* name) noexcept;
 
 enum class Reserve : std::uint8_t { ok, dropped, inactive };
 
@@ -100,6 +129,13 @@ RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64
                                                                      std::uint32_t epoch) noexcept;
 // Cold path: the end of a zone whose begin was dropped is counted as dropped too.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcept;
+// Cold path: a value, text or flow inside a zone that was not recorded: counted as
+// dropped if that zone was dropped, ignored if its category is off.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void hidden_attachment() noexcept;
+// A text on the innermost open zone: copied into the ring (cut at kMaxText bytes, and
+// at a quarter of the ring). Out of line: its size is not known at compile time.
+RINGTRACE_API void write_text(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept;
+inline constexpr std::size_t kMaxText = 1024;
 // Before a shared object with call sites is unloaded: waits (bounded) until the running
 // session's drainer has decoded every record written so far.
 RINGTRACE_API void drain_before_unload() noexcept;
@@ -145,7 +181,11 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
   if (epoch == 0) return kNoSession;
   Reserve why = Reserve::ok;
   ThreadWriter* t = enter<Region ? 3 : 2>(epoch, why);  // + one slot for the end
-  if (t == nullptr) [[unlikely]] return why == Reserve::dropped ? kDroppedZone : kNotRecorded;
+  if (t == nullptr) [[unlikely]] {
+    if (why != Reserve::dropped) return kNotRecorded;
+    t_writer.hidden += kHiddenDropped;  // undone by the end
+    return kDroppedZone;
+  }
   const std::uint64_t pos = t->write_pos;
   Record* const slots = t->slots;
   const std::uint64_t mask = t->mask;
@@ -180,8 +220,73 @@ RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoc
     publish(t, pos + 1);
     leave(t, epoch);
   } else if (epoch == kDroppedZone) {
+    t.hidden -= kHiddenDropped;
     count_dropped_end();
+  } else if (epoch == kSkippedZone) {
+    t.hidden -= kHiddenSkipped;
   }
+}
+
+// A zone in a category (RINGTRACE_ZONE_IN): with no session, the same single compare as
+// any zone; in a session, two loads more decide whether the category is on.
+RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_in(const SiteInfo* site, CategorySlot& slot) noexcept {
+  if (g_epoch.load(std::memory_order_relaxed) == 0) return kNoSession;
+  std::uint8_t index = slot.index.load(std::memory_order_relaxed);
+  if (index == 0) [[unlikely]] index = category_index(slot, site->category);
+  if (g_category_off[index].load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    t_writer.hidden += kHiddenSkipped;  // undone by the end
+    return kSkippedZone;
+  }
+  return zone_open<false>(site, 0);
+}
+
+// A 64-bit payload on the innermost open zone (a value, a flow id): no clock read.
+template <RecordKind Kind>
+RINGTRACE_ALWAYS_INLINE void attach(const SiteInfo* site, std::uint64_t payload) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  if (t_writer.hidden != 0) [[unlikely]] {
+    hidden_attachment();
+    return;
+  }
+  Reserve why = Reserve::ok;
+  ThreadWriter* t = enter<2>(epoch, why);
+  if (t == nullptr) [[unlikely]] return;
+  const std::uint64_t pos = t->write_pos;
+  t->slots[pos & t->mask] = Record{0, record_word(site, Kind)};
+  t->slots[(pos + 1) & t->mask] = Record{payload, 0};
+  publish(*t, pos + 2);
+  leave(*t, epoch);
+}
+
+template <typename T>
+RINGTRACE_ALWAYS_INLINE void zone_value(const SiteInfo* site, T value) noexcept {
+  static_assert(std::is_arithmetic_v<T>, "RINGTRACE_ZONE_VALUE takes an integer or floating-point value");
+  if constexpr (std::is_floating_point_v<T>) {
+    attach<record_value_double>(site, std::bit_cast<std::uint64_t>(static_cast<double>(value)));
+  } else {
+    attach<record_value_int>(site, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
+  }
+}
+
+RINGTRACE_ALWAYS_INLINE void zone_text(const SiteInfo* site, const char* text, std::size_t size) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  write_text(site, text, size, epoch);
+}
+
+// A timed event with a 64-bit payload (async span begin or end).
+RINGTRACE_ALWAYS_INLINE void timed_value(const SiteInfo* site, std::uint64_t payload) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  Reserve why = Reserve::ok;
+  ThreadWriter* t = enter<2>(epoch, why);
+  if (t == nullptr) [[unlikely]] return;
+  const std::uint64_t pos = t->write_pos;
+  t->slots[pos & t->mask] = Record{read_ticks(t->use_tsc), record_word(site, record_value_int)};
+  t->slots[(pos + 1) & t->mask] = Record{payload, 0};
+  publish(*t, pos + 2);
+  leave(*t, epoch);
 }
 
 RINGTRACE_ALWAYS_INLINE void instant(const SiteInfo* site) noexcept {
@@ -207,10 +312,10 @@ RINGTRACE_ALWAYS_INLINE void counter(const SiteInfo* site, T value) noexcept {
   const std::uint64_t pos = t->write_pos;
   const std::uint64_t ticks = read_ticks(t->use_tsc);
   if constexpr (std::is_floating_point_v<T>) {
-    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_counter_double)};
+    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_value_double)};
     t->slots[(pos + 1) & t->mask] = Record{std::bit_cast<std::uint64_t>(static_cast<double>(value)), 0};
   } else {
-    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_counter_int)};
+    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_value_int)};
     t->slots[(pos + 1) & t->mask] = Record{static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), 0};
   }
   publish(*t, pos + 2);
@@ -224,6 +329,8 @@ class ScopedZone {
       : site_(site), epoch_(zone_open<false>(site, 0)) {}
   RINGTRACE_ALWAYS_INLINE ScopedZone(const SiteInfo* site, std::int64_t region_id) noexcept
       : site_(site), epoch_(zone_open<true>(site, static_cast<std::uint64_t>(region_id))) {}
+  RINGTRACE_ALWAYS_INLINE ScopedZone(const SiteInfo* site, CategorySlot& category) noexcept
+      : site_(site), epoch_(zone_open_in(site, category)) {}
   RINGTRACE_ALWAYS_INLINE ~ScopedZone() { zone_close(site_, epoch_); }
   ScopedZone(const ScopedZone&) = delete;
   ScopedZone& operator=(const ScopedZone&) = delete;
