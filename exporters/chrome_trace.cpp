@@ -372,10 +372,6 @@ class ChromeTraceExporter final : public Exporter {
     if (attached != nullptr && zone.tag < attached->args.size()) {
       args = std::string_view(attached->args).substr(zone.tag);
     }
-    if (attached != nullptr && !attached->flows.empty() && attached->flows.back().depth == zone.depth + 1)
-        [[unlikely]] {
-      write_flows(*attached, zone, ids);
-    }
     char* p = room(kEventBytes + name.size() + ids.size() + location.size() + category.size() + args.size());
     if (region) {
       p = copy(p, ",\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":");
@@ -408,7 +404,13 @@ class ChromeTraceExporter final : public Exporter {
     }
     *p++ = '}';
     done(p);
-    if (attached != nullptr && zone.tag < attached->args.size()) attached->args.resize(zone.tag);
+    if (attached == nullptr) return;
+    if (zone.tag < attached->args.size()) attached->args.resize(zone.tag);
+    // After the zone in the file: trace_processor binds a flow event to the slice open
+    // when it reads it, and among events of one time it reads them in file order.
+    if (!attached->flows.empty() && attached->flows.back().depth == zone.depth + 1) [[unlikely]] {
+      write_flows(*attached, zone, ids);
+    }
   }
 
   struct Flow {
