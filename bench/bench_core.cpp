@@ -29,6 +29,11 @@ class NullExporter final : public ringtrace::Exporter {
   std::uint64_t count = 0;
 };
 
+// The loop every zone benchmark runs in, with nothing in it: what "net of the loop" subtracts.
+void BM_EmptyLoop(benchmark::State& state) {
+  for (auto _ : state) benchmark::ClobberMemory();
+}
+
 void BM_RawClockRead(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(ringtrace::detail::read_ticks(true));
 }
@@ -60,6 +65,28 @@ void BM_Zone(benchmark::State& state) {
 
 // Disabled and enabled runs use the same function; main() runs it twice.
 void BM_ZoneNoSession(benchmark::State& state) { BM_Zone(state); }
+
+// A zone in a category: with no session (as cheap as a zone), and in a session with the
+// category switched off.
+void BM_ZoneInCategory(benchmark::State& state) {
+  for (auto _ : state) {
+    RINGTRACE_ZONE_IN("bench_off", "bench");
+    benchmark::ClobberMemory();
+  }
+}
+void BM_ZoneInCategoryNoSession(benchmark::State& state) { BM_ZoneInCategory(state); }
+void BM_ZoneInCategoryOff(benchmark::State& state) { BM_ZoneInCategory(state); }
+
+// A zone with one value: at most one more record than a zone, and no clock read.
+void BM_ZoneWithValue(benchmark::State& state) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    RINGTRACE_ZONE("bench");
+    RINGTRACE_ZONE_VALUE("n", ++n);
+    benchmark::ClobberMemory();
+  }
+}
 void BM_ZoneEnabled(benchmark::State& state) {
   // Not timed: let the drainer empty the ring left by the previous repetition, so the
   // timed burst (400k records in a 1M-record ring) only ever takes the fast path.
@@ -67,7 +94,11 @@ void BM_ZoneEnabled(benchmark::State& state) {
   BM_Zone(state);
 }
 
+BENCHMARK(BM_EmptyLoop);
 BENCHMARK(BM_RawClockRead);
+BENCHMARK(BM_ZoneInCategoryNoSession);
+BENCHMARK(BM_ZoneInCategoryOff)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneWithValue)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
 BENCHMARK(BM_ZoneFloor);
 BENCHMARK(BM_ZoneNoSession);
 // Bursts that fit the ring (1M records) and repetitions between which the drainer
@@ -145,7 +176,7 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks(&reporter, std::getenv("RINGTRACE_BENCH_ONLY"));
     return 0;
   }
-  benchmark::RunSpecifiedBenchmarks(&reporter, "BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession");
+  benchmark::RunSpecifiedBenchmarks(&reporter, "BM_EmptyLoop|BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession|BM_ZoneInCategoryNoSession");
   {
     ringtrace::Config config;
     config.buffer_records = std::size_t{1} << 20;
@@ -155,7 +186,9 @@ int main(int argc, char** argv) {
     ringtrace::Session session(config);
     session.add_exporter(std::make_shared<NullExporter>());
     session.start();
-    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled");
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled|BM_ZoneWithValue");
+    ringtrace::set_category_enabled("bench_off", false);
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneInCategoryOff");
     session.stop();
     const auto stats = session.stats();
     std::printf("enabled-zone runs: %llu events recorded, %llu dropped (block policy: must be 0)\n",
@@ -167,13 +200,25 @@ int main(int argc, char** argv) {
   const double clock = find(reporter.ns, "BM_RawClockRead");
   const double floor = find(reporter.ns, "BM_ZoneFloor");
   const double disabled = find(reporter.ns, "BM_ZoneNoSession");
+  const double loop = find(reporter.ns, "BM_EmptyLoop");
+  const double category_none = find(reporter.ns, "BM_ZoneInCategoryNoSession");
+  const double category_off = find(reporter.ns, "BM_ZoneInCategoryOff", "_median");
+  const double with_value = find(reporter.ns, "BM_ZoneWithValue", "_median");
   const double one = find(reporter.ns, "BM_ZoneEnabled/", "threads:1_median");
   const double two = find(reporter.ns, "BM_ZoneEnabled/", "threads:2_median");
   std::printf("\ncost ladder (per zone, CPU time)          ns   x clock   x floor   target\n");
   std::printf("  raw clock read                    %8.2f   %7.2f\n", clock, 1.0);
   std::printf("  zone floor (2 reads + 2 stores)   %8.2f   %7.2f   %7.2f\n", floor, floor / clock, 1.0);
-  std::printf("  zone, no session                  %8.2f   %7.2f   %7.2f   <= 1 ns\n", disabled, disabled / clock, disabled / floor);
+  std::printf("  empty loop (subtracted below)     %8.2f\n", loop);
+  std::printf("  zone, no session, net of loop     %8.2f   %7.2f   %7.2f   <= 0.4 ns\n", disabled - loop,
+              (disabled - loop) / clock, (disabled - loop) / floor);
+  std::printf("  zone in category, no session, net %8.2f   %7.2f   %7.2f   as a zone with no session\n",
+              category_none - loop, (category_none - loop) / clock, (category_none - loop) / floor);
+  std::printf("  zone in category switched off, net%8.2f   %7.2f   %7.2f   (session running)\n",
+              category_off - loop, (category_off - loop) / clock, (category_off - loop) / floor);
   std::printf("  zone, enabled, 1 thread           %8.2f   %7.2f   %7.2f   <= 1.15 x floor\n", one, one / clock, one / floor);
+  std::printf("  zone + value, enabled, 1 thread   %8.2f   %7.2f   %7.2f   (value: +1 record, no clock)\n", with_value,
+              with_value / clock, with_value / floor);
   std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
               two / floor, two / one);
   for (const char* arg : {"1", "2", "4"}) {
