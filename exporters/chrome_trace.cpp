@@ -94,7 +94,8 @@ class ChromeTraceExporter final : public Exporter {
     threads_.clear();
     counter_names_.clear();
     skipped_counters_ = 0;
-    pid_ = options_.pid != 0 ? options_.pid : static_cast<std::uint32_t>(::getpid());
+    pid_ = options_.pid != 0 ? options_.pid : context.process_id();
+    if (pid_ == 0) pid_ = static_cast<std::uint32_t>(::getpid());
     const std::size_t capacity = options_.buffer_bytes < 4096 ? 4096 : options_.buffer_bytes;
     if (capacity != capacity_) {
       out_ = std::make_unique<char[]>(capacity);

@@ -41,6 +41,12 @@ class TickConverter {
   }
   double ticks_per_second() const noexcept { return ticks_per_second_; }
   bool identity() const noexcept { return identity_; }
+  // The newest segment (what a recording stores to convert as live does).
+  void newest(std::uint64_t& base_ticks, std::uint64_t& base_ns, std::uint64_t& mult) const noexcept {
+    base_ticks = segments_[newest_].base_ticks;
+    base_ns = segments_[newest_].base_ns;
+    mult = segments_[newest_].mult;
+  }
 
  private:
   struct Segment {

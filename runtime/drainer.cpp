@@ -1,9 +1,14 @@
 #include "drainer.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <exception>
 #include <limits>
+
+#include <unistd.h>
 
 #include "allocator.hpp"
 
@@ -31,6 +36,13 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
+  bool all_raw = !exporters_.empty();
+  for (std::size_t i = 0; i < exporters_.size(); ++i) {
+    auto* raw = dynamic_cast<RawSink*>(exporters_[i].get());
+    if (raw != nullptr) raw_sinks_.emplace_back(i, raw);
+    all_raw = all_raw && raw != nullptr && !raw->wants_events();
+  }
+  raw_only_ = all_raw;
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
 }
 
@@ -53,6 +65,21 @@ void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
   t_drainer_thread = true;
   for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
+  if (!raw_sinks_.empty()) {
+    RawSessionInfo info;
+    info.tsc = use_tsc_;
+    info.ticks_per_second = converter_.ticks_per_second();
+    info.start_ns = clock_info_.start_ns;
+    timespec real{}, mono{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+    info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+    info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
+    info.ring_records = std::bit_ceil(std::max<std::uint64_t>(config_.buffer_records, 64));
+    for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
+    raw_segment();
+  }
   last_refit_ticks_ = read_ticks(use_tsc_);
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
@@ -87,7 +114,46 @@ void Drainer::accept_registrations() {
     row.info.sort_index = kUnsorted;
     threads_.push_back(std::move(row));
     cursors_.push_back(std::move(cursor));
+    raw_thread(*cursors_.back());
   }
+}
+
+void Drainer::raw_thread(const Cursor& c) {
+  if (raw_sinks_.empty()) return;
+  const ThreadInfo& info = threads_[c.thread].info;
+  for_each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
+}
+
+void Drainer::raw_segment() {
+  ClockSegment s;
+  converter_.newest(s.base_ticks, s.base_ns, s.mult);
+  for_each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
+}
+
+std::uint64_t Drainer::hand_raw(Cursor& c) {
+  const std::uint64_t from = c.raw_pos, to = c.read_pos;
+  if (from >= to) return 0;
+  c.raw_pos = to;
+  const Record* const slots = c.buffer->slots;
+  const std::uint64_t capacity = c.buffer->capacity;
+  const std::uint64_t begin = from & (capacity - 1);
+  const std::uint64_t n = to - from;
+  const std::uint64_t head = std::min(n, capacity - begin);
+  const std::span<const Record> first(slots + begin, head), second(slots, n - head);
+  if (!c.first_known) {
+    c.first_known = true;
+    c.first_ticks = slots[begin].ticks;
+    unsorted_threads_ = true;
+  }
+  delivered_in_pass_ = true;
+  std::uint64_t events = 0;
+  bool counted = false;
+  for_each_raw("on_raw_records", [&](RawSink& r) {
+    const std::uint64_t e = r.on_raw_records(c.thread, first, second);
+    if (!counted) events = e;
+    counted = true;
+  });
+  return events;
 }
 
 void Drainer::update_names(Cursor& c) {
@@ -95,6 +161,7 @@ void Drainer::update_names(Cursor& c) {
   if (version == c.name_version) return;
   c.name_version = version;
   threads_[c.thread].info.name = c.buffer->read_name();
+  raw_thread(c);
 }
 
 std::uint64_t Drainer::head_ticks(const Cursor& c) const {
@@ -284,6 +351,8 @@ EventKind Drainer::value_event_kind(SiteKind kind) {
   }
 }
 
+std::uint32_t Drainer::process_id() const { return static_cast<std::uint32_t>(::getpid()); }
+
 std::string_view Drainer::text(const Event& e) const {
   if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0 || e.value.u + e.text_size > texts_.size()) {
     return {};
@@ -467,6 +536,24 @@ void Drainer::deliver(std::span<const Event> events) {
   for_each_exporter("on_events", [&](Exporter& x) { x.on_events(events, *this); });
 }
 
+template <typename Call>
+void Drainer::for_each_raw(const char* callback, Call&& call) {
+  for (const auto& [index, raw] : raw_sinks_) {
+    if (exporter_failed_[index]) continue;
+    std::string error;
+    try {
+      call(*raw);
+      continue;
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "threw something that is not a std::exception";
+    }
+    exporter_failed_[index] = true;
+    errors_.push_back("exporter " + std::to_string(index) + " " + callback + ": " + error);
+  }
+}
+
 void Drainer::assign_sort_indices() {
   unsorted_threads_ = false;
   std::vector<Cursor*> fresh;
@@ -489,7 +576,10 @@ void Drainer::flush() {
 }
 
 void Drainer::publish_read_positions() {
-  for (auto& c : cursors_) c->buffer->read_index.store(c->read_pos, std::memory_order_release);
+  for (auto& c : cursors_) {
+    if (!raw_sinks_.empty() && c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
+    c->buffer->read_index.store(c->read_pos, std::memory_order_release);
+  }
 }
 
 void Drainer::maybe_refit() {
@@ -502,6 +592,7 @@ void Drainer::maybe_refit() {
   clock_info_.recalibrations += 1;
   clock_info_.ticks_per_second = converter_.ticks_per_second();
   clock_info_.max_correction_ns = std::max(clock_info_.max_correction_ns, std::fabs(static_cast<double>(offset)));
+  if (!raw_sinks_.empty()) raw_segment();
 }
 
 void Drainer::pass(bool final) {
@@ -527,13 +618,28 @@ void Drainer::pass(bool final) {
     c->end = c->buffer->write_index.load(std::memory_order_acquire);
     update_names(*c);
   }
-  merge(watermark);
+  if (raw_only_) {
+    // Nothing to decode or merge: every published record goes to the raw sinks as it
+    // is (the reader of their file merges, and applies the stop time).
+    for (auto& c : cursors_) {
+      c->read_pos = c->end;
+      threads_[c->thread].recorded += hand_raw(*c);
+    }
+    if (unsorted_threads_) assign_sort_indices();
+  } else {
+    merge(watermark);
+  }
   // Threads that are gone and emptied, or every thread at the end: close what they
   // left open, report unreported drops, let go of the ring.
   for (std::size_t i = 0; i < cursors_.size();) {
     Cursor& c = *cursors_[i];
     if (final || (c.retired && c.read_pos >= c.end)) {
-      close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.last_ticks, EventFlags::closed_at_stop);
+      if (raw_only_) {
+        threads_[c.thread].dropped = c.buffer->total_dropped();  // the file's footer carries it
+      } else {
+        close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.last_ticks,
+                     EventFlags::closed_at_stop);
+      }
       flush();
       registry_.release(c.buffer);
       cursors_[i] = std::move(cursors_.back());
@@ -553,6 +659,9 @@ void Drainer::pass(bool final) {
     // The stop time on the events' own timeline, so that every delivered event is at or
     // before it.
     clock_info_.stop_ns = converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed));
+    if (!raw_sinks_.empty()) {
+      for_each_raw("on_raw_stop", [&](RawSink& r) { r.on_raw_stop(stop_ticks_.load(std::memory_order_relaxed)); });
+    }
   } else {
     maybe_refit();
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "clock_calibration.hpp"
+#include "ringtrace/detail/raw_sink.hpp"
 #include "ringtrace/config.hpp"
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
@@ -45,6 +46,7 @@ class Drainer final : public TraceContext {
   const ClockInfo& clock() const override { return clock_info_; }
   const std::string& process_name() const override { return process_name_; }
   std::string_view text(const Event& e) const override;
+  std::uint32_t process_id() const override;
 
  private:
   static EventKind value_event_kind(SiteKind kind);
@@ -70,6 +72,7 @@ class Drainer final : public TraceContext {
     bool retired = false;
     bool first_known = false;      // first_ticks holds the thread's first decoded record
     std::uint64_t first_ticks = 0;
+    std::uint64_t raw_pos = 0;  // records before this were handed to the raw sinks
     std::vector<Open> open;
     // Decoded events waiting for the merge of several threads: stage[stage_begin,
     // stage_end), kStageEvents of them from the runtime allocator, allocated the first
@@ -102,6 +105,10 @@ class Drainer final : public TraceContext {
   Event& next_event();
   void flush();
   void publish_read_positions();
+  // Raw sinks: hands c's records [raw_pos, read_pos) over; returns the events they hold.
+  std::uint64_t hand_raw(Cursor& c);
+  void raw_segment();
+  void raw_thread(const Cursor& c);
   void close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags);
   void update_names(Cursor& c);
   // Gives threads whose first event is now known their place in ThreadInfo::sort_index:
@@ -115,11 +122,15 @@ class Drainer final : public TraceContext {
   // is disabled and listed in the stats as "exporter <i> <callback>: <what>".
   template <typename Call>
   void for_each_exporter(const char* callback, Call&& call);
+  template <typename Call>
+  void for_each_raw(const char* callback, Call&& call);
 
   Config config_;
   std::string process_name_;
   std::vector<std::shared_ptr<Exporter>> exporters_;
   std::vector<bool> exporter_failed_;
+  std::vector<std::pair<std::size_t, RawSink*>> raw_sinks_;  // exporter index, its raw side
+  bool raw_only_ = false;  // every exporter is a raw sink that wants no events: no decoding
   TickConverter converter_;
   ClockInfo clock_info_;
   bool use_tsc_;

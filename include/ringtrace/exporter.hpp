@@ -39,6 +39,9 @@ class TraceContext {
   // repair them); empty for any other event. Valid until the call that received the
   // event returns: an exporter that keeps a text copies it.
   virtual std::string_view text(const Event& /*event*/) const { return {}; }
+  // The recorded process's id: getpid() of a live session, the recorded one when a file
+  // is replayed (0: unknown, e.g. a hand-built stream).
+  virtual std::uint32_t process_id() const { return 0; }
 };
 
 // Receives the merged stream. All calls come from one thread (the drainer, or the

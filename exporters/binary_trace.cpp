@@ -1,0 +1,238 @@
+// Binary trace file writer: a RawSink (include/ringtrace/detail/raw_sink.hpp) that
+// appends each thread's records as its ring held them, framed with the tables needed to
+// read them. Per record it only looks at the header word, to write a call site's
+// description the first time its address appears; no decoding, no merging, no
+// formatting. Layout: exporters/common/trace_file_format.hpp, docs/file-format.md.
+#include "ringtrace/exporters/binary_trace.hpp"
+
+#include <unistd.h>  // getpid, gethostname
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/output.hpp"             // OutputSink
+#include "common/trace_file_format.hpp"  // frames
+#include "common/u64_map.hpp"            // addresses seen
+#include "ringtrace/detail/raw_sink.hpp"
+#include "ringtrace/site.hpp"
+
+namespace ringtrace {
+namespace {
+
+namespace tf = detail::trace_file;
+using detail::Record;
+
+class BinaryTraceExporter final : public Exporter, public detail::RawSink {
+ public:
+  BinaryTraceExporter(std::string path, BinaryTraceOptions options)
+      : path_(std::move(path)), options_(options), sink_(detail::OutputSink::open_file(path_)) {}
+
+  ~BinaryTraceExporter() override {
+    // A run that never finished keeps what it has in <path>.partial.
+    try {
+      if (sink_ && started_) {
+        write_buffer();
+        sink_->flush();
+      }
+    } catch (...) {
+    }
+  }
+
+  std::vector<std::filesystem::path> output_paths() const override { return {path_}; }
+
+  void on_start(const TraceContext& context) override {
+    if (runs_++ > 0) {
+      sink_.reset();
+      sink_ = detail::OutputSink::open_file(path_);
+    }
+    started_ = true;
+    sites_.clear();
+    buffer_.clear();
+    buffer_.reserve(options_.buffer_bytes + 4096);
+    buffer_.append(tf::kMagic, sizeof tf::kMagic);
+    tf::put_u32(buffer_, tf::kVersion);
+    tf::put_u32(buffer_, 0);
+    process_name_ = context.process_name();
+  }
+
+  // Raw sink only: decoded events are not needed (in a session with other exporters
+  // they arrive anyway, and are ignored).
+  void on_events(std::span<const Event>, const TraceContext&) override {}
+
+  void on_flush(const TraceContext&) override {
+    write_buffer();
+    sink_->flush();
+  }
+
+  void on_finish(const TraceContext&, const SessionStats& stats) override {
+    std::string& p = begin_frame(tf::frame_stats);
+    tf::put_u64(p, stats.recorded);
+    tf::put_u64(p, stats.dropped);
+    tf::put_u64(p, stats.late_events);
+    tf::put_u64(p, stats.unbalanced_ends);
+    tf::put_u64(p, stats.closed_at_stop);
+    tf::put_u64(p, stats.dropped_without_ring);
+    tf::put_u64(p, stats.drain_passes);
+    tf::put_u32(p, static_cast<std::uint32_t>(stats.threads.size()));
+    for (const ThreadStats& t : stats.threads) {
+      tf::put_u32(p, t.thread);
+      tf::put_u64(p, t.os_tid);
+      tf::put_u64(p, t.recorded);
+      tf::put_u64(p, t.dropped);
+    }
+    end_frame();
+    begin_frame(tf::frame_end);
+    end_frame();
+    write_buffer();
+    sink_->close();
+    started_ = false;
+  }
+
+  // --- RawSink ---------------------------------------------------------------------
+  void on_raw_start(const detail::RawSessionInfo& info) override {
+    std::string& p = begin_frame(tf::frame_session);
+    tf::put_u32(p, static_cast<std::uint32_t>(::getpid()));
+    tf::put_u8(p, info.tsc ? 1 : 0);
+    tf::put_u8(p, 0);
+    tf::put_u8(p, 0);
+    tf::put_u8(p, 0);
+    tf::put_f64(p, info.ticks_per_second);
+    tf::put_u64(p, info.start_ns);
+    tf::put_u64(p, info.realtime_anchor_ns);
+    tf::put_u64(p, info.monotonic_anchor_ns);
+    tf::put_u64(p, info.merge_grace_ns);
+    tf::put_u64(p, info.ring_records);
+    tf::put_str(p, process_name_);
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    tf::put_str(p, host);
+    end_frame();
+  }
+
+  void on_raw_segment(const detail::ClockSegment& s) override {
+    std::string& p = begin_frame(tf::frame_segment);
+    tf::put_u64(p, s.base_ticks);
+    tf::put_u64(p, s.base_ns);
+    tf::put_u64(p, s.mult);
+    end_frame();
+  }
+
+  void on_raw_thread(ThreadId thread, std::uint64_t os_tid, std::string_view name) override {
+    std::string& p = begin_frame(tf::frame_thread);
+    tf::put_u32(p, thread);
+    tf::put_u64(p, os_tid);
+    tf::put_str(p, name);
+    end_frame();
+  }
+
+  std::uint64_t on_raw_records(ThreadId thread, std::span<const Record> first,
+                               std::span<const Record> second) override {
+    // Call sites first (a chunk only refers to addresses already described), counting
+    // events on the way. A record's payload slots may sit across the two pieces.
+    std::uint64_t events = 0;
+    const std::size_t n = first.size() + second.size();
+    const auto at = [&](std::size_t i) -> const Record& {
+      return i < first.size() ? first[i] : second[i - first.size()];
+    };
+    for (std::size_t i = 0; i < n;) {
+      const Record& r = at(i);
+      const std::uint64_t kind = r.word & detail::record_kind_mask;
+      const std::uint64_t address = r.word & ~detail::record_kind_mask;
+      std::size_t slots = kind <= detail::record_instant ? 1 : 2;
+      if (kind == detail::record_text && i + 1 < n) {
+        const std::uint64_t bytes = at(i + 1).ticks & ~(std::uint64_t{1} << 63);
+        slots = 2 + (bytes + sizeof(Record) - 1) / sizeof(Record);
+      }
+      if (kind != detail::record_dropped) {
+        ++events;
+        if (address != 0 && sites_.find(address, 0) == 0) [[unlikely]] describe_site(address);
+      }
+      i += slots;
+    }
+    // One chunk per piece, so that records are copied once, straight into the buffer.
+    chunk(thread, first);
+    chunk(thread, second);
+    return events;
+  }
+
+  void on_raw_stop(std::uint64_t stop_ticks) override {
+    std::string& p = begin_frame(tf::frame_stop);
+    tf::put_u64(p, stop_ticks);
+    end_frame();
+  }
+
+ private:
+  std::string& begin_frame(std::uint32_t type) {
+    frame_at_ = buffer_.size();
+    tf::put_u32(buffer_, type);
+    tf::put_u32(buffer_, 0);  // payload bytes, set by end_frame
+    tf::put_u32(buffer_, 0);  // checksum, set by end_frame
+    tf::put_u32(buffer_, 0);
+    return buffer_;
+  }
+  void end_frame() {
+    const std::size_t payload = frame_at_ + tf::kFrameHeaderBytes;
+    const auto bytes = static_cast<std::uint32_t>(buffer_.size() - payload);
+    const std::uint32_t sum = tf::checksum(buffer_.data() + payload, bytes);
+    std::memcpy(buffer_.data() + frame_at_ + 4, &bytes, 4);
+    std::memcpy(buffer_.data() + frame_at_ + 8, &sum, 4);
+    if (buffer_.size() >= options_.buffer_bytes) write_buffer();
+  }
+
+  void chunk(ThreadId thread, std::span<const Record> records) {
+    // Frames stay well under the reader's limit: long pieces are split at record
+    // boundaries (a record's slots may span two chunks; the reader joins a thread's chunks).
+    constexpr std::size_t kMaxRecords = (std::size_t{1} << 20) / sizeof(Record);
+    while (!records.empty()) {
+      const std::size_t n = std::min(records.size(), kMaxRecords);
+      std::string& p = begin_frame(tf::frame_chunk);
+      tf::put_u32(p, thread);
+      tf::put_u32(p, 0);
+      p.append(reinterpret_cast<const char*>(records.data()), n * sizeof(Record));
+      end_frame();
+      records = records.subspan(n);
+    }
+  }
+
+  RINGTRACE_NOINLINE void describe_site(std::uint64_t address) {
+    sites_.find_or_insert(address, 1);
+    const auto* site = reinterpret_cast<const SiteInfo*>(address);
+    std::string& p = begin_frame(tf::frame_site);
+    tf::put_u64(p, address);
+    tf::put_u8(p, static_cast<std::uint8_t>(site->kind));
+    tf::put_u8(p, site->options);
+    tf::put_u8(p, 0);
+    tf::put_u8(p, 0);
+    tf::put_u32(p, site->line);
+    tf::put_str(p, site->name);
+    tf::put_str(p, site->function);
+    tf::put_str(p, site->file);
+    tf::put_str(p, site->category != nullptr ? site->category : "");
+    end_frame();
+  }
+
+  void write_buffer() {
+    if (buffer_.empty()) return;
+    sink_->write(buffer_);
+    buffer_.clear();
+  }
+
+  std::string path_;
+  BinaryTraceOptions options_;
+  std::unique_ptr<detail::OutputSink> sink_;
+  std::string buffer_;
+  std::size_t frame_at_ = 0;
+  detail::U64Map sites_;
+  std::string process_name_;
+  std::uint64_t runs_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path, BinaryTraceOptions options) {
+  return std::make_shared<BinaryTraceExporter>(path.string(), options);
+}
+
+}  // namespace ringtrace

@@ -1,0 +1,78 @@
+// The drainer's raw hand-off, for an exporter that stores the rings' records as they are
+// (the binary trace file) instead of the decoded, merged event stream. Internal: the
+// record format (detail/writer.hpp) is not part of the public exporter interface.
+//
+// An exporter that also implements RawSink gets, from the drainer thread, in order:
+// on_raw_start, then any number of on_raw_thread / on_raw_segment / on_raw_records, all
+// before the matching Exporter::on_flush and on_finish. Records reach it before the
+// drainer lets the producing thread reuse their slots, each batch whole (a record's
+// payload and text slots with it). When every exporter of a session is a RawSink that
+// wants no events, the drainer neither decodes nor merges: its cost per event is what
+// on_raw_records does.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "ringtrace/detail/writer.hpp"  // Record
+#include "ringtrace/event.hpp"          // ThreadId
+
+namespace ringtrace::detail {
+
+// ns = base_ns + ((ticks - base_ticks) * mult) >> 32 from base_ticks on (see
+// runtime/clock_calibration.hpp); before the first segment's base, the same line
+// backwards (clamped at 0).
+struct ClockSegment {
+  std::uint64_t base_ticks = 0;
+  std::uint64_t base_ns = 0;
+  std::uint64_t mult = 0;  // ns per tick, 32.32 fixed point
+};
+
+struct RawSessionInfo {
+  bool tsc = false;                    // ticks are TSC cycles (else CLOCK_MONOTONIC ns)
+  double ticks_per_second = 0;
+  std::uint64_t start_ns = 0;          // CLOCK_MONOTONIC at start()
+  std::uint64_t realtime_anchor_ns = 0;   // CLOCK_REALTIME read next to...
+  std::uint64_t monotonic_anchor_ns = 0;  // ...this CLOCK_MONOTONIC reading
+  std::uint64_t merge_grace_ns = 0;    // how late a record may be published (Config::merge_grace)
+  std::uint64_t ring_records = 0;      // Config::buffer_records, rounded as the rings are
+};
+
+class RawSink {
+ public:
+  virtual ~RawSink() = default;
+  // False: this exporter wants no Exporter::on_events (the drainer may skip decoding).
+  virtual bool wants_events() const { return false; }
+  virtual void on_raw_start(const RawSessionInfo& info) = 0;
+  // A clock segment: the first at start, one more at every re-fit. Records after this
+  // call convert with it (or an older one, for ticks before its base).
+  virtual void on_raw_segment(const ClockSegment& segment) = 0;
+  // A thread's first records are coming, or its name changed.
+  virtual void on_raw_thread(ThreadId thread, std::uint64_t os_tid, std::string_view name) = 0;
+  // Whole records of one thread, in ring order; `second` is the part after the ring
+  // wrapped (may be empty). Returns how many events they hold (for the session's stats).
+  virtual std::uint64_t on_raw_records(ThreadId thread, std::span<const Record> first,
+                                       std::span<const Record> second) = 0;
+  // At stop: the time after which nothing is delivered live (the reader applies it),
+  // before Exporter::on_finish.
+  virtual void on_raw_stop(std::uint64_t stop_ticks) = 0;
+};
+
+// How many slots the record at `slots[pos & mask]` takes (header included).
+inline std::uint64_t record_slots(const Record* slots, std::uint64_t mask, std::uint64_t pos) noexcept {
+  switch (slots[pos & mask].word & record_kind_mask) {
+    case record_zone_begin:
+    case record_zone_end:
+    case record_instant:
+      return 1;
+    case record_text: {
+      const std::uint64_t bytes = slots[(pos + 1) & mask].ticks & ~(std::uint64_t{1} << 63);
+      return 2 + (bytes + sizeof(Record) - 1) / sizeof(Record);
+    }
+    default:
+      return 2;
+  }
+}
+
+}  // namespace ringtrace::detail

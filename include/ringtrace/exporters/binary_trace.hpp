@@ -1,0 +1,58 @@
+// The binary trace file (.rtrace): the rings' records written as they are, in per-thread
+// chunks, with the tables needed to read them (call sites, threads, clock segments);
+// merged and converted when read, by replay_file() or the `ringtrace` tool. The cheapest
+// way to record: alone, it makes the drainer copy records and nothing else. Survives
+// crashes: written at every drainer pass, readable up to the last complete chunk. See
+// docs/file-format.md.
+#pragma once
+
+#include <cstddef>     // sizes
+#include <cstdint>     // counts
+#include <filesystem>  // paths
+#include <memory>      // the exporter is shared with the session
+#include <span>        // several exporters
+#include <string>      // problems
+
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
+#include "ringtrace/exporter.hpp"         // Exporter
+
+namespace ringtrace {
+
+struct BinaryTraceOptions {
+  // Bytes buffered before a write; the buffer also goes to the OS after every drainer
+  // pass, so a killed process loses at most the last pass.
+  std::size_t buffer_bytes = std::size_t{1} << 20;
+};
+
+// Writes `path` + ".partial" while the session runs and renames it to `path` at stop();
+// a process killed before leaves the .partial file, which replay_file() and the tool
+// read up to its last complete chunk. A path that cannot be opened throws
+// std::runtime_error naming it. Each later run of the session rewrites the file.
+RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path,
+                                                              BinaryTraceOptions options = {});
+
+// What reading a file found.
+struct ReplayResult {
+  bool complete = false;   // the file ends with its end frame (the session was stopped)
+  std::string problem;     // empty, or one line: what is wrong and at which byte offset
+  std::uint64_t events = 0;  // events delivered
+  // From the file's session frame: the recording host, process id, when the session
+  // started on CLOCK_REALTIME (ns since the epoch), and the file's size.
+  std::string host;
+  std::uint32_t pid = 0;
+  std::uint64_t realtime_start_ns = 0;
+  std::uint64_t bytes = 0;
+};
+
+// Reads a binary trace file and feeds its merged, time-ordered stream to the exporters
+// (on_start, on_events, on_finish; never on_flush): the same events a live session
+// would have delivered, named after the recorded process and threads. A file that is
+// cut short (a killed process) or damaged is read up to its last good chunk: zones left
+// open are closed at the last time read, and the result says what was wrong. Throws
+// std::runtime_error when the file cannot be opened or is not a ringtrace file at all
+// (or of a newer version). Memory: the tables and the events within the recording's
+// merge grace of the newest one read, never the whole file.
+RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters);
+RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, Exporter& exporter);
+
+}  // namespace ringtrace

@@ -1,0 +1,454 @@
+// The binary trace file, written live and read back with replay_file().
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "common/trace_file_format.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/folded_stacks.hpp"
+#include "ringtrace/exporters/pstats.hpp"
+#include "ringtrace/exporters/table.hpp"
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace ringtrace {
+namespace {
+
+namespace fs = std::filesystem;
+namespace tf = detail::trace_file;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("ringtrace-binary-" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+void write_file(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+// Every event of a stream as text that names its site and thread (ids differ between
+// a live session and a replay), without the `late` flag (a judgement of the merge), and
+// without the time of values, texts and flows (they carry none: they take their
+// thread's previous time, raised as the merge needs).
+std::vector<std::string> describe(const RecordedTrace& t) {
+  const RecordedTraceContext context(t);
+  std::vector<std::string> out;
+  for (const Event& e : t.events) {
+    std::ostringstream s;
+    s << t.threads[e.thread].os_tid << ' ' << static_cast<int>(e.kind) << ' ' << t.sites[e.site].name << ' '
+      << t.sites[e.site].category << ' '
+      << (e.kind == EventKind::arg || e.kind == EventKind::flow_out || e.kind == EventKind::flow_in ? 0 : e.time_ns)
+      << ' ' << static_cast<int>(e.flags & ~EventFlags::late) << ' '
+      << e.depth << ' ';
+    if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) {
+      s << "text:" << context.text(e);
+    } else {
+      s << e.value.u;
+    }
+    out.push_back(s.str());
+  }
+  return out;
+}
+
+RecordedTrace replay_to_memory(const fs::path& file, ReplayResult* result = nullptr) {
+  MemoryExporter memory;
+  const ReplayResult r = replay_file(file, memory);
+  if (result != nullptr) *result = r;
+  return memory.trace();
+}
+
+// A workload with every kind of event, on three threads.
+void workload(int scale) {
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 3; ++w) {
+    threads.emplace_back([w, scale] {
+      set_thread_name("worker-" + std::to_string(w));
+      for (int i = 0; i < 300 * scale; ++i) {
+        RINGTRACE_ZONE("step");
+        RINGTRACE_ZONE_VALUE("i", i);
+        if (i % 7 == 0) {
+          const std::string text = "text \"" + std::to_string(i) + "\"\n\xFF";
+          RINGTRACE_ZONE_TEXT("label", text.data(), text.size());
+        }
+        {
+          RINGTRACE_REGION("graph", i % 3);
+          RINGTRACE_ZONE_IN("cat", "op");
+          RINGTRACE_ZONE_VALUE("x", i * 0.5);
+        }
+        if (w == 0) RINGTRACE_FLOW_OUT(i + 1);
+        if (w == 1) RINGTRACE_FLOW_IN(i + 1);
+        RINGTRACE_COUNTER("depth", i % 10);
+        RINGTRACE_INSTANT("tick");
+        if (i % 50 == 0) RINGTRACE_ASYNC_BEGIN("job", i);
+        if (i % 50 == 25) RINGTRACE_ASYNC_END("job", i - 25);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST(BinaryTrace, ReplayGivesTheLiveStream) {
+  const fs::path dir = temp_dir("roundtrip");
+  Config config;
+  config.overflow = OverflowPolicy::block;
+  config.buffer_records = 256;  // many passes, wrapped rings, records split across chunks
+  Session session(config);
+  auto memory = std::make_shared<MemoryExporter>();
+  session.add_exporter(memory);
+  session.add_exporter(binary_trace_exporter(dir / "run.rtrace"));
+  session.start();
+  workload(3);
+  session.stop();
+  ASSERT_TRUE(session.stats().exporter_errors.empty());
+  ReplayResult result;
+  const RecordedTrace live = memory->trace();
+  const RecordedTrace back = replay_to_memory(dir / "run.rtrace", &result);
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_EQ(result.problem, "");
+  EXPECT_EQ(result.pid, static_cast<std::uint32_t>(::getpid()));
+  std::vector<std::string> a = describe(live), b = describe(back);
+  ASSERT_GT(a.size(), 10000u);
+  EXPECT_EQ(a.size(), b.size());
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_TRUE(a == b);
+  for (std::size_t i = 0, shown = 0; i < std::min(a.size(), b.size()) && shown < 5; ++i) {
+    if (a[i] != b[i]) {
+      ADD_FAILURE() << "live: " << a[i] << "\nfile: " << b[i];
+      ++shown;
+    }
+  }
+  // Per thread, the order is the live order.
+  std::map<std::uint64_t, std::vector<std::string>> la, lb;
+  for (const std::string& s : describe(live)) la[std::stoull(s)].push_back(s);
+  for (const std::string& s : describe(back)) lb[std::stoull(s)].push_back(s);
+  EXPECT_TRUE(la == lb);
+  EXPECT_EQ(back.stats.recorded, live.stats.recorded);
+  EXPECT_EQ(back.process_name, live.process_name);
+  ASSERT_EQ(back.threads.size(), live.threads.size());
+  for (const ThreadInfo& t : back.threads) {
+    const auto same = std::find_if(live.threads.begin(), live.threads.end(),
+                                   [&](const ThreadInfo& l) { return l.os_tid == t.os_tid; });
+    ASSERT_NE(same, live.threads.end());
+    EXPECT_EQ(t.name, same->name);
+    EXPECT_EQ(t.sort_index, same->sort_index);
+  }
+  EXPECT_TRUE(fs::exists(dir / "run.rtrace"));
+  EXPECT_FALSE(fs::exists(dir / "run.rtrace.partial"));
+}
+
+// Alone, the file exporter makes the drainer copy records only; the file then holds
+// exactly what the program produced, and the aggregating exporters, run on the file,
+// print what they print live.
+TEST(BinaryTrace, AloneAndConvertedLikeLiveExporters) {
+  const fs::path dir = temp_dir("alone");
+  Config config;
+  config.overflow = OverflowPolicy::block;
+  {
+    Session session(config);
+    session.add_exporter(binary_trace_exporter(dir / "alone.rtrace"));
+    session.start();
+    workload(2);
+    session.stop();
+    const SessionStats stats = session.stats();
+    EXPECT_EQ(stats.dropped, 0u);
+    // Per zone "step": begin, end, value i; "graph"+"op": 4 + value x; counter, instant.
+    EXPECT_GE(stats.recorded, 3u * 600 * 10);
+  }
+  ReplayResult result;
+  const RecordedTrace back = replay_to_memory(dir / "alone.rtrace", &result);
+  EXPECT_TRUE(result.complete) << result.problem;
+  std::map<std::string, std::uint64_t> begins;
+  for (const Event& e : back.events) {
+    if (e.kind == EventKind::zone_begin) begins[back.sites[e.site].name] += 1;
+  }
+  EXPECT_EQ(begins["step"], 1800u);
+  EXPECT_EQ(begins["graph"], 1800u);
+  EXPECT_EQ(begins["op"], 1800u);
+
+  // The same session's live exporters and the file converted.
+  Session session(config);
+  std::ostringstream folded_live, table_live;
+  auto pstats_live = pstats_exporter(dir / "live.prof");
+  session.add_exporter(folded_stacks_exporter(folded_live));
+  session.add_exporter(table_exporter(table_live));
+  session.add_exporter(pstats_live);
+  session.add_exporter(binary_trace_exporter(dir / "both.rtrace"));
+  session.start();
+  workload(1);
+  session.stop();
+  std::ostringstream folded_file, table_file;
+  auto pstats_file = pstats_exporter(dir / "file.prof");
+  auto folded = folded_stacks_exporter(folded_file);
+  auto table = table_exporter(table_file);
+  Exporter* const all[] = {folded.get(), table.get(), pstats_file.get()};
+  EXPECT_TRUE(replay_file(dir / "both.rtrace", all).complete);
+  EXPECT_EQ(folded_file.str(), folded_live.str());
+  EXPECT_EQ(table_file.str(), table_live.str());
+  EXPECT_EQ(read_file(dir / "file.prof"), read_file(dir / "live.prof"));
+}
+
+// Frame offsets of a file, from its headers.
+std::vector<std::size_t> frame_offsets(const std::string& bytes) {
+  std::vector<std::size_t> at;
+  for (std::size_t o = tf::kHeaderBytes; o + tf::kFrameHeaderBytes <= bytes.size();) {
+    at.push_back(o);
+    std::uint32_t len;
+    std::memcpy(&len, bytes.data() + o + 4, 4);
+    o += tf::kFrameHeaderBytes + len;
+  }
+  return at;
+}
+
+fs::path small_file(const std::string& name) {
+  const fs::path dir = temp_dir(name);
+  Config config;
+  config.overflow = OverflowPolicy::block;
+  config.buffer_records = 128;
+  config.drain_interval = std::chrono::microseconds(200);
+  Session session(config);
+  session.add_exporter(binary_trace_exporter(dir / "t.rtrace"));
+  session.start();
+  std::thread other([] {
+    for (int i = 0; i < 400; ++i) {
+      RINGTRACE_ZONE("b");
+      RINGTRACE_ZONE_VALUE("v", i);
+    }
+  });
+  for (int i = 0; i < 400; ++i) {
+    RINGTRACE_ZONE("a");
+    RINGTRACE_ZONE("inner");
+  }
+  other.join();
+  session.stop();
+  return dir / "t.rtrace";
+}
+
+// Cut at every frame boundary, and inside every frame: what is complete converts, the
+// result says where the file ends, zones left open are closed, nothing throws.
+TEST(BinaryTrace, CutFilesConvertWhatIsComplete) {
+  const fs::path file = small_file("cut");
+  const std::string bytes = read_file(file);
+  const std::vector<std::size_t> frames = frame_offsets(bytes);
+  ASSERT_GT(frames.size(), 10u);
+  const RecordedTrace whole = replay_to_memory(file);
+  std::vector<std::size_t> cuts;
+  for (std::size_t f : frames) {
+    cuts.push_back(f);
+    cuts.push_back(f + 7);
+    cuts.push_back(f + tf::kFrameHeaderBytes + 5);
+  }
+  const fs::path cut = file.parent_path() / "cut.rtrace";
+  std::size_t previous = 0;
+  for (std::size_t at : cuts) {
+    if (at >= bytes.size()) continue;
+    write_file(cut, bytes.substr(0, at));
+    ReplayResult r;
+    RecordedTrace t;
+    ASSERT_NO_THROW(t = replay_to_memory(cut, &r)) << at;
+    EXPECT_FALSE(r.complete) << at;
+    EXPECT_FALSE(r.problem.empty()) << at;
+    if (at > frames[1]) {
+      EXPECT_NE(r.problem.find("cut short"), std::string::npos) << r.problem;
+    }
+    EXPECT_LE(t.events.size(), whole.events.size() + 64);
+    int depth = 0;
+    for (const Event& e : t.events) {
+      if (e.kind == EventKind::zone_begin) ++depth;
+      if (e.kind == EventKind::zone_end) --depth;
+    }
+    EXPECT_EQ(depth, 0) << "zones left open at a cut at byte " << at;
+    if (at >= frames.back()) continue;
+    EXPECT_GE(t.stats.recorded + 64, previous) << "a longer prefix gives at least as much";
+    previous = std::max(previous, static_cast<std::size_t>(t.stats.recorded));
+  }
+}
+
+TEST(BinaryTrace, DamagedFramesAreNamedByOffset) {
+  const fs::path file = small_file("damaged");
+  std::string bytes = read_file(file);
+  const std::vector<std::size_t> frames = frame_offsets(bytes);
+  // A chunk in the middle: flip one byte of its records.
+  std::size_t chunk = 0;
+  for (std::size_t f : frames) {
+    std::uint32_t type;
+    std::memcpy(&type, bytes.data() + f, 4);
+    if (type == tf::frame_chunk && f > bytes.size() / 2) {
+      chunk = f;
+      break;
+    }
+  }
+  ASSERT_NE(chunk, 0u);
+  bytes[chunk + tf::kFrameHeaderBytes + 20] ^= 0x40;
+  const fs::path bad = file.parent_path() / "flipped.rtrace";
+  write_file(bad, bytes);
+  ReplayResult r;
+  const RecordedTrace t = replay_to_memory(bad, &r);
+  EXPECT_FALSE(r.complete);
+  EXPECT_NE(r.problem.find("checksum mismatch in the frame at byte " + std::to_string(chunk)), std::string::npos)
+      << r.problem;
+  EXPECT_GT(t.events.size(), 0u);  // what came before converts
+}
+
+TEST(BinaryTrace, HostileFilesGetOneClearError) {
+  const fs::path dir = temp_dir("hostile");
+  const auto error_of = [&](const std::string& bytes) -> std::string {
+    write_file(dir / "f.rtrace", bytes);
+    MemoryExporter memory;
+    try {
+      const ReplayResult r = replay_file(dir / "f.rtrace", memory);
+      return "ok:" + r.problem;
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_NE(error_of("").find("empty file"), std::string::npos);
+  EXPECT_NE(error_of("{\"traceEvents\":[]}").find("not a ringtrace trace file"), std::string::npos);
+  std::string future(tf::kMagic, 8);
+  future += std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8);
+  EXPECT_NE(error_of(future).find("format version 2"), std::string::npos);
+  // A frame claiming 4 GB: refused, no allocation.
+  std::string huge(tf::kMagic, 8);
+  huge += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);
+  huge += std::string("\x01\x00\x00\x00\xFF\xFF\xFF\xFF\x00\x00\x00\x00\x00\x00\x00\x00", 16);
+  EXPECT_NE(error_of(huge).find("claims 4294967295 bytes"), std::string::npos) << error_of(huge);
+  // A chunk before any session frame, and random bytes after a valid header.
+  std::string early(tf::kMagic, 8);
+  early += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);
+  std::string payload(8, '\0');
+  early += std::string("\x05\x00\x00\x00\x08\x00\x00\x00", 8);
+  const std::uint32_t sum = tf::checksum(payload.data(), payload.size());
+  early.append(reinterpret_cast<const char*>(&sum), 4).append(4, '\0').append(payload);
+  EXPECT_NE(error_of(early).find("is not the session's"), std::string::npos) << error_of(early);
+  std::mt19937 random(7);
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(tf::kMagic, 8);
+    junk += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);
+    for (int j = 0; j < 64; ++j) junk.push_back(static_cast<char>(random()));
+    EXPECT_NO_THROW(error_of(junk));
+  }
+  EXPECT_THROW(replay_to_memory(dir / "missing.rtrace"), std::runtime_error);
+}
+
+// Drop mode with tiny rings, file exporter alone: recorded + dropped is exactly what
+// the program produced, in the live stats and in the file read back.
+TEST(BinaryTrace, DropAccountingSurvivesTheFile) {
+  const fs::path dir = temp_dir("drops");
+  Config config;
+  config.buffer_records = 64;
+  config.drain_interval = std::chrono::microseconds(20000);
+  std::atomic<std::uint64_t> produced{0};
+  SessionStats live;
+  {
+    Session session(config);
+    session.add_exporter(binary_trace_exporter(dir / "d.rtrace"));
+    session.start();
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 20000; ++i) {
+          RINGTRACE_ZONE("z");
+          RINGTRACE_INSTANT("i");
+        }
+        produced += 20000 * 3;
+      });
+    }
+    for (auto& t : threads) t.join();
+    session.stop();
+    live = session.stats();
+  }
+  EXPECT_GT(live.dropped, 0u);
+  EXPECT_EQ(live.recorded + live.dropped, produced.load());
+  ReplayResult r;
+  const RecordedTrace back = replay_to_memory(dir / "d.rtrace", &r);
+  EXPECT_TRUE(r.complete) << r.problem;
+  EXPECT_EQ(back.stats.recorded, live.recorded);
+  EXPECT_EQ(back.stats.dropped, live.dropped);
+  std::uint64_t dropped_events = 0, others = 0;
+  for (const Event& e : back.events) {
+    if (e.kind == EventKind::dropped) {
+      dropped_events += e.value.u;
+    } else {
+      ++others;
+    }
+  }
+  EXPECT_EQ(dropped_events, live.dropped);
+  EXPECT_EQ(others, live.recorded);
+}
+
+// A child process records flat out into the file, alone, and is killed with SIGKILL at
+// a random moment: its .partial file always converts, every zone balanced.
+TEST(BinaryTrace, KilledProcessesLeaveReadableFiles) {
+  const fs::path dir = temp_dir("killed");
+  std::mt19937 random(12345);
+  int with_events = 0;
+  for (int run = 0; run < 20; ++run) {
+    const fs::path file = dir / ("k" + std::to_string(run) + ".rtrace");
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      Session session;
+      session.add_exporter(binary_trace_exporter(file));
+      session.start();
+      {
+        RINGTRACE_ZONE("first");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a drainer pass has written the file
+      (void)!::write(ready[1], "r", 1);
+      for (std::uint64_t i = 0;; ++i) {
+        RINGTRACE_ZONE("outer");
+        RINGTRACE_ZONE_VALUE("i", i);
+        RINGTRACE_ZONE("inner");
+      }
+    }
+    char byte;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 60000));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const fs::path partial = file.string() + ".partial";
+    ASSERT_TRUE(fs::exists(partial)) << run;
+    ReplayResult r;
+    RecordedTrace t;
+    ASSERT_NO_THROW(t = replay_to_memory(partial, &r)) << run;
+    EXPECT_FALSE(r.complete);
+    EXPECT_EQ(r.pid, static_cast<std::uint32_t>(child));
+    int depth = 0;
+    for (const Event& e : t.events) {
+      if (e.kind == EventKind::zone_begin) ++depth;
+      if (e.kind == EventKind::zone_end) --depth;
+      ASSERT_GE(depth, 0);
+    }
+    EXPECT_EQ(depth, 0);
+    with_events += !t.events.empty();
+  }
+  EXPECT_GT(with_events, 10);
+}
+
+}  // namespace
+}  // namespace ringtrace
