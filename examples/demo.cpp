@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ringtrace/ringtrace.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"   // trace.rtrace for the ringtrace tool
 #include "ringtrace/exporters/chrome_trace.hpp"   // trace.json for Perfetto/DevTools
 #include "ringtrace/exporters/folded_stacks.hpp"  // trace.folded for flame graphs
 #include "ringtrace/exporters/ops_summary.hpp"  // captured-ops summary
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
   // speedscope) and trace.folded (speedscope, flamegraph.pl, inferno).
   session.add_exporter(ringtrace::chrome_trace_exporter(out_dir / "trace.json"));
   session.add_exporter(ringtrace::folded_stacks_exporter(out_dir / "trace.folded"));
+  // The binary trace file: everything recorded, cheapest to write, converted later by
+  // the ringtrace tool (convert, report, info).
+  session.add_exporter(ringtrace::binary_trace_exporter(out_dir / "trace.rtrace"));
   // Python profile: trace.prof for python3 -m pstats, snakeviz, pyprof2calltree.
   session.add_exporter(ringtrace::pstats_exporter(out_dir / "trace.prof"));
   // Captured-ops summary and key-averages table, written whole as CSV files; their
@@ -157,5 +161,7 @@ int main(int argc, char** argv) {
   std::printf("  table.csv     the whole table (%zu rows), for a spreadsheet or python3's csv module\n",
               table->table().rows.size());
   std::printf("  summary.csv   captured ops per thread, the same way\n");
+  std::printf("  trace.rtrace  everything recorded: ringtrace info|report trace.rtrace, or\n"
+              "                ringtrace convert trace.rtrace --chrome t.json --pstats t.prof --folded t.folded\n");
   return stats.exporter_errors.empty() ? 0 : 1;
 }

@@ -156,6 +156,12 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     return events;
   }
 
+  void on_raw_pass(std::uint64_t complete_ticks) override {
+    std::string& p = begin_frame(tf::frame_pass);
+    tf::put_u64(p, complete_ticks);
+    end_frame();
+  }
+
   void on_raw_stop(std::uint64_t stop_ticks) override {
     std::string& p = begin_frame(tf::frame_stop);
     tf::put_u64(p, stop_ticks);

@@ -292,8 +292,12 @@ class FileReplay final : public TraceContext {
         const std::size_t old = t.tail.size();
         t.tail.resize(old + records.size() / sizeof(Record));
         std::memcpy(t.tail.data() + old, records.data(), records.size());
-        if (!decode(t)) return false;
-        deliver(false);
+        return decode(t);
+      }
+      case tf::frame_pass: {
+        const auto complete = f.get<std::uint64_t>();
+        if (f.bad()) return malformed("pass");
+        deliver(to_ns(complete));
         return true;
       }
       case tf::frame_stop:
@@ -468,18 +472,16 @@ class FileReplay final : public TraceContext {
           continue;
       }
       if (e.kind != EventKind::dropped) ++t.recorded;
-      newest_ns_ = std::max(newest_ns_, e.time_ns);
       t.pending.push_back(e);
     }
     t.tail.erase(t.tail.begin(), t.tail.begin() + static_cast<std::ptrdiff_t>(std::min(i, n)));
     return true;
   }
 
-  // Delivers every pending event older than the newest time read minus the merge grace
-  // (everything, at the end), ordered by time across threads.
-  void deliver(bool all) {
-    const std::uint64_t watermark = all ? std::numeric_limits<std::uint64_t>::max()
-                                        : (newest_ns_ > grace_ns_ ? newest_ns_ - grace_ns_ : 0);
+  // Delivers every pending event at or before `watermark` (a pass frame's time, before
+  // which every record is in the file already; everything at the end), ordered by time
+  // across threads, as the live merge does.
+  void deliver(std::uint64_t watermark) {
     batch_.clear();
     for (Thread& t : threads_) {
       while (!t.pending.empty() && t.pending.front().time_ns <= watermark) {
@@ -533,7 +535,7 @@ class FileReplay final : public TraceContext {
   }
 
   void finish() {
-    deliver(true);
+    deliver(std::numeric_limits<std::uint64_t>::max());
     // Zones left open are closed at the stop time (or, in a cut file, the last time
     // read), flagged closed_at_stop; drops not yet reported by a marker come last.
     const std::uint64_t end_ns =
@@ -628,7 +630,6 @@ class FileReplay final : public TraceContext {
   std::unordered_map<std::uint64_t, std::string> texts_;
   std::uint64_t next_text_ = 0;
   std::vector<Event> batch_;
-  std::uint64_t newest_ns_ = 0;
   std::uint64_t last_emitted_ = 0;
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
   std::uint32_t next_sort_index_ = 0;

@@ -651,6 +651,9 @@ void Drainer::pass(bool final) {
   }
   flush();
   publish_read_positions();
+  if (!raw_sinks_.empty() && delivered_in_pass_) {
+    for_each_raw("on_raw_pass", [&](RawSink& r) { r.on_raw_pass(watermark); });
+  }
   if (delivered_in_pass_ && !final) {
     for_each_exporter("on_flush", [&](Exporter& x) { x.on_flush(*this); });
   }

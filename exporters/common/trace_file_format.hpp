@@ -27,6 +27,7 @@ enum FrameType : std::uint32_t {
   frame_stop = 6,      // the stop time (ticks): records after it are not part of the capture
   frame_stats = 7,     // the session's counts, at stop
   frame_end = 8,       // the file is complete
+  frame_pass = 9,      // end of a drainer pass: records up to these ticks are all in the file above
 };
 
 // Checksum of a frame's payload: four 64-bit lanes over the payload's 8-byte

@@ -75,7 +75,8 @@ TEST(RichCapture, LongTextsAreCutAndMarked) {
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
   Config small;
   small.buffer_records = 64;  // a quarter of the ring: 16 slots, 256 bytes
-  for (const auto& [config, limit] : {std::pair{Config{}, std::size_t{1024}}, std::pair{small, std::size_t{256}}}) {
+  for (const auto& [config, cut] : {std::pair{Config{}, std::size_t{1024}}, std::pair{small, std::size_t{256}}}) {
+    const std::size_t limit = cut;  // a copy: lambdas cannot capture structured bindings before C++20's fix in clang 16
     const RecordedTrace t = record(config, [&] {
       RINGTRACE_ZONE("z");
       RINGTRACE_ZONE_TEXT("big", big.data(), big.size());

@@ -54,6 +54,10 @@ class RawSink {
   // wrapped (may be empty). Returns how many events they hold (for the session's stats).
   virtual std::uint64_t on_raw_records(ThreadId thread, std::span<const Record> first,
                                        std::span<const Record> second) = 0;
+  // End of a drainer pass: every record stamped at or before `complete_ticks` has been
+  // handed over (the pass's time minus the merge grace, as the live merge holds back).
+  // A reader can order and deliver everything up to it.
+  virtual void on_raw_pass(std::uint64_t complete_ticks) = 0;
   // At stop: the time after which nothing is delivered live (the reader applies it),
   // before Exporter::on_finish.
   virtual void on_raw_stop(std::uint64_t stop_ticks) = 0;

@@ -1,0 +1,22 @@
+// The `ringtrace` tool's subcommands, one file each, sharing these helpers.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringtrace::tool {
+
+int convert(const std::vector<std::string>& args);
+int report(const std::vector<std::string>& args);
+int info(const std::vector<std::string>& args);
+
+// One line on standard error, "ringtrace <command>: <message>"; returns 1 or 2.
+int error(std::string_view command, std::string_view message, int status = 1);
+bool wants_help(const std::vector<std::string>& args);
+
+// Duration in readable units: 1.234 s, 12.345 ms, 123.456 us, 789 ns.
+std::string duration(std::uint64_t ns);
+
+}  // namespace ringtrace::tool

@@ -1,0 +1,56 @@
+// ringtrace report: what users read first, in the terminal: the key-averages table and
+// the captured-ops summary of a binary trace file.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/table.hpp"
+
+namespace ringtrace::tool {
+
+int report(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::fputs(
+        "usage: ringtrace report FILE [--rows N] [--transparent NAME]...\n"
+        "\n"
+        "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
+        "and the captured-ops summary of a binary trace file. --transparent names a zone that\n"
+        "wraps ops without being one (a step), as in the summary exporter.\n",
+        stdout);
+    return 0;
+  }
+  std::string input;
+  TableOptions table_options;
+  table_options.row_limit = 20;
+  OpsSummaryOptions summary_options;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "--rows" || args[i] == "--transparent") && i + 1 >= args.size()) {
+      return error("report", args[i] + " needs a value", 2);
+    }
+    if (args[i] == "--rows") {
+      table_options.row_limit = std::stoul(args[++i]);
+    } else if (args[i] == "--transparent") {
+      summary_options.transparent_names.push_back(args[++i]);
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      return error("report", "unknown option '" + args[i] + "' (see ringtrace report --help)", 2);
+    } else if (input.empty()) {
+      input = args[i];
+    } else {
+      return error("report", "one input file only", 2);
+    }
+  }
+  if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
+  auto table = table_exporter(std::cout, table_options);
+  auto summary = ops_summary_exporter(std::cout, summary_options);
+  Exporter* const both[] = {table.get(), summary.get()};
+  const ReplayResult result = replay_file(input, both);
+  std::cout.flush();
+  if (!result.problem.empty()) return error("report", input + ": " + result.problem);
+  return 0;
+}
+
+}  // namespace ringtrace::tool
