@@ -1,0 +1,59 @@
+// Writes, from one live session, every format and the binary file, into the folder given:
+// live.json, live.prof, live.folded, live_summary.txt, live_table.txt, run.rtrace.
+// tool_tests.sh then converts run.rtrace with the tool and compares.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/folded_stacks.hpp"
+#include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/pstats.hpp"
+#include "ringtrace/exporters/table.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  const std::filesystem::path dir = argv[1];
+  std::filesystem::create_directories(dir);
+  ringtrace::Config config;
+  config.process_name = "tool test";
+  config.overflow = ringtrace::OverflowPolicy::block;
+  ringtrace::Session session(config);
+  session.add_exporter(ringtrace::chrome_trace_exporter(dir / "live.json"));
+  session.add_exporter(ringtrace::pstats_exporter(dir / "live.prof"));
+  session.add_exporter(ringtrace::folded_stacks_exporter(dir / "live.folded"));
+  ringtrace::OpsSummaryOptions summary;
+  summary.transparent_names = {"step"};
+  session.add_exporter(ringtrace::ops_summary_exporter(dir / "live_summary.txt", summary));
+  session.add_exporter(ringtrace::table_exporter(dir / "live_table.txt"));
+  session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
+  session.start();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 3; ++w) {
+    threads.emplace_back([w] {
+      ringtrace::set_thread_name("worker-" + std::to_string(w));
+      for (int i = 0; i < 2000; ++i) {
+        RINGTRACE_ZONE("step");
+        RINGTRACE_ZONE_VALUE("i", i);
+        if (i % 2 == 0) {
+          RINGTRACE_REGION("graph", i % 5);
+          RINGTRACE_ZONE("op");
+        }
+        RINGTRACE_ZONE("eager");
+        RINGTRACE_COUNTER("depth", i % 9);
+        if (w == 0) RINGTRACE_FLOW_OUT(i + 1);
+        if (w == 1) RINGTRACE_FLOW_IN(i + 1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  session.stop();
+  const auto stats = session.stats();
+  std::printf("record_all: %llu events, %zu exporter errors\n", static_cast<unsigned long long>(stats.recorded),
+              stats.exporter_errors.size());
+  return stats.exporter_errors.empty() && stats.dropped == 0 ? 0 : 1;
+}
