@@ -230,7 +230,7 @@ class ChromeTraceExporter final : public Exporter {
   void put(std::string_view text) { done(copy(room(text.size()), text)); }
 
   static char* copy(char* p, std::string_view s) {
-    std::memcpy(p, s.data(), s.size());
+    if (!s.empty()) std::memcpy(p, s.data(), s.size());  // an empty view may hold a null pointer
     return p + s.size();
   }
   template <std::size_t N>

@@ -1,0 +1,150 @@
+// The binary trace file: what writing it costs the drainer, how much of a flat-out
+// recording a session keeps with it, and how fast a file converts.
+//
+//   writer, per event       on_raw_records on a ring of zones (what the drainer pays per
+//                           event with the file exporter alone), in ns and x clock read
+//   kept, 1 s flat out      one and two threads recording zones as fast as they can, drop
+//                           mode, default settings: fraction of events kept, with the file
+//                           exporter alone, a null exporter (decode + merge only), and
+//                           Chrome JSON
+//   block mode              zones/s per thread with the file exporter, two threads
+//   read + merge, convert   replay_file into a null exporter and into Chrome JSON
+//                           (/dev/null), events/s end to end
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringtrace/detail/raw_sink.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class NullExporter final : public ringtrace::Exporter {
+ public:
+  void on_events(std::span<const ringtrace::Event> events, const ringtrace::TraceContext&) override {
+    count += events.size();
+  }
+  std::uint64_t count = 0;
+};
+
+double clock_read_ns() {
+  constexpr int n = 2'000'000;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t sink = 0;
+  for (int i = 0; i < n; ++i) sink += ringtrace::detail::read_ticks(true);
+  benchmark::DoNotOptimize(sink);
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
+}
+
+// The writer's cost per event: a ring of zone begins and ends handed over in 32K-record
+// passes, into a file on /dev/null's side (a temp file, truncated each run).
+double writer_ns_per_event() {
+  static constexpr ringtrace::SiteInfo site{"zone", "f", "bench_binary.cpp", 1, ringtrace::SiteKind::zone, 0, ""};
+  std::vector<ringtrace::detail::Record> ring(1 << 15);
+  for (std::size_t i = 0; i < ring.size(); ++i) {
+    ring[i] = {i * 10, ringtrace::detail::record_word(&site, i % 2 == 0 ? ringtrace::detail::record_zone_begin
+                                                                          : ringtrace::detail::record_zone_end)};
+  }
+  const fs::path file = fs::temp_directory_path() / "ringtrace-bench-writer.rtrace";
+  auto exporter = ringtrace::binary_trace_exporter(file);
+  auto* raw = dynamic_cast<ringtrace::detail::RawSink*>(exporter.get());
+  ringtrace::RecordedTrace empty;
+  ringtrace::RecordedTraceContext context(empty);
+  exporter->on_start(context);
+  raw->on_raw_start({});
+  raw->on_raw_thread(0, 1, "t");
+  constexpr int passes = 600;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int p = 0; p < passes; ++p) {
+    raw->on_raw_records(0, ring, {});
+    if (p % 8 == 7) exporter->on_flush(context);  // as the drainer does after a pass
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  exporter->on_finish(context, {});
+  fs::remove(file);
+  return ns / (static_cast<double>(passes) * ring.size());
+}
+
+struct Kept {
+  double fraction;
+  double per_thread_per_s;  // events recorded per second per thread
+};
+
+Kept flat_out(int threads, ringtrace::OverflowPolicy policy, const std::shared_ptr<ringtrace::Exporter>& exporter) {
+  ringtrace::Config config;
+  config.overflow = policy;
+  ringtrace::Session session(config);
+  session.add_exporter(exporter);
+  session.start();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < 256; ++i) {
+          RINGTRACE_ZONE("flat_out");
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  stop = true;
+  for (auto& w : workers) w.join();
+  session.stop();
+  const auto s = session.stats();
+  const double total = static_cast<double>(s.recorded + s.dropped);
+  return {total > 0 ? static_cast<double>(s.recorded) / total : 0, static_cast<double>(s.recorded) / threads};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  const fs::path dir = fs::temp_directory_path() / "ringtrace-bench-binary";
+  fs::create_directories(dir);
+  const double clock = clock_read_ns();
+  const double writer = writer_ns_per_event();
+  std::printf("clock read                                %8.2f ns\n", clock);
+  std::printf("file writer, per event (drainer)          %8.2f ns  %5.2f x clock   target <= 3 ns\n", writer,
+              writer / clock);
+  for (const int threads : {1, 2}) {
+    const Kept file = flat_out(threads, ringtrace::OverflowPolicy::drop,
+                               ringtrace::binary_trace_exporter(dir / "flat.rtrace"));
+    const Kept null = flat_out(threads, ringtrace::OverflowPolicy::drop, std::make_shared<NullExporter>());
+    const Kept chrome = flat_out(threads, ringtrace::OverflowPolicy::drop,
+                                 ringtrace::chrome_trace_exporter(dir / "flat.json"));
+    std::printf("drop mode, %d thread(s) flat out 1 s, kept: file %5.1f%%   null exporter %5.1f%%   Chrome JSON %5.1f%%"
+                "   (target file >= %d%%)\n",
+                threads, 100 * file.fraction, 100 * null.fraction, 100 * chrome.fraction, threads == 1 ? 99 : 95);
+  }
+  const Kept block = flat_out(2, ringtrace::OverflowPolicy::block, ringtrace::binary_trace_exporter(dir / "block.rtrace"));
+  std::printf("block mode, 2 threads, file alone:        %8.1f M zones/s per thread   target >= 20\n",
+              block.per_thread_per_s / 2 / 1e6);
+  // Reading: the block-mode file (every event kept).
+  NullExporter null;
+  auto t0 = std::chrono::steady_clock::now();
+  const ringtrace::ReplayResult r = ringtrace::replay_file(dir / "block.rtrace", null);
+  const double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto chrome = ringtrace::chrome_trace_exporter("/dev/null");
+  t0 = std::chrono::steady_clock::now();
+  ringtrace::replay_file(dir / "block.rtrace", *chrome);
+  const double convert_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("read + merge (%llu events, %.0f MB)       %8.1f M events/s\n", static_cast<unsigned long long>(r.events),
+              static_cast<double>(r.bytes) / 1e6, static_cast<double>(r.events) / read_s / 1e6);
+  std::printf("convert to Chrome JSON                    %8.1f M events/s   target >= 20\n",
+              static_cast<double>(r.events) / convert_s / 1e6);
+  fs::remove_all(dir);
+  benchmark::Shutdown();
+  return 0;
+}
