@@ -267,10 +267,11 @@ class FileReplay final : public TraceContext {
         s.file = f.str();
         s.category = f.str();
         if (f.bad() || kind > static_cast<std::uint8_t>(SiteKind::async_end)) return malformed("call site");
+        (void)address;  // informational: chunks refer to sites by index
         Site& stored = sites_.emplace_back(std::move(s));
         stored.info = SiteInfo{stored.name.c_str(), stored.function.c_str(), stored.file.c_str(), line,
                                static_cast<SiteKind>(kind), options, stored.category.c_str()};
-        site_ids_[address] = static_cast<SiteId>(sites_.size() - 1);
+        site_by_index_.push_back(static_cast<SiteId>(sites_.size() - 1));  // index = position + 1
         return true;
       }
       case tf::frame_thread: {
@@ -285,13 +286,15 @@ class FileReplay final : public TraceContext {
       }
       case tf::frame_chunk: {
         const auto id = f.get<std::uint32_t>();
-        f.get<std::uint32_t>();
-        const std::string_view records = f.rest();
-        if (f.bad() || records.size() % sizeof(Record) != 0) return malformed("chunk");
+        const auto encoding = f.get<std::uint32_t>();
+        if (f.bad()) return malformed("chunk");
+        if (encoding != tf::kPackedRecords) {
+          result_.problem = "chunk at byte " + std::to_string(frame_offset_) + " has encoding " +
+                            std::to_string(encoding) + ", which this reader does not know";
+          return false;
+        }
         Thread& t = thread_of(id);
-        const std::size_t old = t.tail.size();
-        t.tail.resize(old + records.size() / sizeof(Record));
-        std::memcpy(t.tail.data() + old, records.data(), records.size());
+        if (!unpack(f.rest(), t.tail)) return malformed("chunk");
         return decode(t);
       }
       case tf::frame_pass: {
@@ -359,9 +362,62 @@ class FileReplay final : public TraceContext {
     return back > s.base_ns ? 0 : s.base_ns - back;
   }
 
-  SiteId site_id(std::uint64_t word) {
-    const auto it = site_ids_.find(word & ~detail::record_kind_mask);
-    return it == site_ids_.end() ? SiteId{0xFFFFFFFFu} : it->second;
+  // Unpacked records carry the site's index (1, 2, ...) where the ring had its address.
+  SiteId site_id(std::uint64_t word) const {
+    const std::uint64_t index = word >> 3;
+    return index == 0 || index > site_by_index_.size() ? SiteId{0xFFFFFFFFu} : site_by_index_[index - 1];
+  }
+
+  // Packed records (docs/file-format.md) back into ring records. False if malformed.
+  static bool unpack(std::string_view in, std::vector<Record>& out) {
+    const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+    const auto* const end = p + in.size();
+    const auto varint = [&](std::uint64_t& v) {
+      v = 0;
+      for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (p == end) return false;
+        const unsigned char b = *p++;
+        v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+        if ((b & 0x80) == 0) return true;
+      }
+      return false;
+    };
+    const auto unzigzag = [](std::uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); };
+    std::uint64_t last = 0;
+    while (p < end) {
+      std::uint64_t header, ticks = 0;
+      if (!varint(header)) return false;
+      const std::uint64_t kind = header & 7;
+      if ((header & 8) == 0) {
+        std::uint64_t delta;
+        if (!varint(delta)) return false;
+        ticks = last + unzigzag(delta);
+        last = ticks;
+      }
+      out.push_back(Record{ticks, ((header >> 4) << 3) | kind});
+      if (kind <= detail::record_instant) continue;
+      std::uint64_t payload;
+      if (kind == detail::record_value_double) {
+        if (end - p < 8) return false;
+        std::memcpy(&payload, p, 8);
+        p += 8;
+        out.push_back(Record{payload, 0});
+      } else if (kind == detail::record_text) {
+        std::uint64_t original;
+        if (!varint(payload) || !varint(original)) return false;
+        const std::uint64_t bytes = payload & ~(std::uint64_t{1} << 63);
+        if (bytes > 0xFFFF || static_cast<std::uint64_t>(end - p) < bytes) return false;
+        out.push_back(Record{payload, original});
+        const std::size_t at = out.size();
+        out.resize(at + (bytes + sizeof(Record) - 1) / sizeof(Record), Record{0, 0});
+        if (bytes != 0) std::memcpy(out.data() + at, p, bytes);
+        p += bytes;
+      } else {
+        if (!varint(payload)) return false;
+        out.push_back(Record{unzigzag(payload), 0});
+      }
+    }
+    return true;
   }
 
   // Decodes t's complete records into t.pending; keeps an incomplete last record.
@@ -624,7 +680,7 @@ class FileReplay final : public TraceContext {
   ClockInfo clock_;
   std::vector<detail::ClockSegment> segments_;
   std::deque<Site> sites_;  // a deque: SiteInfo's pointers into its strings stay valid
-  std::unordered_map<std::uint64_t, SiteId> site_ids_;
+  std::vector<SiteId> site_by_index_;  // by site frame order - 1
   std::vector<Thread> threads_;
   std::unordered_map<std::uint32_t, ThreadId> thread_ids_;
   std::unordered_map<std::uint64_t, std::string> texts_;

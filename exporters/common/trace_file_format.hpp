@@ -17,6 +17,7 @@ inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::size_t kHeaderBytes = 16;       // magic, version, flags (0)
 inline constexpr std::size_t kFrameHeaderBytes = 16;  // type, payload bytes, checksum, 0
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;  // a reader refuses longer frames
+inline constexpr std::uint32_t kPackedRecords = 1;          // a chunk's encoding (the only one)
 
 enum FrameType : std::uint32_t {
   frame_session = 1,   // once, first: process, host, clock, settings
