@@ -11,6 +11,7 @@
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
 
@@ -29,6 +30,7 @@ constexpr const char* kHelp =
     "\n"
     "outputs:\n"
     "  --chrome OUT      Chrome trace JSON (.gz: compressed) for Perfetto UI, chrome://tracing\n"
+    "  --perfetto OUT    Perfetto's protobuf trace for Perfetto UI and trace_processor\n"
     "  --pstats OUT      Python profile for python3 -m pstats, snakeviz, pyprof2calltree\n"
     "  --folded OUT      folded stacks for speedscope, flamegraph.pl\n"
     "  --summary OUT     captured-ops summary (text)\n"
@@ -49,7 +51,7 @@ int convert(const std::vector<std::string>& args) {
     return 0;
   }
   std::string input;
-  std::string chrome, pstats, folded, summary, table;
+  std::string chrome, perfetto, pstats, folded, summary, table;
   ChromeTraceOptions chrome_options;
   FoldedStacksOptions folded_options;
   OpsSummaryOptions summary_options;
@@ -62,6 +64,8 @@ int convert(const std::vector<std::string>& args) {
     };
     if (a == "--chrome") {
       chrome = value();
+    } else if (a == "--perfetto") {
+      perfetto = value();
     } else if (a == "--pstats") {
       pstats = value();
     } else if (a == "--folded") {
@@ -100,8 +104,8 @@ int convert(const std::vector<std::string>& args) {
     }
   }
   if (input.empty()) return error("convert", "no input file (see ringtrace convert --help)", 2);
-  if (chrome.empty() && pstats.empty() && folded.empty() && summary.empty() && table.empty()) {
-    return error("convert", "no output asked for: --chrome, --pstats, --folded, --summary or --table", 2);
+  if (chrome.empty() && perfetto.empty() && pstats.empty() && folded.empty() && summary.empty() && table.empty()) {
+    return error("convert", "no output asked for: --chrome, --perfetto, --pstats, --folded, --summary or --table", 2);
   }
   if (pstats == "-") return error("convert", "--pstats writes a binary file, not to standard output", 2);
   // Every output opened (and so checked) before reading anything.
@@ -109,6 +113,12 @@ int convert(const std::vector<std::string>& args) {
   if (!chrome.empty()) {
     exporters.push_back(chrome == "-" ? chrome_trace_exporter(std::cout, chrome_options)
                                      : chrome_trace_exporter(chrome, chrome_options));
+  }
+  if (!perfetto.empty()) {
+    PerfettoOptions perfetto_options;
+    perfetto_options.per_thread_counters = chrome_options.per_thread_counters;
+    exporters.push_back(perfetto == "-" ? perfetto_exporter(std::cout, perfetto_options)
+                                        : perfetto_exporter(perfetto, perfetto_options));
   }
   if (!pstats.empty()) exporters.push_back(pstats_exporter(pstats));
   if (!folded.empty()) {

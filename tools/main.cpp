@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "Reads binary trace files (.rtrace) recorded with ringtrace::binary_trace_exporter.\n"
     "\n"
     "commands:\n"
-    "  convert FILE [--chrome OUT] [--pstats OUT] [--folded OUT] [--summary OUT] [--table OUT]\n"
+    "  convert FILE [--chrome OUT] [--perfetto OUT] [--pstats OUT] [--folded OUT] [--summary OUT] [--table OUT]\n"
     "               any subset; '-' writes to standard output\n"
     "  report FILE  the key-averages table and the captured-ops summary\n"
     "  info FILE    process, host, duration, threads, call sites, drops, whether the file is complete\n"

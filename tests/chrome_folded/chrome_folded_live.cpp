@@ -4,6 +4,7 @@
 // given as argument:
 //   live.json, live.json.gz       Chrome trace (source locations on), plain and gzip
 //   live_counters.json            Chrome trace with per_thread_counters
+//   live.perfetto-trace, live_counters.perfetto-trace   the same in Perfetto's format
 //   live.folded                   folded stacks, self time (the default)
 //   live_calls.folded             folded stacks, call counts, thread root frames
 //   expected.json                 what the readers must report, from the MemoryExporter
@@ -22,6 +23,7 @@
 #include "common/output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
+#include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -104,6 +106,10 @@ int main(int argc, char** argv) {
   ringtrace::ChromeTraceOptions per_thread;
   per_thread.per_thread_counters = true;
   session.add_exporter(ringtrace::chrome_trace_exporter((dir / "live_counters.json").string(), per_thread));
+  session.add_exporter(ringtrace::perfetto_exporter(dir / "live.perfetto-trace"));
+  ringtrace::PerfettoOptions perfetto_per_thread;
+  perfetto_per_thread.per_thread_counters = true;
+  session.add_exporter(ringtrace::perfetto_exporter(dir / "live_counters.perfetto-trace", perfetto_per_thread));
   session.add_exporter(ringtrace::folded_stacks_exporter((dir / "live.folded").string()));
   ringtrace::FoldedStacksOptions calls;
   calls.value = ringtrace::FoldedValue::calls;

@@ -4,6 +4,7 @@
 // values and texts (hostile bytes included) on both zones. Writes, into the folder
 // given as argument:
 //   rich.json           Chrome trace
+//   rich.perfetto-trace Perfetto's protobuf format
 //   expected.json       what the readers must report, from the MemoryExporter stream:
 //                       zones [tid, name, begin ns, duration ns, {args}], flows
 //                       [[tid, begin ns of the zone that starts it], [tid, begin ns of
@@ -20,6 +21,7 @@
 
 #include "common/output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   session.add_exporter(memory);
   session.add_exporter(ringtrace::chrome_trace_exporter(dir / "rich.json"));
+  session.add_exporter(ringtrace::perfetto_exporter(dir / "rich.perfetto-trace"));
 
   std::mutex mutex;
   std::condition_variable ready;

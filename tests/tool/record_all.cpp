@@ -11,6 +11,7 @@
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/ringtrace.hpp"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   summary.transparent_names = {"step"};
   session.add_exporter(ringtrace::ops_summary_exporter(dir / "live_summary.txt", summary));
   session.add_exporter(ringtrace::table_exporter(dir / "live_table.txt"));
+  session.add_exporter(ringtrace::perfetto_exporter(dir / "live.perfetto-trace"));
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
   session.start();
   std::vector<std::thread> threads;

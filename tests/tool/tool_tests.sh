@@ -13,11 +13,15 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # Round trip: every format from the file equals the live one.
 "${tool}" convert "${work}/run.rtrace" --chrome "${work}/file.json" --pstats "${work}/file.prof" \
   --folded "${work}/file.folded" --summary "${work}/file_summary.txt" --transparent step \
-  --table "${work}/file_table.txt" || fail "convert exits $?"
+  --table "${work}/file_table.txt" --perfetto "${work}/file.perfetto-trace" || fail "convert exits $?"
 cmp -s "${work}/live.folded" "${work}/file.folded" || fail "folded stacks differ"
 cmp -s "${work}/live.prof" "${work}/file.prof" || fail "pstats files differ"
 cmp -s "${work}/live_summary.txt" "${work}/file_summary.txt" || fail "summaries differ"
 cmp -s "${work}/live_table.txt" "${work}/file_table.txt" || fail "tables differ"
+[[ -s "${work}/file.perfetto-trace" ]] || fail "no Perfetto trace"
+# The same packets, but for the order of zones that end in the same nanosecond on two threads.
+[[ $(stat -c %s "${work}/live.perfetto-trace") -eq $(stat -c %s "${work}/file.perfetto-trace") ]] \
+  || fail "Perfetto traces differ in size: $(stat -c %s "${work}/live.perfetto-trace") vs $(stat -c %s "${work}/file.perfetto-trace")"
 # Chrome: the same events (the session's own counts line aside: drain passes differ).
 events() { grep -v '"ringtrace_session"' "$1" | grep -v '^{"tid"' | sed 's/,$//' | sort; }
 diff <(events "${work}/live.json") <(events "${work}/file.json") >"${work}/chrome.diff" \

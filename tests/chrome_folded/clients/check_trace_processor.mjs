@@ -4,12 +4,14 @@
 // every zone's name, start and duration to the nanosecond, its nesting depth, the
 // number of zones per thread, thread and process names, the counter tracks (one name
 // each, process-wide or per thread) with every sample, and no import error in `stats`.
-//   node check_trace_processor.mjs <trace.json[.gz]> <expected.json> [process|per_thread]
+// The same checks hold for the Perfetto exporter's protobuf file of the same session
+// (format `perfetto`: counter tracks are named by the counter alone, with no arg key).
+//   node check_trace_processor.mjs <trace.json[.gz]|trace.perfetto-trace> <expected.json> [process|per_thread] [json|perfetto]
 import fs from 'node:fs';
 import {loadTrace} from '../../clients/trace_processor.mjs';
 import {check, equal, equalMultiset, finish, readText} from './common.mjs';
 
-const [tracePath, expectedPath, counterMode = 'process'] = process.argv.slice(2);
+const [tracePath, expectedPath, counterMode = 'process', format = 'json'] = process.argv.slice(2);
 const expected = JSON.parse(readText(expectedPath));
 const tp = await loadTrace(fs.readFileSync(tracePath));
 
@@ -43,7 +45,8 @@ equal(zones, expected.zone_count, 'zones in trace_processor');
 
 // Counters: the track is named by the counter once ("<name> value": trace_processor
 // appends the arg key), one per name (process) or per name and thread (per_thread).
-const trackOf = ([name, tid]) => counterMode === 'per_thread' ? `${name} (tid ${tid}) value` : `${name} value`;
+const suffix = format === 'perfetto' ? '' : ' value';
+const trackOf = ([name, tid]) => counterMode === 'per_thread' ? `${name} (tid ${tid})${suffix}` : `${name}${suffix}`;
 const tracks = tp.query('select id, name from counter_track');
 const wantTracks = [...new Set(expected.counters.map(trackOf))].sort();
 equal(tracks.map(t => t.name).sort(), wantTracks, 'counter track names');

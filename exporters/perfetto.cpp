@@ -1,0 +1,620 @@
+// Perfetto exporter: the protobuf `Trace` format, encoded by hand (the wire format is
+// varints and length-delimited fields; no protobuf library). See
+// docs/formats/perfetto.md for the fields written and what trace_processor v20.1 reads.
+//
+// Like the Chrome exporter, zones are written when they end (their begin and end
+// packets together, the begin carrying what attached to the zone: debug annotations and
+// flow ids); trace_processor sorts packets by time when it loads a file. Memory: the
+// open zones per thread, the interning tables (one entry per site and thread), never
+// the number of events.
+#include "ringtrace/exporters/perfetto.hpp"
+
+#include <unistd.h>  // getpid
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/output.hpp"        // OutputSink, UTF-8 repair
+#include "common/zone_tracker.hpp"  // begin time of each zone at its end
+
+namespace ringtrace {
+namespace {
+
+// Field numbers (protos/perfetto/trace/...).
+namespace f {
+constexpr unsigned trace_packet = 1;  // Trace
+// TracePacket
+constexpr unsigned timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12, sequence_flags = 13,
+                   incremental_state_cleared = 41, track_descriptor = 60;
+// TrackEvent
+constexpr unsigned category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
+                   counter_value = 30, flow_ids_old = 36, terminating_flow_ids_old = 42, double_counter_value = 44,
+                   flow_ids = 47, terminating_flow_ids = 48;
+// TrackDescriptor
+constexpr unsigned uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
+// ProcessDescriptor / ThreadDescriptor
+constexpr unsigned pid = 1, tid = 2, process_name = 6, thread_name = 5;
+// InternedData; EventName / EventCategory / DebugAnnotationName
+constexpr unsigned event_categories = 1, event_names = 2, debug_annotation_names = 3, iid = 1, iname = 2;
+// DebugAnnotation
+constexpr unsigned da_name_iid = 1, bool_value = 2, int_value = 4, double_value = 5, string_value = 6;
+}  // namespace f
+
+constexpr std::uint64_t kSequenceId = 1;
+constexpr std::uint32_t kIncrementalStateCleared = 1, kNeedsIncrementalState = 2;
+constexpr std::uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
+
+// A growable byte buffer without std::string's per-append bookkeeping (terminator,
+// capacity checks per byte): the encoder's hottest path is writing varints into it.
+class Buffer {
+ public:
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  void clear() { size_ = 0; }
+  void resize(std::size_t n) {  // shrinking, or growing with unspecified bytes
+    reserve(n);
+    size_ = n;
+  }
+  // Room for n more bytes; returns where they go (commit with commit()).
+  char* room(std::size_t n) {
+    if (size_ + n > capacity_) [[unlikely]] grow(size_ + n);
+    return data_.get() + size_;
+  }
+  void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
+  void append(std::string_view s) {
+    if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
+    size_ += s.size();
+  }
+  void append(const char* p, std::size_t n) { append(std::string_view(p, n)); }
+  void push_back(char c) { *room(1) = c, ++size_; }
+  std::string_view view(std::size_t from = 0) const { return std::string_view(data_.get() + from, size_ - from); }
+  void reserve(std::size_t n) {
+    if (n > capacity_) grow(n);
+  }
+
+ private:
+  RINGTRACE_NOINLINE void grow(std::size_t n) {
+    const std::size_t capacity = std::max<std::size_t>(n, capacity_ * 2 + 256);
+    auto bigger = std::make_unique<char[]>(capacity);
+    if (size_ != 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
+// Protobuf wire format into a Buffer. A nested message gets room for a 4-byte length
+// when it begins; when it ends, a message shorter than 128 bytes (almost all) is moved
+// back over the unused 3 bytes and gets a 1-byte length, the others keep the 4-byte
+// length written as a redundant varint (which every protobuf reader accepts).
+class Proto {
+ public:
+  explicit Proto(Buffer& out) : out_(out) {}
+  void varint(std::uint64_t v) {
+    char* p = out_.room(10);
+    while (v >= 0x80) {
+      *p++ = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<char>(v);
+    out_.commit(p);
+  }
+  void tag(unsigned field, unsigned wire) { varint((static_cast<std::uint64_t>(field) << 3) | wire); }
+  void uint(unsigned field, std::uint64_t v) {
+    tag(field, 0);
+    varint(v);
+  }
+  void sint(unsigned field, std::int64_t v) { uint(field, static_cast<std::uint64_t>(v)); }  // int64: two's complement
+  void fixed64(unsigned field, std::uint64_t v) {
+    tag(field, 1);
+    out_.append(reinterpret_cast<const char*>(&v), 8);
+  }
+  void dbl(unsigned field, double v) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    fixed64(field, bits);
+  }
+  void bytes(unsigned field, std::string_view s) {
+    tag(field, 2);
+    varint(s.size());
+    out_.append(s);
+  }
+  // A string field: invalid UTF-8 repaired (protobuf strings must be UTF-8).
+  void str(unsigned field, std::string_view s) {
+    std::string valid;
+    detail::append_valid_utf8(valid, s);
+    bytes(field, valid);
+  }
+  std::size_t begin(unsigned field) {
+    tag(field, 2);
+    out_.append("\x80\x80\x80\x00", 4);
+    return out_.size();
+  }
+  void end(std::size_t at) {
+    std::size_t n = out_.size() - at;
+    char* p = out_.data() + at - 4;
+    if (n < 0x80) {
+      p[0] = static_cast<char>(n);
+      std::memmove(p + 1, p + 4, n);
+      out_.resize(out_.size() - 3);
+      return;
+    }
+    for (int i = 0; i < 3; ++i, n >>= 7) p[i] = static_cast<char>((n & 0x7F) | 0x80);
+    p[3] = static_cast<char>(n & 0x7F);
+  }
+
+ private:
+  Buffer& out_;
+};
+
+class PerfettoExporter final : public Exporter {
+ public:
+  PerfettoExporter(std::string path, PerfettoOptions options)
+      : path_(std::move(path)), options_(options), sink_(detail::OutputSink::open_file(path_)) {}
+  PerfettoExporter(std::ostream& stream, PerfettoOptions options)
+      : stream_(&stream), options_(options), sink_(detail::OutputSink::to_stream(stream, "Perfetto stream")) {}
+
+  ~PerfettoExporter() override {
+    try {
+      if (sink_ && started_) {
+        flush();
+        sink_->flush();
+      }
+    } catch (...) {
+    }
+  }
+
+  std::vector<std::filesystem::path> output_paths() const override {
+    if (stream_ != nullptr) return {};
+    return {path_};
+  }
+
+  void on_start(const TraceContext& context) override {
+    if (runs_++ > 0 && stream_ == nullptr) {
+      sink_.reset();
+      sink_ = detail::OutputSink::open_file(path_);
+    }
+    started_ = true;
+    tracker_ = detail::ZoneTracker{};
+    site_iids_.clear();
+    site_categories_.clear();
+    site_keys_.clear();
+    name_iids_.clear();
+    category_iids_.clear();
+    key_iids_.clear();
+    threads_.clear();
+    counter_tracks_.clear();
+    async_tracks_.clear();
+    attached_.clear();
+    next_iid_ = 1;
+    args_without_zone_ = 0;
+    out_.clear();
+    pid_ = options_.pid != 0 ? options_.pid : context.process_id();
+    if (pid_ == 0) pid_ = static_cast<std::uint32_t>(::getpid());
+    // The process track, and the sequence's first packet: incremental state cleared.
+    const std::size_t packet = begin_packet();
+    Proto p(out_);
+    p.uint(f::incremental_state_cleared, 1);
+    p.uint(f::sequence_flags, kIncrementalStateCleared);
+    const std::size_t track = p.begin(f::track_descriptor);
+    p.uint(f::uuid, process_uuid());
+    const std::size_t process = p.begin(f::process);
+    p.uint(f::pid, pid_);
+    p.str(f::process_name, context.process_name());
+    p.end(process);
+    p.end(track);
+    end_packet(packet);
+  }
+
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
+    for (const Event& e : events) {
+      switch (e.kind) {
+        case EventKind::zone_begin:
+          see_thread(e.thread, context);
+          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+                        static_cast<std::uint32_t>(attached(e.thread).args.size()));
+          break;
+        case EventKind::zone_end:
+          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
+            write_zone(zone, context);
+          });
+          break;
+        case EventKind::instant:
+          write_instant(e, context, {});
+          break;
+        case EventKind::dropped:
+          write_instant(e, context, "count");
+          break;
+        case EventKind::counter:
+          write_counter(e, context);
+          break;
+        case EventKind::arg:
+          add_arg(e, context);
+          break;
+        case EventKind::flow_out:
+        case EventKind::flow_in:
+          if (tracker_.open(e.thread).empty()) {
+            ++args_without_zone_;
+          } else {
+            attached(e.thread).flows.push_back(Flow{e.value.u, e.depth, e.kind == EventKind::flow_out});
+          }
+          break;
+        case EventKind::async_begin:
+        case EventKind::async_end:
+          write_async(e, context);
+          break;
+      }
+      if (out_.size() >= options_.buffer_bytes) flush();
+    }
+  }
+
+  void on_flush(const TraceContext& context) override {
+    write_renamed_threads(context);
+    flush();
+    sink_->flush();
+  }
+
+  void on_finish(const TraceContext& context, const SessionStats& stats) override {
+    tracker_.close_open(context.clock().stop_ns, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
+      write_zone(zone, context);
+    });
+    for (ThreadId t = 0; t < context.thread_count(); ++t) see_thread(t, context);
+    write_renamed_threads(context);
+    // The session's counts: an instant on the process track at the stop time.
+    const std::size_t packet = begin_packet(context.clock().stop_ns);
+    Proto p(out_);
+    const std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kInstant);
+    p.uint(f::track_uuid, process_uuid());
+    p.uint(f::name_iid, intern_name(std::string_view("ringtrace_session"), packet));
+    annotate_uint(p, "recorded_events", stats.recorded, packet);
+    annotate_uint(p, "dropped_events", stats.dropped, packet);
+    annotate_uint(p, "late_events", stats.late_events, packet);
+    annotate_uint(p, "closed_at_stop", stats.closed_at_stop, packet);
+    annotate_uint(p, "args_without_zone", args_without_zone_, packet);
+    p.end(event);
+    end_packet(packet);
+    flush();
+    sink_->close();
+    started_ = false;
+  }
+
+ private:
+  struct Flow {
+    std::uint64_t id;
+    std::uint32_t depth;
+    bool out;
+  };
+  struct Attached {
+    Buffer args;  // encoded DebugAnnotation fields (field 4 of TrackEvent), innermost zone's last
+    std::vector<Flow> flows;
+  };
+  struct ThreadOut {
+    bool described = false;
+    std::string name;  // the name in its last descriptor
+  };
+
+  // Track uuids, small so that their varints are short: the process 1, then threads,
+  // counter tracks and async tracks interleaved by the low two bits.
+  static std::uint64_t process_uuid() { return 1; }
+  static std::uint64_t thread_uuid(ThreadId t) { return 4 + std::uint64_t{t} * 4; }
+  static std::uint64_t counter_uuid(std::size_t n) { return 5 + std::uint64_t{n} * 4; }
+  static std::uint64_t async_uuid(std::size_t n) { return 6 + std::uint64_t{n} * 4; }
+
+  Attached& attached(ThreadId thread) {
+    if (thread >= attached_.size()) attached_.resize(thread + 1);
+    return attached_[thread];
+  }
+
+  // A TracePacket (field 1 of Trace): its time, the sequence, and "needs incremental
+  // state" when it refers to interned names (a slice's end does not).
+  std::size_t begin_packet(std::uint64_t time_ns, bool interned = true) {
+    Proto p(out_);
+    const std::size_t at = p.begin(f::trace_packet);
+    p.uint(f::timestamp, time_ns);
+    p.uint(f::sequence_id, kSequenceId);
+    if (interned) p.uint(f::sequence_flags, kNeedsIncrementalState);
+    return at;
+  }
+  std::size_t begin_packet() {
+    Proto p(out_);
+    const std::size_t at = p.begin(f::trace_packet);
+    p.uint(f::sequence_id, kSequenceId);
+    return at;
+  }
+  void end_packet(std::size_t at) {
+    if (!pending_interned_.empty()) {
+      // Interned entries first defined by this packet go into its own InternedData.
+      Proto p(out_);
+      p.bytes(f::interned_data, pending_interned_.view());
+      pending_interned_.clear();
+    }
+    Proto(out_).end(at);
+  }
+
+  std::uint64_t intern(std::unordered_map<std::string, std::uint64_t>& table, unsigned field, std::string_view text) {
+    const auto it = table.find(std::string(text));
+    if (it != table.end()) return it->second;
+    const std::uint64_t iid = next_iid_++;
+    table.emplace(std::string(text), iid);
+    Proto p(pending_interned_);
+    const std::size_t entry = p.begin(field);
+    p.uint(f::iid, iid);
+    p.str(f::iname, text);
+    p.end(entry);
+    return iid;
+  }
+  std::uint64_t intern_name(std::string_view name, std::size_t) { return intern(name_iids_, f::event_names, name); }
+  std::uint64_t site_name_iid(SiteId site, const TraceContext& context) {
+    if (site >= site_iids_.size()) site_iids_.resize(context.site_count(), 0);
+    if (site_iids_[site] == 0) site_iids_[site] = intern(name_iids_, f::event_names, context.site(site).name);
+    return site_iids_[site];
+  }
+  // "zone", "region" or the site's category, interned once per site.
+  std::uint64_t site_category_iid(SiteId site, bool region, const TraceContext& context) {
+    if (site >= site_categories_.size()) site_categories_.resize(context.site_count(), 0);
+    std::uint64_t& iid = site_categories_[site];
+    if (iid == 0) {
+      const SiteInfo& info = context.site(site);
+      iid = category_iid(region ? std::string_view("region")
+                                : (info.category != nullptr && info.category[0] != '\0' ? std::string_view(info.category)
+                                                                                        : std::string_view("zone")));
+    }
+    return iid;
+  }
+  // An arg's key, interned once per site.
+  std::uint64_t site_key_iid(SiteId site, const TraceContext& context) {
+    if (site >= site_keys_.size()) site_keys_.resize(context.site_count(), 0);
+    std::uint64_t& iid = site_keys_[site];
+    if (iid == 0) iid = intern(key_iids_, f::debug_annotation_names, context.site(site).name);
+    return iid;
+  }
+  std::uint64_t category_iid(std::string_view category) {
+    return intern(category_iids_, f::event_categories, category);
+  }
+
+  void annotate_uint(Proto& p, std::string_view key, std::uint64_t v, std::size_t) {
+    const std::size_t a = p.begin(f::debug_annotations);
+    p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, key));
+    p.uint(f::int_value, v);
+    p.end(a);
+  }
+
+  void see_thread(ThreadId thread, const TraceContext& context) {
+    if (thread >= threads_.size()) threads_.resize(thread + 1);
+    if (!threads_[thread].described) describe_thread(thread, context);
+  }
+  void describe_thread(ThreadId thread, const TraceContext& context) {
+    const ThreadInfo& info = context.thread(thread);
+    ThreadOut& out = threads_[thread];
+    out.described = true;
+    out.name = info.name.empty() ? "thread " + std::to_string(info.os_tid) : info.name;
+    const std::size_t packet = begin_packet();
+    Proto p(out_);
+    const std::size_t track = p.begin(f::track_descriptor);
+    p.uint(f::uuid, thread_uuid(thread));
+    p.uint(f::parent_uuid, process_uuid());
+    const std::size_t td = p.begin(f::thread);
+    p.uint(f::pid, pid_);
+    p.uint(f::tid, info.os_tid);
+    p.str(f::thread_name, out.name);
+    p.end(td);
+    p.end(track);
+    end_packet(packet);
+  }
+  void write_renamed_threads(const TraceContext& context) {
+    for (ThreadId t = 0; t < threads_.size(); ++t) {
+      if (!threads_[t].described) continue;
+      const ThreadInfo& info = context.thread(t);
+      if (!info.name.empty() && info.name != threads_[t].name) describe_thread(t, context);
+    }
+  }
+
+  void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
+    Attached& a = attached(zone.thread);
+    const std::string_view args =
+        zone.tag < a.args.size() ? a.args.view(zone.tag) : std::string_view{};
+    const bool region = (zone.flags & EventFlags::region) != 0;
+    const std::uint64_t name = site_name_iid(zone.site, context);
+    const std::uint64_t category = site_category_iid(zone.site, region, context);
+    std::size_t packet = begin_packet(zone.begin_ns);
+    Proto p(out_);
+    std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kSliceBegin);
+    p.uint(f::track_uuid, thread_uuid(zone.thread));
+    p.uint(f::name_iid, name);
+    p.uint(f::category_iids, category);
+    out_.append(args);
+    if (region) {
+      const std::size_t d = p.begin(f::debug_annotations);
+      p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, "region_id"));
+      p.sint(f::int_value, zone.value);
+      p.end(d);
+    }
+    if ((zone.flags & EventFlags::closed_at_stop) != 0) {
+      const std::size_t d = p.begin(f::debug_annotations);
+      p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, "closed_at_stop"));
+      p.uint(f::bool_value, 1);
+      p.end(d);
+    }
+    // Flows: the old uint64 fields (trace_processor before 2022 reads only those) and
+    // the fixed64 ones documented today.
+    while (!a.flows.empty() && a.flows.back().depth == zone.depth + 1) {
+      const Flow flow = a.flows.back();
+      a.flows.pop_back();
+      p.uint(flow.out ? f::flow_ids_old : f::terminating_flow_ids_old, flow.id);
+      p.fixed64(flow.out ? f::flow_ids : f::terminating_flow_ids, flow.id);
+    }
+    p.end(event);
+    end_packet(packet);
+    if (zone.tag < a.args.size()) a.args.resize(zone.tag);
+    packet = begin_packet(zone.end_ns, !pending_interned_.empty());
+    event = p.begin(f::track_event);
+    p.uint(f::type, kSliceEnd);
+    p.uint(f::track_uuid, thread_uuid(zone.thread));
+    p.end(event);
+    end_packet(packet);
+  }
+
+  // A value or text on the innermost open zone: encoded now as a DebugAnnotation.
+  void add_arg(const Event& e, const TraceContext& context) {
+    if (tracker_.open(e.thread).empty()) {
+      ++args_without_zone_;
+      return;
+    }
+    Buffer& out = attached(e.thread).args;
+    if (out.size() > (std::size_t{1} << 20)) return;  // bounded, as the Chrome exporter
+    // Interned key names go into the next packet's InternedData; the annotation keeps
+    // the iid. Packets are written at the zone's end, after any definition: the key's
+    // definition may end up in an earlier packet, which is what incremental state allows.
+    const std::string_view key = context.site(e.site).name;
+    const std::uint64_t key_iid = site_key_iid(e.site, context);
+    Proto p(out);
+    const std::size_t d = p.begin(f::debug_annotations);
+    p.uint(f::da_name_iid, key_iid);
+    if ((e.flags & EventFlags::text) != 0) {
+      p.str(f::string_value, context.text(e));
+    } else if ((e.flags & EventFlags::value_double) != 0) {
+      p.dbl(f::double_value, e.value.d);
+    } else {
+      p.sint(f::int_value, e.value.i);
+    }
+    p.end(d);
+    if ((e.flags & EventFlags::truncated) != 0) {
+      const std::size_t t = p.begin(f::debug_annotations);
+      p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, std::string(key) + ".truncated"));
+      p.uint(f::bool_value, 1);
+      p.end(t);
+    }
+  }
+
+  void write_instant(const Event& e, const TraceContext& context, std::string_view count_key) {
+    see_thread(e.thread, context);
+    const std::size_t packet = begin_packet(e.time_ns);
+    Proto p(out_);
+    const std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kInstant);
+    p.uint(f::track_uuid, thread_uuid(e.thread));
+    p.uint(f::name_iid, site_name_iid(e.site, context));
+    if (!count_key.empty()) annotate_uint(p, count_key, e.value.u, packet);
+    p.end(event);
+    end_packet(packet);
+  }
+
+  std::uint64_t counter_track(const Event& e, const TraceContext& context) {
+    const SiteInfo& site = context.site(e.site);
+    const bool per_thread = options_.per_thread_counters || (site.options & SiteOptions::per_thread_track) != 0;
+    // One track per name (process-wide) or per name and thread.
+    std::string key = site.name;
+    if (per_thread) key.append("\x01").append(std::to_string(e.thread));
+    const auto it = counter_tracks_.find(key);
+    if (it != counter_tracks_.end()) return it->second;
+    const std::uint64_t uuid = counter_uuid(counter_tracks_.size());
+    counter_tracks_.emplace(key, uuid);
+    const std::size_t packet = begin_packet();
+    Proto p(out_);
+    const std::size_t track = p.begin(f::track_descriptor);
+    p.uint(f::uuid, uuid);
+    p.uint(f::parent_uuid, per_thread ? thread_uuid(e.thread) : process_uuid());
+    std::string name = site.name;
+    if (per_thread) name.append(" (tid ").append(std::to_string(context.thread(e.thread).os_tid)).append(")");
+    p.str(f::name, name);
+    const std::size_t counter = p.begin(f::counter);
+    p.end(counter);
+    p.end(track);
+    end_packet(packet);
+    return uuid;
+  }
+
+  void write_counter(const Event& e, const TraceContext& context) {
+    see_thread(e.thread, context);
+    const std::uint64_t track = counter_track(e, context);
+    const std::size_t packet = begin_packet(e.time_ns);
+    Proto p(out_);
+    const std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kCounter);
+    p.uint(f::track_uuid, track);
+    if ((e.flags & EventFlags::value_double) != 0) {
+      p.dbl(f::double_counter_value, e.value.d);
+    } else {
+      p.sint(f::counter_value, e.value.i);
+    }
+    p.end(event);
+    end_packet(packet);
+  }
+
+  // Async spans: a track per span name and id (its begin and end may be on different
+  // threads), under the process.
+  void write_async(const Event& e, const TraceContext& context) {
+    const std::string_view name = context.site(e.site).name;
+    std::string key(name);
+    key.append("\x01").append(std::to_string(e.value.u));
+    auto it = async_tracks_.find(key);
+    if (it == async_tracks_.end()) {
+      const std::uint64_t uuid = async_uuid(async_tracks_.size());
+      it = async_tracks_.emplace(key, uuid).first;
+      const std::size_t packet = begin_packet();
+      Proto p(out_);
+      const std::size_t track = p.begin(f::track_descriptor);
+      p.uint(f::uuid, uuid);
+      p.uint(f::parent_uuid, process_uuid());
+      p.str(f::name, name);
+      p.end(track);
+      end_packet(packet);
+    }
+    const std::size_t packet = begin_packet(e.time_ns);
+    Proto p(out_);
+    const std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, e.kind == EventKind::async_begin ? kSliceBegin : kSliceEnd);
+    p.uint(f::track_uuid, it->second);
+    if (e.kind == EventKind::async_begin) {
+      p.uint(f::name_iid, site_name_iid(e.site, context));
+      p.uint(f::category_iids, category_iid("async"));
+    }
+    p.end(event);
+    end_packet(packet);
+  }
+
+  void flush() {
+    if (out_.empty()) return;
+    sink_->write(out_.view());
+    out_.clear();
+  }
+
+  std::string path_;
+  std::ostream* stream_ = nullptr;
+  PerfettoOptions options_;
+  std::unique_ptr<detail::OutputSink> sink_;
+  std::uint64_t runs_ = 0;
+  bool started_ = false;
+  Buffer out_;
+  Buffer pending_interned_;  // InternedData entries for the packet being written
+  detail::ZoneTracker tracker_;
+  std::vector<std::uint64_t> site_iids_, site_categories_, site_keys_;
+  std::unordered_map<std::string, std::uint64_t> name_iids_, category_iids_, key_iids_;
+  std::uint64_t next_iid_ = 1;
+  std::vector<ThreadOut> threads_;
+  std::unordered_map<std::string, std::uint64_t> counter_tracks_, async_tracks_;
+  std::vector<Attached> attached_;
+  std::uint32_t pid_ = 0;
+  std::uint64_t args_without_zone_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> perfetto_exporter(const std::filesystem::path& path, PerfettoOptions options) {
+  return std::make_shared<PerfettoExporter>(path.string(), options);
+}
+
+std::shared_ptr<Exporter> perfetto_exporter(std::ostream& stream, PerfettoOptions options) {
+  return std::make_shared<PerfettoExporter>(stream, options);
+}
+
+}  // namespace ringtrace
