@@ -362,6 +362,7 @@ class ChromeTraceExporter final : public Exporter {
   void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
     const bool region = (zone.flags & EventFlags::region) != 0;
     const bool closed_at_stop = (zone.flags & EventFlags::closed_at_stop) != 0;
+    const bool closed_at_window_end = (zone.flags & EventFlags::closed_at_window_end) != 0;
     const std::string_view name = site_name(zone.site, context);
     const std::string_view ids = thread_ids(zone.thread, context);
     const std::string_view location = site_location(zone.site);
@@ -389,7 +390,7 @@ class ChromeTraceExporter final : public Exporter {
     p = put_us(p, zone.begin_ns);
     p = copy(p, ",\"dur\":");
     p = put_dur(p, zone.total_ns);
-    if (region || closed_at_stop || !location.empty() || !args.empty()) {
+    if (region || closed_at_stop || closed_at_window_end || !location.empty() || !args.empty()) {
       p = copy(p, ",\"args\":{");
       const char* first = p;
       if (region) {
@@ -397,6 +398,7 @@ class ChromeTraceExporter final : public Exporter {
         p = put_int(p, zone.value);
       }
       if (closed_at_stop) p = copy(p, ",\"closed_at_stop\":true");
+      if (closed_at_window_end) p = copy(p, ",\"closed_at_window_end\":true");
       p = copy(p, location);
       p = copy(p, args);
       // Drop the first field's leading comma.

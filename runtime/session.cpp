@@ -1,5 +1,6 @@
 #include "ringtrace/session.hpp"
 #include "ringtrace/instrument.hpp"
+#include "windows.hpp"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -56,6 +57,28 @@ struct Session::Impl {
   bool use_tsc = false;
   pid_t pid = 0;          // the process that started the run (a fork child is another)
   std::mutex stop_mutex;  // one stop at a time; held while the drainer finishes
+  // Steps and windows.
+  std::vector<WindowExporterFactory> window_factories;
+  std::atomic<std::uint64_t> step{0};
+  bool steps_recorded = false;  // a schedule or window exporters: steps are zones
+  bool recording = true;        // the current step records (else the epoch is paused)
+  const SiteInfo* step_site = nullptr;
+  std::uint32_t step_epoch = detail::kNoSession;
+
+  // Begins step `n`: switches recording by the schedule, opens its zone.
+  void begin_step(std::uint64_t n) {
+    const detail::StepPlan plan = detail::plan_step(config.schedule, n);
+    const bool rec = detail::records(plan.phase);
+    if (rec != recording) {
+      detail::Registry::instance().set_paused(!rec);
+      recording = rec;
+    }
+    step_epoch = detail::kNoSession;
+    if (rec) {
+      step_site = detail::step_site(n);
+      step_epoch = detail::zone_open<false>(step_site, 0);
+    }
+  }
 
   // A fork child's copy of a running session: its drainer thread does not exist here
   // and its exporters belong to the parent. Leaked on purpose: destroying the drainer
@@ -83,6 +106,9 @@ void Session::Impl::stop() {
     }
     running = false;  // running() is false from here; stats() reads the drainer's
   }
+  // The current step's zone is left open: the drainer closes it at the stop time (it may
+  // have been opened on another thread than this one).
+  step_epoch = detail::kNoSession;
   detail::Registry::instance().retract_epoch();
   drainer->finish(detail::read_ticks(use_tsc));
   SessionStats stats = drainer->stats();
@@ -166,7 +192,11 @@ void Session::start() {
   // Everything that can fail comes before the epoch is published, so that a failed
   // start leaves no thread bound to it; starting the drainer's thread is the one step
   // after, and its failure takes back the registrations it let in.
-  auto drainer = std::make_unique<detail::Drainer>(config, impl_->exporters, converter, clock, use_tsc, 0);
+  std::vector<std::shared_ptr<Exporter>> exporters = impl_->exporters;
+  if (!impl_->window_factories.empty()) {
+    exporters.push_back(detail::make_window_router(config.schedule, impl_->window_factories));
+  }
+  auto drainer = std::make_unique<detail::Drainer>(config, exporters, converter, clock, use_tsc, 0);
   for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
@@ -183,7 +213,30 @@ void Session::start() {
   impl_->pid = ::getpid();
   impl_->running = true;
   g_active = impl_.get();
+  impl_->step = 0;
+  impl_->recording = true;
+  impl_->steps_recorded = config.schedule.has_value() || !impl_->window_factories.empty();
+  if (impl_->steps_recorded) impl_->begin_step(0);
 }
+
+void Session::add_window_exporter(WindowExporterFactory factory) {
+  if (!factory) throw std::invalid_argument("ringtrace: add_window_exporter got an empty factory");
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (impl_->running && !impl_->inherited()) {
+    throw std::logic_error("ringtrace: add_window_exporter called on a running session; add them before start()");
+  }
+  impl_->window_factories.push_back(std::move(factory));
+}
+
+void Session::step() {
+  Impl& s = *impl_;
+  const std::uint64_t next = s.step.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (!s.steps_recorded || !s.running) return;
+  detail::zone_close(s.step_site, s.step_epoch);  // the step that ends
+  s.begin_step(next);
+}
+
+std::uint64_t Session::current_step() const noexcept { return impl_->step.load(std::memory_order_relaxed); }
 
 void Session::stop() { impl_->stop(); }
 

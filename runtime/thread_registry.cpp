@@ -117,6 +117,11 @@ std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   return last_epoch_;
 }
 
+void Registry::set_paused(bool paused) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  g_epoch.store(paused ? 0 : last_epoch_, std::memory_order_release);
+}
+
 void Registry::retract_epoch() {
   std::lock_guard<std::mutex> lock(mutex_);
   g_epoch.store(0, std::memory_order_release);

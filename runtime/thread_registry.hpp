@@ -77,6 +77,9 @@ class Registry {
   // is either complete before stop's epoch change or sees epoch 0 and gives up.
   std::uint32_t publish_epoch(const ActiveParams& params);
   void retract_epoch();
+  // Steps of a schedule that record nothing: the epoch reads 0 (as with no session, so
+  // a zone costs one compare) until resumed. Only between publish and retract.
+  void set_paused(bool paused);
 
   // Drainer side.
   // Every registration since the last call, oldest first (a list linked through

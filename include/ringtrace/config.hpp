@@ -4,9 +4,22 @@
 #include <chrono>   // drain interval and grace window
 #include <cstddef>  // std::size_t
 #include <string>   // process name
+#include <optional>  // schedule
 #include <vector>   // disabled categories
 
 namespace ringtrace {
+
+// Profiling windows over the steps of a run (Session::step()), as PyTorch's
+// torch.profiler.schedule: skip the first `skip_first` steps, then repeat cycles of
+// `wait` steps (nothing recorded), `warmup` steps (recorded and discarded) and `active`
+// steps (recorded: one window); after `repeat` cycles, nothing more (0: forever).
+struct Schedule {
+  int skip_first = 0;
+  int wait = 0;
+  int warmup = 0;
+  int active = 1;
+  int repeat = 0;
+};
 
 // What a thread does when its ring is full.
 enum class OverflowPolicy {
@@ -49,6 +62,11 @@ struct Config {
   // Categories switched off at start() (ringtrace::set_category_enabled switches them
   // at any time; a category not listed keeps its current state, on by default).
   std::vector<std::string> disabled_categories;
+
+  // Steps and windows: with a schedule, events are recorded only in warmup and active
+  // steps, and the window exporters (Session::add_window_exporter) get one window per
+  // cycle's active steps. Without one, step() only marks steps.
+  std::optional<Schedule> schedule;
 };
 
 }  // namespace ringtrace

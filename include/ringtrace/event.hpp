@@ -38,6 +38,7 @@ inline constexpr std::uint8_t closed_at_stop = 4;  // end made up at stop(): zon
 inline constexpr std::uint8_t late = 8;            // time raised to keep the stream ordered
 inline constexpr std::uint8_t text = 16;           // arg: the value is text (TraceContext::text)
 inline constexpr std::uint8_t truncated = 32;      // arg text: cut to the recording limit
+inline constexpr std::uint8_t closed_at_window_end = 64;  // end made up at a window's end (windows only)
 }  // namespace EventFlags
 
 // 32 bytes. Times are nanoseconds on the CLOCK_MONOTONIC timeline.

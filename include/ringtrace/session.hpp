@@ -1,6 +1,8 @@
 // The session: owns the drainer and the exporters for one capture.
 #pragma once
 
+#include <cstdint>           // steps
+#include <functional>        // window exporter factories
 #include <initializer_list>  // flush_on_signals
 #include <memory>            // exporters are shared with the caller
 
@@ -11,6 +13,16 @@
 namespace ringtrace {
 
 class Exporter;  // ringtrace/exporter.hpp; the session only stores and calls them
+
+// One window of a schedule (Config::schedule): the active steps of one cycle.
+struct WindowInfo {
+  std::uint64_t index = 0;       // 0 for the first window of the run
+  std::uint64_t first_step = 0;  // steps counted from 0 over the whole run
+  std::uint64_t last_step = 0;
+  std::uint64_t begin_ns = 0;    // CLOCK_MONOTONIC: the first active step's begin
+  std::uint64_t end_ns = 0;      // 0 when the factory is called (the window has just begun)
+};
+using WindowExporterFactory = std::function<std::shared_ptr<Exporter>(const WindowInfo&)>;
 
 // One active (started, not yet stopped) session per process at a time.
 class RINGTRACE_API Session {
@@ -35,6 +47,22 @@ class RINGTRACE_API Session {
   void stop();
 
   bool running() const noexcept;
+
+  // Before start(): `factory` is called once per window (on the drainer thread, when the
+  // window's first active step begins) for a fresh exporter that gets that window's
+  // events: zones that began in it (a zone still open at the window's end is closed
+  // there, flagged EventFlags::closed_at_window_end), and the values, counters, instants
+  // and spans recorded in it. It is finished (on_finish) when the window ends, while the
+  // program runs on. An exception from the factory or the exporter disables windows for
+  // the rest of the run (listed in stats().exporter_errors).
+  void add_window_exporter(WindowExporterFactory factory);
+
+  // Ends the current step and begins the next one (steps are counted from 0; the first
+  // begins at start()). On the thread that calls it, each recorded step is a zone named
+  // "step #N". With a schedule, switches recording off in skipped and wait steps and on
+  // in warmup and active ones. Call it from one thread at a time; not from an exporter.
+  void step();
+  std::uint64_t current_step() const noexcept;
 
   // Counts of the last completed run (or the current one, as of the drainer's last
   // pass, while running).

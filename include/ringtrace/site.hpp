@@ -23,6 +23,8 @@ namespace SiteOptions {
 // A counter recorded on a track of its own per thread (RINGTRACE_COUNTER_PER_THREAD),
 // not one process-wide track per name.
 inline constexpr std::uint8_t per_thread_track = 1;
+// The zone of one step of Session::step(), named "step #N".
+inline constexpr std::uint8_t step = 2;
 }  // namespace SiteOptions
 
 // One per call site, a `static constexpr` object in the macro's expansion (or, for

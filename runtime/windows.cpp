@@ -1,0 +1,243 @@
+#include "windows.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "ringtrace/instrument.hpp"
+
+namespace ringtrace::detail {
+
+StepPlan plan_step(const std::optional<Schedule>& schedule, std::uint64_t step) {
+  StepPlan plan;
+  if (!schedule) {
+    plan.last = ~std::uint64_t{0};
+    return plan;
+  }
+  const Schedule& s = *schedule;
+  const std::uint64_t skip = s.skip_first > 0 ? static_cast<std::uint64_t>(s.skip_first) : 0;
+  const std::uint64_t wait = s.wait > 0 ? static_cast<std::uint64_t>(s.wait) : 0;
+  const std::uint64_t warmup = s.warmup > 0 ? static_cast<std::uint64_t>(s.warmup) : 0;
+  const std::uint64_t active = s.active > 0 ? static_cast<std::uint64_t>(s.active) : 1;
+  if (step < skip) {
+    plan.phase = StepPhase::skip;
+    return plan;
+  }
+  const std::uint64_t cycle = wait + warmup + active;
+  const std::uint64_t j = step - skip, c = j / cycle, r = j % cycle;
+  if (s.repeat > 0 && c >= static_cast<std::uint64_t>(s.repeat)) {
+    plan.phase = StepPhase::done;
+    return plan;
+  }
+  if (r < wait) {
+    plan.phase = StepPhase::wait;
+  } else if (r < wait + warmup) {
+    plan.phase = StepPhase::warmup;
+  } else {
+    plan.phase = StepPhase::active;
+    plan.window = c;
+    plan.first = skip + c * cycle + wait + warmup;
+    plan.last = plan.first + active - 1;
+  }
+  return plan;
+}
+
+const SiteInfo* step_site(std::uint64_t step) {
+  // Interned like ringtrace::intern(), with the step option: the name's objects live
+  // until the process exits (about 60 bytes per recorded step).
+  static std::mutex mutex;
+  static std::vector<const SiteInfo*>* sites = new std::vector<const SiteInfo*>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (step < sites->size() && (*sites)[step] != nullptr) return (*sites)[step];
+  const std::string name = "step #" + std::to_string(step);
+  const SiteInfo* base = intern(name, SiteKind::zone);
+  // A copy with the step option (intern's object has none).
+  auto* site = new SiteInfo{base->name, "", "", 0, SiteKind::zone, SiteOptions::step, ""};
+  if (step >= sites->size()) sites->resize(step + 1, nullptr);
+  (*sites)[step] = site;
+  return site;
+}
+
+namespace {
+
+class WindowRouter final : public Exporter {
+ public:
+  WindowRouter(std::optional<Schedule> schedule, std::vector<WindowExporterFactory> factories)
+      : schedule_(std::move(schedule)), factories_(std::move(factories)) {}
+
+  void on_start(const TraceContext&) override {
+    stacks_.clear();
+    window_.clear();
+    in_window_ = false;
+    windows_ = 0;
+    step_of_site_.clear();
+  }
+
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
+    out_.clear();
+    for (const Event& e : events) route(e, context);
+    send(context);
+  }
+
+  void on_flush(const TraceContext& context) override {
+    for (const auto& x : window_) x->on_flush(context);
+  }
+
+  void on_finish(const TraceContext& context, const SessionStats&) override {
+    out_.clear();
+    if (in_window_) close_window(context.clock().stop_ns, context);
+    send(context);
+  }
+
+ private:
+  struct Open {
+    SiteId site;
+    std::uint8_t flags;
+    std::uint64_t value;
+    bool forwarded;
+  };
+
+  // The step a site marks, or -1.
+  std::int64_t step_of(SiteId site, const TraceContext& context) {
+    if (site >= step_of_site_.size()) step_of_site_.resize(context.site_count(), -2);
+    std::int64_t& n = step_of_site_[site];
+    if (n == -2) {
+      n = -1;
+      const SiteInfo& info = context.site(site);
+      if ((info.options & SiteOptions::step) != 0 && std::strncmp(info.name, "step #", 6) == 0) {
+        std::uint64_t v = 0;
+        const char* end = info.name + std::strlen(info.name);
+        if (std::from_chars(info.name + 6, end, v).ec == std::errc{}) n = static_cast<std::int64_t>(v);
+      }
+    }
+    return n;
+  }
+
+  std::uint32_t forwarded_depth(ThreadId thread) const {
+    std::uint32_t d = 0;
+    for (const Open& o : stacks_[thread]) d += o.forwarded;
+    return d;
+  }
+
+  void forward(Event e) {
+    e.depth = forwarded_depth(e.thread) - (e.kind == EventKind::zone_begin ? 1 : 0);
+    out_.push_back(e);
+  }
+
+  void route(const Event& e, const TraceContext& context) {
+    if (e.thread >= stacks_.size()) stacks_.resize(e.thread + 1);
+    std::vector<Open>& stack = stacks_[e.thread];
+    switch (e.kind) {
+      case EventKind::zone_begin: {
+        const std::int64_t step = step_of(e.site, context);
+        if (step >= 0) {
+          const StepPlan plan = plan_step(schedule_, static_cast<std::uint64_t>(step));
+          if (plan.phase == StepPhase::active && !in_window_) open_window(plan, e.time_ns, context);
+        }
+        stack.push_back(Open{e.site, e.flags, e.value.u, in_window_});
+        if (in_window_) forward(e);
+        break;
+      }
+      case EventKind::zone_end: {
+        if (stack.empty()) break;
+        const Open open = stack.back();
+        if (open.forwarded) {
+          Event end = e;
+          end.depth = forwarded_depth(e.thread) - 1;
+          out_.push_back(end);
+        }
+        stack.pop_back();
+        const std::int64_t step = step_of(open.site, context);
+        if (step >= 0 && in_window_ && static_cast<std::uint64_t>(step) >= window_info_.last_step) {
+          close_window(e.time_ns, context);
+        }
+        break;
+      }
+      case EventKind::arg:
+      case EventKind::flow_out:
+      case EventKind::flow_in:
+        if (!stack.empty() && stack.back().forwarded) forward(e);
+        break;
+      default:  // instants, counters, drops, async spans: by time
+        if (in_window_) forward(e);
+        break;
+    }
+  }
+
+  void open_window(const StepPlan& plan, std::uint64_t time_ns, const TraceContext& context) {
+    send(context);
+    window_info_ = WindowInfo{windows_++, plan.first, plan.last, time_ns, 0};
+    window_.clear();
+    for (const auto& factory : factories_) {
+      std::shared_ptr<Exporter> x = factory(window_info_);
+      if (!x) throw std::runtime_error("a window exporter factory returned no exporter");
+      x->on_start(context);
+      window_.push_back(std::move(x));
+    }
+    in_window_ = true;
+    window_recorded_.assign(context.thread_count(), 0);
+  }
+
+  // Zones of the window still open are closed at `time_ns`, flagged; the exporters finish.
+  void close_window(std::uint64_t time_ns, const TraceContext& context) {
+    for (ThreadId t = 0; t < stacks_.size(); ++t) {
+      std::vector<Open>& stack = stacks_[t];
+      for (std::size_t i = stack.size(); i-- > 0;) {
+        if (!stack[i].forwarded) continue;
+        std::uint32_t depth = 0;
+        for (std::size_t k = 0; k < i; ++k) depth += stack[k].forwarded;
+        Event end{time_ns, stack[i].site, t, EventKind::zone_end,
+                  static_cast<std::uint8_t>(stack[i].flags | EventFlags::closed_at_window_end), 0, depth, {}};
+        end.value.u = stack[i].value;
+        out_.push_back(end);
+        stack[i].forwarded = false;  // its real end, later, belongs to no window
+      }
+    }
+    send(context);
+    window_info_.end_ns = time_ns;
+    SessionStats stats;
+    stats.clock = context.clock();
+    stats.clock.start_ns = window_info_.begin_ns;
+    stats.clock.stop_ns = time_ns;
+    for (ThreadId t = 0; t < window_recorded_.size(); ++t) {
+      if (window_recorded_[t] == 0) continue;
+      const ThreadInfo& info = context.thread(t);
+      stats.threads.push_back(ThreadStats{t, info.os_tid, info.name, window_recorded_[t], 0});
+      stats.recorded += window_recorded_[t];
+    }
+    for (const auto& x : window_) x->on_finish(context, stats);
+    window_.clear();
+    in_window_ = false;
+  }
+
+  void send(const TraceContext& context) {
+    if (out_.empty()) return;
+    for (const Event& e : out_) {
+      if (e.thread >= window_recorded_.size()) window_recorded_.resize(e.thread + 1, 0);
+      if ((e.flags & EventFlags::closed_at_window_end) == 0 && e.kind != EventKind::dropped) ++window_recorded_[e.thread];
+    }
+    for (const auto& x : window_) x->on_events(out_, context);
+    out_.clear();
+  }
+
+  std::optional<Schedule> schedule_;
+  std::vector<WindowExporterFactory> factories_;
+  std::vector<std::vector<Open>> stacks_;
+  std::vector<std::int64_t> step_of_site_;  // -2 unknown, -1 not a step
+  std::vector<std::shared_ptr<Exporter>> window_;
+  WindowInfo window_info_;
+  bool in_window_ = false;
+  std::uint64_t windows_ = 0;
+  std::vector<Event> out_;
+  std::vector<std::uint64_t> window_recorded_;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> make_window_router(std::optional<Schedule> schedule,
+                                             std::vector<WindowExporterFactory> factories) {
+  return std::make_shared<WindowRouter>(std::move(schedule), std::move(factories));
+}
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,39 @@
+// Steps and windows (Config::schedule, Session::step, Session::add_window_exporter): the
+// schedule's phases, and the exporter that routes the merged stream into one fresh set of
+// exporters per window.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ringtrace/config.hpp"
+#include "ringtrace/exporter.hpp"
+#include "ringtrace/session.hpp"
+
+namespace ringtrace::detail {
+
+enum class StepPhase : std::uint8_t { skip, wait, warmup, active, done };
+
+struct StepPlan {
+  StepPhase phase = StepPhase::active;
+  std::uint64_t window = 0;                  // active: which window
+  std::uint64_t first = 0, last = 0;         // active: the window's first and last step
+};
+
+// The phase of step `step`; without a schedule every step is active and there is one
+// window that never ends.
+StepPlan plan_step(const std::optional<Schedule>& schedule, std::uint64_t step);
+
+// Whether a step of this phase records events.
+inline bool records(StepPhase p) { return p == StepPhase::warmup || p == StepPhase::active; }
+
+// The call site of step N's zone ("step #N", SiteOptions::step), interned.
+const SiteInfo* step_site(std::uint64_t step);
+
+// Routes the stream to the window factories' exporters (see Session::add_window_exporter).
+std::shared_ptr<Exporter> make_window_router(std::optional<Schedule> schedule,
+                                             std::vector<WindowExporterFactory> factories);
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,195 @@
+// Profiling windows: a schedule over steps, windows written by factories while the
+// program runs on, zones straddling a window's end closed and marked.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+
+namespace ringtrace {
+namespace {
+
+struct Windows {
+  std::mutex mutex;
+  std::vector<WindowInfo> infos;
+  std::vector<std::shared_ptr<MemoryExporter>> traces;
+  WindowExporterFactory factory() {
+    return [this](const WindowInfo& info) {
+      std::lock_guard<std::mutex> lock(mutex);
+      infos.push_back(info);
+      traces.push_back(std::make_shared<MemoryExporter>());
+      return traces.back();
+    };
+  }
+};
+
+// name -> thread name -> zones; "work" zones keyed by their step value too.
+std::map<std::string, int> count_zones(const RecordedTrace& t, const std::string& prefix = "") {
+  std::map<std::string, int> out;
+  for (const Event& e : t.events) {
+    if (e.kind != EventKind::zone_begin) continue;
+    out[prefix + t.threads[e.thread].name + "/" + t.sites[e.site].name] += 1;
+  }
+  return out;
+}
+
+TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
+  Config config;
+  config.schedule = Schedule{.skip_first = 0, .wait = 2, .warmup = 2, .active = 2, .repeat = 2};
+  Session session(config);
+  Windows windows;
+  session.add_window_exporter(windows.factory());
+  auto whole = std::make_shared<MemoryExporter>();  // the session's own exporter: warmup and active steps
+  session.add_exporter(whole);
+  std::barrier sync(2);
+  std::thread worker([&] {
+    set_thread_name("worker");
+    for (int step = 0; step < 12; ++step) {
+      sync.arrive_and_wait();  // step `step` has begun
+      for (int i = 0; i <= step % 3; ++i) {
+        RINGTRACE_ZONE("work");
+        RINGTRACE_ZONE_VALUE("step", step);
+      }
+      if (step == 5) {
+        // Opens in the last active step of window 0, ends in a wait step: closed at
+        // the window's end, marked, and in no other window.
+        static constexpr SiteInfo long_site{"long", "", "", 0, SiteKind::zone, 0, ""};
+        static std::uint32_t epoch = 0;
+        epoch = detail::zone_open<false>(&long_site, 0);
+        sync.arrive_and_wait();
+        sync.arrive_and_wait();  // step 6
+        sync.arrive_and_wait();
+        sync.arrive_and_wait();  // step 7
+        detail::zone_close(&long_site, epoch);
+        step = 7;
+      }
+      sync.arrive_and_wait();  // done with it
+    }
+  });
+  set_thread_name("main");
+  session.start();
+  for (int step = 0; step < 12; ++step) {
+    sync.arrive_and_wait();
+    { RINGTRACE_ZONE("main_work"); }
+    sync.arrive_and_wait();
+    session.step();  // ends `step`, begins step + 1
+  }
+  worker.join();
+  EXPECT_EQ(session.current_step(), 12u);
+  session.stop();
+
+  ASSERT_EQ(windows.infos.size(), 2u);
+  EXPECT_EQ(windows.infos[0].index, 0u);
+  EXPECT_EQ(windows.infos[0].first_step, 4u);
+  EXPECT_EQ(windows.infos[0].last_step, 5u);
+  EXPECT_EQ(windows.infos[1].index, 1u);
+  EXPECT_EQ(windows.infos[1].first_step, 10u);
+  EXPECT_EQ(windows.infos[1].last_step, 11u);
+  const RecordedTrace w0 = windows.traces[0]->trace(), w1 = windows.traces[1]->trace();
+  EXPECT_GT(w0.stats.clock.stop_ns, w0.stats.clock.start_ns);
+  // Window 0: steps 4 and 5; window 1: steps 10 and 11 (work: step % 3 + 1 zones each).
+  EXPECT_EQ(count_zones(w0), (std::map<std::string, int>{{"main/main_work", 2},
+                                                          {"main/step #4", 1},
+                                                          {"main/step #5", 1},
+                                                          {"worker/long", 1},
+                                                          {"worker/work", 2 + 3}}));
+  EXPECT_EQ(count_zones(w1), (std::map<std::string, int>{{"main/main_work", 2},
+                                                          {"main/step #10", 1},
+                                                          {"main/step #11", 1},
+                                                          {"worker/work", 2 + 3}}));
+  for (const auto* w : {&w0, &w1}) {
+    const RecordedTraceContext context(*w);
+    int depth = 0;
+    for (const Event& e : w->events) {
+      if (e.kind == EventKind::arg) {
+        const std::int64_t step = e.value.i;
+        EXPECT_TRUE(w == &w0 ? (step == 4 || step == 5) : (step == 10 || step == 11)) << step;
+      }
+      if (e.kind == EventKind::zone_begin) ++depth;
+      if (e.kind == EventKind::zone_end) {
+        --depth;
+        const bool marked = (e.flags & EventFlags::closed_at_window_end) != 0;
+        EXPECT_EQ(marked, w->sites[e.site].name == std::string("long")) << w->sites[e.site].name;
+      }
+    }
+    EXPECT_EQ(depth, 0);
+  }
+  // The session's own exporter: only warmup and active steps were recorded.
+  std::map<std::int64_t, int> steps_seen;
+  for (const Event& e : whole->trace().events) {
+    if (e.kind == EventKind::arg) steps_seen[e.value.i] += 1;
+  }
+  EXPECT_EQ(steps_seen, (std::map<std::int64_t, int>{
+                            {2, 3}, {3, 1}, {4, 2}, {5, 3}, {8, 3}, {9, 1}, {10, 2}, {11, 3}}));
+}
+
+TEST(Windows, WithoutAScheduleOneWindowSpansTheRun) {
+  Session session;
+  Windows windows;
+  session.add_window_exporter(windows.factory());
+  session.start();
+  for (int i = 0; i < 5; ++i) {
+    RINGTRACE_ZONE("work");
+    session.step();
+  }
+  session.stop();
+  ASSERT_EQ(windows.infos.size(), 1u);
+  std::map<std::string, int> zones;
+  const RecordedTrace t = windows.traces[0]->trace();
+  for (const Event& e : t.events) {
+    if (e.kind == EventKind::zone_begin) zones[t.sites[e.site].name] += 1;
+  }
+  EXPECT_EQ(zones["work"], 5);
+  EXPECT_EQ(zones["step #0"], 1);
+  EXPECT_EQ(zones["step #5"], 1);  // open at stop, closed there
+}
+
+// A window's files are complete while the program runs on.
+TEST(Windows, FilesAreWrittenWhileTheRunGoesOn) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ringtrace-windows-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Config config;
+  config.schedule = Schedule{.skip_first = 1, .wait = 1, .warmup = 0, .active = 1, .repeat = 0};
+  Session session(config);
+  session.add_window_exporter([&](const WindowInfo& w) {
+    return chrome_trace_exporter(dir / ("trace-" + std::to_string(w.index) + ".json"));
+  });
+  session.start();
+  for (int step = 0; step < 7; ++step) {
+    { RINGTRACE_ZONE("work"); }
+    session.step();
+  }
+  // Windows 0 and 1 (steps 2 and 4) ended: their files are renamed into place by the
+  // drainer within a few passes.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!std::filesystem::exists(dir / "trace-1.json") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "trace-0.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "trace-1.json"));
+  EXPECT_TRUE(session.running());
+  session.stop();
+  std::ifstream in(dir / "trace-0.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"name\":\"step #2\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"name\":\"work\""), std::string::npos);
+  EXPECT_EQ(text.str().find("\"name\":\"step #3\""), std::string::npos);  // a wait step
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ringtrace
