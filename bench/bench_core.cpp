@@ -94,7 +94,30 @@ void BM_ZoneEnabled(benchmark::State& state) {
   BM_Zone(state);
 }
 
+// Session::step(): in wait steps (no window boundary, nothing recorded) and in active
+// steps (each step a zone "step #N" on the calling thread).
+void BM_StepWait(benchmark::State& state) {
+  ringtrace::Config config;
+  config.schedule = ringtrace::Schedule{.skip_first = 0, .wait = 1 << 30, .warmup = 0, .active = 1, .repeat = 1};
+  ringtrace::Session session(config);
+  session.add_exporter(std::make_shared<NullExporter>());
+  session.start();
+  for (auto _ : state) session.step();
+  session.stop();
+}
+void BM_StepActive(benchmark::State& state) {
+  ringtrace::Config config;
+  config.schedule = ringtrace::Schedule{.skip_first = 0, .wait = 0, .warmup = 0, .active = 1 << 30, .repeat = 1};
+  ringtrace::Session session(config);
+  session.add_exporter(std::make_shared<NullExporter>());
+  session.start();
+  for (auto _ : state) session.step();
+  session.stop();
+}
+
 BENCHMARK(BM_EmptyLoop);
+BENCHMARK(BM_StepWait);
+BENCHMARK(BM_StepActive)->Iterations(200000);
 BENCHMARK(BM_RawClockRead);
 BENCHMARK(BM_ZoneInCategoryNoSession);
 BENCHMARK(BM_ZoneInCategoryOff)->Repetitions(5)->ReportAggregatesOnly(true);
@@ -194,7 +217,7 @@ int main(int argc, char** argv) {
     std::printf("enabled-zone runs: %llu events recorded, %llu dropped (block policy: must be 0)\n",
                 static_cast<unsigned long long>(stats.recorded), static_cast<unsigned long long>(stats.dropped));
   }
-  benchmark::RunSpecifiedBenchmarks(&reporter, "BM_DrainMerge");
+  benchmark::RunSpecifiedBenchmarks(&reporter, "BM_DrainMerge|BM_Step");
   benchmark::Shutdown();
 
   const double clock = find(reporter.ns, "BM_RawClockRead");
@@ -221,6 +244,10 @@ int main(int argc, char** argv) {
               with_value / clock, with_value / floor);
   std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
               two / floor, two / one);
+  std::printf("  step(), wait step (no boundary)   %8.2f   %7.2f              a few ns\n", find(reporter.ns, "BM_StepWait"),
+              find(reporter.ns, "BM_StepWait") / clock);
+  std::printf("  step(), active step (step zone)   %8.2f   %7.2f\n", find(reporter.ns, "BM_StepActive"),
+              find(reporter.ns, "BM_StepActive") / clock);
   for (const char* arg : {"1", "2", "4"}) {
     const double rate = find(reporter.rate, std::string("BM_DrainMerge/") + arg + "/", "");
     std::printf("  drain merge, %s thread(s)          %8.1f M events/s   target >= 100\n", arg, rate / 1e6);
