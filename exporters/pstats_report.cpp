@@ -1,9 +1,4 @@
-// Text views of a PstatsTable (pstats' print_stats layout and the raw aggregate table)
-// and the optional call-graph SVG through gprof2dot and Graphviz.
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// Text views of a PstatsTable (pstats' print_stats layout and the raw aggregate table).
 
 #include <algorithm>
 #include <cerrno>
@@ -14,8 +9,6 @@
 
 #include "common/output.hpp"
 #include "ringtrace/exporters/pstats.hpp"
-
-extern char** environ;
 
 namespace ringtrace {
 namespace {
@@ -61,61 +54,6 @@ std::vector<std::size_t> by_cumulative(const PstatsTable& table) {
 }
 
 double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-std::string find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return {};
-  std::string_view rest = path;
-  while (true) {
-    const std::size_t colon = rest.find(':');
-    const std::string_view dir = rest.substr(0, colon);
-    // Built piecewise: GCC 12 warns falsely (-Wrestrict) about dir + "/" + name.
-    std::string candidate;
-    candidate.reserve(dir.size() + name.size() + 2);
-    if (dir.empty()) {
-      candidate.push_back('.');  // an empty PATH entry is the current directory
-    } else {
-      candidate.append(dir.data(), dir.size());
-    }
-    candidate.push_back('/');
-    candidate.append(name);
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    if (colon == std::string_view::npos) return {};
-    rest.remove_prefix(colon + 1);
-  }
-}
-
-// Starts `argv` with stdin/stdout redirected to the given descriptors (-1: inherit).
-// Returns the pid or -1 (errno set).
-pid_t spawn(const std::vector<std::string>& args, int in_fd, int out_fd, int close_fd) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (in_fd >= 0) posix_spawn_file_actions_adddup2(&actions, in_fd, STDIN_FILENO);
-  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
-  if (close_fd >= 0) posix_spawn_file_actions_addclose(&actions, close_fd);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    errno = rc;
-    return -1;
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
 
 }  // namespace
 
@@ -233,53 +171,6 @@ std::string format_pstats_raw_table(const PstatsTable& table) {
     out.push_back('\n');
   }
   return out;
-}
-
-PstatsSvgResult write_pstats_svg(const std::string& prof_path, const std::string& svg_path) {
-  PstatsSvgResult result;
-  const std::string gprof2dot = find_on_path("gprof2dot");
-  const std::string dot = find_on_path("dot");
-  if (gprof2dot.empty() || dot.empty()) {
-    result.message = "call-graph SVG skipped:";
-    if (gprof2dot.empty()) result.message += " gprof2dot not found on PATH (pip install gprof2dot);";
-    if (dot.empty()) result.message += " Graphviz 'dot' not found on PATH (apt install graphviz);";
-    result.message += " then run: gprof2dot -f pstats " + prof_path + " | dot -Tsvg -o " + svg_path;
-    return result;
-  }
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) {
-    result.message = std::string("call-graph SVG failed: pipe: ") + std::strerror(errno);
-    return result;
-  }
-  const pid_t producer = spawn({gprof2dot, "-f", "pstats", prof_path}, -1, pipe_fds[1], pipe_fds[0]);
-  const int producer_errno = errno;
-  ::close(pipe_fds[1]);
-  pid_t consumer = -1;
-  int consumer_errno = 0;
-  if (producer > 0) {
-    consumer = spawn({dot, "-Tsvg", "-o", svg_path}, pipe_fds[0], -1, -1);
-    consumer_errno = errno;
-  }
-  ::close(pipe_fds[0]);
-  if (producer < 0) {
-    result.message = "call-graph SVG failed: cannot run " + gprof2dot + ": " + std::strerror(producer_errno);
-    return result;
-  }
-  const int producer_status = wait_exit(producer);
-  if (consumer < 0) {
-    result.message = "call-graph SVG failed: cannot run " + dot + ": " + std::strerror(consumer_errno);
-    return result;
-  }
-  const int consumer_status = wait_exit(consumer);
-  if (producer_status != 0) {
-    result.message = "call-graph SVG failed: gprof2dot exited with status " + std::to_string(producer_status);
-  } else if (consumer_status != 0) {
-    result.message = "call-graph SVG failed: dot exited with status " + std::to_string(consumer_status);
-  } else {
-    result.written = true;
-    result.message = "call graph written to " + svg_path;
-  }
-  return result;
 }
 
 }  // namespace ringtrace

@@ -122,17 +122,6 @@ RINGTRACE_API std::string format_pstats_report(const PstatsTable& table, const P
 // decimals) per function, sorted by cumtime, with sums and the dropped-event count.
 RINGTRACE_API std::string format_pstats_raw_table(const PstatsTable& table);
 
-struct PstatsSvgResult {
-  bool written = false;
-  std::string message;  // what was done, or why not (tool missing, tool failed)
-};
-
-// Optional call graph: `gprof2dot -f pstats <prof_path> | dot -Tsvg -o <svg_path>`,
-// using the tools found on PATH. Never throws for a missing or failing tool: the result
-// says what happened (gprof2dot is not packaged for Debian 12: pip install gprof2dot;
-// dot comes with graphviz).
-RINGTRACE_API PstatsSvgResult write_pstats_svg(const std::string& prof_path, const std::string& svg_path);
-
 struct PstatsOptions {
   // Also write format_pstats_report() to this path at stop() (empty: no report file).
   std::string report_path;
