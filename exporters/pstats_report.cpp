@@ -29,7 +29,11 @@ void append_padded(std::string& out, const std::string& text, std::size_t width)
 std::string std_name(const PstatsFunction& f) {
   if (f.file == "~" && f.line == 0) {
     if (f.name.size() >= 2 && f.name.front() == '<' && f.name.back() == '>') {
-      return "{" + f.name.substr(1, f.name.size() - 2) + "}";
+      // Built piecewise: GCC 12 warns falsely (-Wrestrict) about "{" + std::string.
+      std::string braced = "{";
+      braced.append(f.name, 1, f.name.size() - 2);
+      braced.push_back('}');
+      return braced;
     }
     return f.name;
   }
