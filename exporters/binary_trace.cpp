@@ -8,6 +8,7 @@
 #include <unistd.h>  // getpid, gethostname
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       sink_ = detail::OutputSink::open_file(path_);
     }
     started_ = true;
+    raw_started_ = false;
     sites_.clear();
     site_count_ = 0;
     buffer_.clear();
@@ -67,6 +69,11 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   }
 
   void on_finish(const TraceContext&, const SessionStats& stats) override {
+    if (!raw_started_) {
+      started_ = false;  // nothing of this run is written
+      throw std::logic_error("binary_trace_exporter(" + path_ +
+                             ") records a live session's rings; it cannot be fed a recorded stream");
+    }
     std::string& p = begin_frame(tf::frame_stats);
     tf::put_u64(p, stats.recorded);
     tf::put_u64(p, stats.dropped);
@@ -92,6 +99,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
 
   // --- RawSink ---------------------------------------------------------------------
   void on_raw_start(const detail::RawSessionInfo& info) override {
+    raw_started_ = true;
     std::string& p = begin_frame(tf::frame_session);
     tf::put_u32(p, static_cast<std::uint32_t>(::getpid()));
     tf::put_u8(p, info.tsc ? 1 : 0);
@@ -314,6 +322,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   std::string process_name_;
   std::uint64_t runs_ = 0;
   bool started_ = false;
+  bool raw_started_ = false;  // on_raw_start came: a live session, not a replayed stream
 };
 
 }  // namespace

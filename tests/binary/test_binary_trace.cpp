@@ -314,6 +314,19 @@ TEST(BinaryTrace, DamagedFramesAreNamedByOffset) {
   EXPECT_GT(t.events.size(), 0u);  // what came before converts
 }
 
+// The file records a live session's rings; a replayed stream is refused, not written
+// as a file no reader can open.
+TEST(BinaryTrace, ARecordedStreamIsRefused) {
+  const fs::path dir = temp_dir("replayed");
+  TraceBuilder b;
+  const ThreadId t = b.thread("main");
+  b.begin(t, b.site("z"), 10).end(t, 20);
+  auto exporter = binary_trace_exporter(dir / "r.rtrace");
+  EXPECT_THROW(replay(b.build(), *exporter), std::logic_error);
+  exporter.reset();
+  EXPECT_FALSE(fs::exists(dir / "r.rtrace"));
+}
+
 TEST(BinaryTrace, HostileFilesGetOneClearError) {
   const fs::path dir = temp_dir("hostile");
   const auto error_of = [&](const std::string& bytes) -> std::string {

@@ -27,7 +27,9 @@ struct BinaryTraceOptions {
 // Writes `path` + ".partial" while the session runs and renames it to `path` at stop();
 // a process killed before leaves the .partial file, which replay_file() and the tool
 // read up to its last complete chunk. A path that cannot be opened throws
-// std::runtime_error naming it. Each later run of the session rewrites the file.
+// std::runtime_error naming it. Each later run of the session rewrites the file. It
+// records a live session's rings: fed a recorded stream (replay(), a window exporter), it
+// throws std::logic_error at on_finish and writes nothing.
 RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path,
                                                               BinaryTraceOptions options = {});
 
