@@ -7,6 +7,7 @@
 
 #include <unistd.h>  // getpid, gethostname
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -156,10 +157,13 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       // site is new, or a text, ends the chunk and is handled on its own.
       begin_chunk(thread);
       const std::size_t start = buffer_.size();
-      buffer_.resize(start + kChunkBytes + 64);
+      // Room for what is left (30 bytes per record at most), up to a chunk: a pass with
+      // few records does not clear a whole chunk's worth of buffer.
+      const std::size_t room = std::min(kChunkBytes, (n - i) * kMaxPackedRecord);
+      buffer_.resize(start + room + kMaxPackedRecord);
       char* const base = buffer_.data();
       char* p = base + start;
-      char* const limit = p + kChunkBytes;
+      char* const limit = p + room;
       std::uint64_t last = 0;
       std::uint64_t new_site = 0;
       while (i < n && p < limit) {
@@ -240,6 +244,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   }
 
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxPackedRecord = 30;  // three varints of 10 bytes at most
 
   void begin_chunk(ThreadId thread) {
     begin_frame(tf::frame_chunk);
