@@ -292,18 +292,21 @@ TEST(BinaryTrace, DamagedFramesAreNamedByOffset) {
   const fs::path file = small_file("damaged");
   std::string bytes = read_file(file);
   const std::vector<std::size_t> frames = frame_offsets(bytes);
-  // A chunk in the middle: flip one byte of its records.
+  // A chunk in the middle, with records in it (packed chunks can be a few bytes long):
+  // flip one byte in the middle of its payload.
   std::size_t chunk = 0;
+  std::uint32_t length = 0;
   for (std::size_t f : frames) {
     std::uint32_t type;
     std::memcpy(&type, bytes.data() + f, 4);
-    if (type == tf::frame_chunk && f > bytes.size() / 2) {
+    std::memcpy(&length, bytes.data() + f + 4, 4);
+    if (type == tf::frame_chunk && f > bytes.size() / 2 && length >= 24) {
       chunk = f;
       break;
     }
   }
   ASSERT_NE(chunk, 0u);
-  bytes[chunk + tf::kFrameHeaderBytes + 20] ^= 0x40;
+  bytes[chunk + tf::kFrameHeaderBytes + length / 2] ^= 0x40;
   const fs::path bad = file.parent_path() / "flipped.rtrace";
   write_file(bad, bytes);
   ReplayResult r;
