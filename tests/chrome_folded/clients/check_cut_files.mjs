@@ -4,6 +4,9 @@
 // recorded name, start and duration, every thread with an event before the cut is
 // named, and neither reader reports an import error.
 //   node check_cut_files.mjs <trace.json> <expected.json> [cuts]
+//   node check_cut_files.mjs <trace.json.partial> <expected.json> whole
+// `whole` loads the file as it is, without its closing bracket: the trace a process
+// killed with SIGKILL left (its zones must be among those expected.json lists).
 import fs from 'node:fs';
 import {loadTrace} from '../../clients/trace_processor.mjs';
 import {importWithCatapult} from './catapult_loader.mjs';
@@ -20,9 +23,16 @@ const points = [];
 for (let at = text.indexOf(',\n'); at >= 0; at = text.indexOf(',\n', at + 1)) points.push(at);
 const firstZone = text.indexOf('"ph":"X"');
 const usable = points.filter(p => p > firstZone);
-check(usable.length >= Number(cutCount), `only ${usable.length} cut points after the first zone`);
 const cuts = [];
-for (let i = 1; i <= Number(cutCount); ++i) cuts.push(usable[Math.floor(i * (usable.length - 1) / (Number(cutCount) + 1))]);
+if (cutCount === 'whole') {
+  // A kill lands between two flushes: the file ends after a complete event.
+  check(text.endsWith('}'), `${tracePath} does not end after a complete event: ...${JSON.stringify(text.slice(-80))}`);
+  check(!text.trimEnd().endsWith(']'), `${tracePath} is closed: not a killed run's trace`);
+  cuts.push(text.length);
+} else {
+  check(usable.length >= Number(cutCount), `only ${usable.length} cut points after the first zone`);
+  for (let i = 1; i <= Number(cutCount); ++i) cuts.push(usable[Math.floor(i * (usable.length - 1) / (Number(cutCount) + 1))]);
+}
 
 // Microseconds with three decimals (or the longer dur form) to integer nanoseconds.
 const ns = us => Math.round(us * 1000);
@@ -66,4 +76,4 @@ for (const cut of cuts) {
   // (Catapult drops a thread without events; those with events must be named.)
   for (const tid of tids) equal(proc?.threads[tid]?.name, names.get(tid), `${where}: catapult name of thread ${tid}`);
 }
-finish(`cut files of ${tracePath} (${cuts.length} cuts)`);
+finish(cutCount === 'whole' ? `killed run's trace ${tracePath}` : `cut files of ${tracePath} (${cuts.length} cuts)`);
