@@ -651,6 +651,9 @@ class FileReplay final : public TraceContext {
       stats.threads.push_back(std::move(s));
     }
     stats.dropped = dropped_total + (has_footer_ ? footer_.dropped_without_ring : 0);
+    // Drops of threads whose rows the session folded (Config::max_thread_rows) are in the
+    // footer's total, not in any row this file names.
+    if (has_footer_) stats.dropped = std::max(stats.dropped, footer_.dropped);
     stats.late_events = late_;
     stats.unbalanced_ends = unbalanced_;
     stats.closed_at_stop = closed_at_stop_;

@@ -155,8 +155,11 @@ class ChromeTraceExporter final : public Exporter {
 
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
     close_open_zones(context);
-    // Every thread named (also one that delivered no event), each with its last name.
-    for (ThreadId t = 0; t < context.thread_count(); ++t) see_thread(t, context);
+    // Every thread named (also one that delivered no event), each with its last name;
+    // not a folded one that delivered none (Config::max_thread_rows): nothing to name.
+    for (ThreadId t = 0; t < context.thread_count(); ++t) {
+      if (context.thread(t).id == t) see_thread(t, context);
+    }
     write_renamed_threads(context);
     std::string& text = scratch_;
     text.clear();
@@ -337,6 +340,7 @@ class ChromeTraceExporter final : public Exporter {
     for (ThreadId t = 0; t < threads_.size(); ++t) {
       if (threads_[t].ids.empty()) continue;
       const ThreadInfo& info = context.thread(t);
+      if (info.id != t) continue;  // folded: its name was written at its first event
       if (label(info) == threads_[t].written_name) continue;
       std::string& text = scratch_;
       text.clear();

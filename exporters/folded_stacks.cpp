@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/output.hpp"        // append_valid_utf8, append_uint, OutputSink
+#include "common/thread_book.hpp"   // thread names after their rows were folded
 #include "common/zone_tracker.hpp"  // self and total time of each closed zone
 
 namespace ringtrace {
@@ -136,9 +137,10 @@ class FoldedStacksExporter final : public Exporter {
     reset();
   }
 
-  void on_events(std::span<const Event> events, const TraceContext&) override {
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
     for (const Event& e : events) {
       if (e.kind == EventKind::zone_begin) {
+        if (options_.thread_root) book_.see(e.thread, context);  // named at on_finish
         begin(e);
       } else if (e.kind == EventKind::zone_end) {
         end(e);
@@ -165,6 +167,7 @@ class FoldedStacksExporter final : public Exporter {
 
   void reset() {
     tracker_ = detail::ZoneTracker{};
+    book_ = detail::ThreadBook{};
     cursors_.clear();
     thread_roots_.clear();
     children_.clear();
@@ -236,7 +239,7 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<bool> site_done(context.site_count(), false);
     std::vector<std::string> thread_frames(context.thread_count());
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
-      const ThreadInfo& info = context.thread(t);
+      const ThreadInfo& info = book_.info(t, context);
       thread_frames[t] = sanitize_frame(info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name);
     }
     auto frame_name = [&](std::uint32_t frame) -> const std::string& {
@@ -339,6 +342,7 @@ class FoldedStacksExporter final : public Exporter {
   std::uint64_t runs_ = 0;
 
   detail::ZoneTracker tracker_;
+  detail::ThreadBook book_;
   std::vector<std::vector<std::uint32_t>> cursors_;  // per thread: trie node of each open zone
   std::vector<std::uint32_t> thread_roots_;          // per thread: its root node (0 without thread_root)
   ChildTable children_;

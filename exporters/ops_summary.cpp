@@ -15,6 +15,7 @@
 
 #include "common/output.hpp"
 #include "common/report_text.hpp"
+#include "common/thread_book.hpp"
 #include "common/zone_tracker.hpp"
 
 namespace ringtrace {
@@ -283,6 +284,7 @@ struct OpsSummaryExporter::Impl {
 
   // Aggregation state of the current run.
   detail::ZoneTracker tracker;
+  detail::ThreadBook book;
   std::vector<SiteClass> site_class;         // by SiteId
   std::vector<std::uint32_t> site_name;      // by SiteId: index into names
   std::vector<std::string> names;
@@ -294,6 +296,7 @@ struct OpsSummaryExporter::Impl {
 
   void reset() {
     tracker = detail::ZoneTracker();
+    book = detail::ThreadBook();
     site_class.clear();
     site_name.clear();
     names.clear();
@@ -378,6 +381,7 @@ struct OpsSummaryExporter::Impl {
       if (e.kind == EventKind::zone_begin) {
         if (e.site >= site_class.size()) [[unlikely]] resolve_sites(e.site, context);
         ThreadState& t = thread(e.thread);
+        book.see(e.thread, context);  // named at finish, perhaps after its row was folded
         const SiteClass c = site_class[e.site];
         t.open_ops += c == SiteClass::op ? 1 : 0;
         t.open_regions += c == SiteClass::region ? 1 : 0;
@@ -401,8 +405,9 @@ struct OpsSummaryExporter::Impl {
       OpsSummaryThread row;
       row.thread = id;
       if (id < context.thread_count()) {
-        row.os_tid = context.thread(id).os_tid;
-        row.name = context.thread(id).name;
+        const ThreadInfo& info = book.info(id, context);
+        row.os_tid = info.os_tid;
+        row.name = info.name;
       }
       row.counts = t.counts;
       row.counts.unique_graphs = t.graphs.size();
@@ -415,7 +420,7 @@ struct OpsSummaryExporter::Impl {
     }
     // Threads in the order of their first event, as in every exporter and stats().
     std::stable_sort(s.threads.begin(), s.threads.end(), [&](const OpsSummaryThread& a, const OpsSummaryThread& b) {
-      const auto index = [&](ThreadId id) { return id < context.thread_count() ? context.thread(id).sort_index : id; };
+      const auto index = [&](ThreadId id) { return id < context.thread_count() ? book.info(id, context).sort_index : id; };
       return index(a.thread) < index(b.thread);
     });
     s.total.unique_graphs = graphs.size();

@@ -265,7 +265,9 @@ class PerfettoExporter final : public Exporter {
     tracker_.close_open(context.clock().stop_ns, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
       write_zone(zone, context);
     });
-    for (ThreadId t = 0; t < context.thread_count(); ++t) see_thread(t, context);
+    for (ThreadId t = 0; t < context.thread_count(); ++t) {
+      if (context.thread(t).id == t) see_thread(t, context);  // not a folded thread without events
+    }
     write_renamed_threads(context);
     // The session's counts: an instant on the process track at the stop time.
     const std::size_t packet = begin_packet(context.clock().stop_ns);
@@ -413,6 +415,7 @@ class PerfettoExporter final : public Exporter {
     for (ThreadId t = 0; t < threads_.size(); ++t) {
       if (!threads_[t].described) continue;
       const ThreadInfo& info = context.thread(t);
+      if (info.id != t) continue;  // folded: described at its first event
       if (!info.name.empty() && info.name != threads_[t].name) describe_thread(t, context);
     }
   }

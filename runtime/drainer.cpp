@@ -44,6 +44,15 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   }
   raw_only_ = all_raw;
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
+  folded_info_.id = kFoldedThread;
+  folded_info_.name = "(exited thread)";
+  folded_info_.sort_index = kFoldedThread;
+}
+
+const ThreadInfo& Drainer::thread(ThreadId id) const {
+  if (id < dense_rows_.size()) return dense_rows_[id].info;
+  const auto it = sparse_rows_.find(id);
+  return it != sparse_rows_.end() ? it->second.info : folded_info_;
 }
 
 Drainer::~Drainer() {
@@ -105,14 +114,19 @@ void Drainer::accept_registrations() {
     }
     auto cursor = std::make_unique<Cursor>();
     cursor->buffer = buffer;
-    cursor->thread = static_cast<ThreadId>(threads_.size());
+    cursor->thread = next_thread_++;
     cursor->name_version = buffer->name_version.load(std::memory_order_acquire);
-    ThreadRow row;
-    row.info.id = cursor->thread;
-    row.info.os_tid = buffer->os_tid;
-    row.info.name = buffer->read_name();
-    row.info.sort_index = kUnsorted;
-    threads_.push_back(std::move(row));
+    ThreadRow* row;
+    if (cursor->thread < config_.max_thread_rows) {
+      row = &dense_rows_.emplace_back();
+    } else {
+      row = &sparse_rows_[cursor->thread];
+    }
+    row->info.id = cursor->thread;
+    row->info.os_tid = buffer->os_tid;
+    row->info.name = buffer->read_name();
+    row->info.sort_index = kUnsorted;
+    cursor->row = row;
     cursors_.push_back(std::move(cursor));
     raw_thread(*cursors_.back());
   }
@@ -120,7 +134,7 @@ void Drainer::accept_registrations() {
 
 void Drainer::raw_thread(const Cursor& c) {
   if (raw_sinks_.empty()) return;
-  const ThreadInfo& info = threads_[c.thread].info;
+  const ThreadInfo& info = c.row->info;
   for_each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
 }
 
@@ -160,7 +174,7 @@ void Drainer::update_names(Cursor& c) {
   const std::uint32_t version = c.buffer->name_version.load(std::memory_order_acquire);
   if (version == c.name_version) return;
   c.name_version = version;
-  threads_[c.thread].info.name = c.buffer->read_name();
+  c.row->info.name = c.buffer->read_name();
   raw_thread(c);
 }
 
@@ -214,7 +228,7 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
     }
     c.read_pos = pos;
     c.last_ticks = last_ticks;
-    threads_[thread].recorded += recorded;
+    c.row->recorded += recorded;
     recorded = 0;
     if constexpr (kStaged) {
       c.stage_end = static_cast<std::uint32_t>(n);
@@ -498,7 +512,7 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
     ++closed_at_stop_;
   }
   const std::uint64_t dropped = c.buffer->total_dropped();
-  threads_[c.thread].dropped = dropped;
+  c.row->dropped = dropped;
   if (dropped > c.reported_drops) {
     Event& e = next_event();
     e = Event{ns, sites_.id_of(&kDroppedSite), c.thread, EventKind::dropped, 0, 0, 0, {}};
@@ -558,13 +572,13 @@ void Drainer::assign_sort_indices() {
   unsorted_threads_ = false;
   std::vector<Cursor*> fresh;
   for (auto& c : cursors_) {
-    if (c->first_known && threads_[c->thread].info.sort_index == kUnsorted) fresh.push_back(c.get());
+    if (c->first_known && c->row->info.sort_index == kUnsorted) fresh.push_back(c.get());
   }
   std::sort(fresh.begin(), fresh.end(), [&](const Cursor* a, const Cursor* b) {
-    const std::uint64_t ta = threads_[a->thread].info.os_tid, tb = threads_[b->thread].info.os_tid;
+    const std::uint64_t ta = a->row->info.os_tid, tb = b->row->info.os_tid;
     return a->first_ticks != b->first_ticks ? a->first_ticks < b->first_ticks : ta < tb;
   });
-  for (const Cursor* c : fresh) threads_[c->thread].info.sort_index = next_sort_index_++;
+  for (const Cursor* c : fresh) c->row->info.sort_index = next_sort_index_++;
 }
 
 void Drainer::flush() {
@@ -623,7 +637,7 @@ void Drainer::pass(bool final) {
     // is (the reader of their file merges, and applies the stop time).
     for (auto& c : cursors_) {
       c->read_pos = c->end;
-      threads_[c->thread].recorded += hand_raw(*c);
+      c->row->recorded += hand_raw(*c);
     }
     if (unsorted_threads_) assign_sort_indices();
   } else {
@@ -635,17 +649,25 @@ void Drainer::pass(bool final) {
     Cursor& c = *cursors_[i];
     if (final || (c.retired && c.read_pos >= c.end)) {
       if (raw_only_) {
-        threads_[c.thread].dropped = c.buffer->total_dropped();  // the file's footer carries it
+        c.row->dropped = c.buffer->total_dropped();  // the file's footer carries it
       } else {
         close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.last_ticks,
                      EventFlags::closed_at_stop);
       }
       flush();
       registry_.release(c.buffer);
+      // Every event of the thread is delivered: a thread past the first
+      // max_thread_rows gives its row up (its counts stay in the folded totals).
+      if (!final && c.thread >= config_.max_thread_rows) {
+        folded_threads_ += 1;
+        folded_recorded_ += c.row->recorded;
+        folded_dropped_ += c.row->dropped;
+        sparse_rows_.erase(c.thread);
+      }
       cursors_[i] = std::move(cursors_.back());
       cursors_.pop_back();
     } else {
-      threads_[c.thread].dropped = c.buffer->total_dropped();
+      c.row->dropped = c.buffer->total_dropped();
       ++i;
     }
   }
@@ -679,17 +701,20 @@ void Drainer::pass(bool final) {
 
 void Drainer::update_stats() {
   std::lock_guard<std::mutex> lock(stats_mutex_);
-  stats_.threads.resize(threads_.size());
+  // Rows in the order of each thread's first event (threads not yet placed last, by
+  // id), then the folded threads' row.
+  std::vector<const ThreadRow*>& order = stats_order_;
+  order.clear();
+  for (const ThreadRow& row : dense_rows_) order.push_back(&row);
+  for (const auto& [id, row] : sparse_rows_) order.push_back(&row);
+  std::sort(order.begin(), order.end(), [](const ThreadRow* a, const ThreadRow* b) {
+    return a->info.sort_index != b->info.sort_index ? a->info.sort_index < b->info.sort_index : a->info.id < b->info.id;
+  });
+  stats_.threads.resize(order.size() + (folded_threads_ > 0 ? 1 : 0));
   stats_.recorded = 0;
   stats_.dropped = 0;
-  // Rows in the order of each thread's first event (threads not yet placed last).
-  std::vector<std::uint32_t> order(threads_.size());
-  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return threads_[a].info.sort_index < threads_[b].info.sort_index;
-  });
-  for (std::size_t k = 0; k < threads_.size(); ++k) {
-    const ThreadRow& row = threads_[order[k]];
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const ThreadRow& row = *order[k];
     ThreadStats& out = stats_.threads[k];
     out.thread = row.info.id;
     out.os_tid = row.info.os_tid;
@@ -699,6 +724,17 @@ void Drainer::update_stats() {
     stats_.recorded += row.recorded;
     stats_.dropped += row.dropped;
   }
+  if (folded_threads_ > 0) {
+    ThreadStats& out = stats_.threads.back();
+    out.thread = kFoldedThread;
+    out.os_tid = 0;
+    out.name = "(exited threads)";
+    out.recorded = folded_recorded_;
+    out.dropped = folded_dropped_;
+    stats_.recorded += folded_recorded_;
+    stats_.dropped += folded_dropped_;
+  }
+  stats_.folded_threads = folded_threads_;
   const std::uint64_t orphans = registry_.orphan_drops();
   stats_.dropped_without_ring = orphans;
   stats_.dropped += orphans;

@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "clock_calibration.hpp"
@@ -41,8 +43,8 @@ class Drainer final : public TraceContext {
   // TraceContext
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
   std::uint32_t site_count() const override { return sites_.size(); }
-  const ThreadInfo& thread(ThreadId id) const override { return threads_[id].info; }
-  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(threads_.size()); }
+  const ThreadInfo& thread(ThreadId id) const override;
+  std::uint32_t thread_count() const override { return next_thread_; }
   const ClockInfo& clock() const override { return clock_info_; }
   const std::string& process_name() const override { return process_name_; }
   std::string_view text(const Event& e) const override;
@@ -61,9 +63,15 @@ class Drainer final : public TraceContext {
   static Open make_open(SiteId site, std::uint8_t flags, std::uint64_t value) {
     return Open{site | (static_cast<std::uint64_t>(flags) << 32), value};
   }
+  struct ThreadRow {
+    ThreadInfo info;
+    std::uint64_t recorded = 0;
+    std::uint64_t dropped = 0;
+  };
   struct Cursor {
     ThreadBuffer* buffer = nullptr;
     ThreadId thread = 0;
+    ThreadRow* row = nullptr;  // in dense_rows_ or sparse_rows_: both keep addresses
     std::uint64_t read_pos = 0;
     std::uint64_t end = 0;
     std::uint64_t last_ticks = 0;
@@ -86,12 +94,6 @@ class Drainer final : public TraceContext {
     Cursor& operator=(const Cursor&) = delete;
     ~Cursor();
   };
-  struct ThreadRow {
-    ThreadInfo info;
-    std::uint64_t recorded = 0;
-    std::uint64_t dropped = 0;
-  };
-
   void run();
   void pass(bool final);
   void accept_registrations();
@@ -143,7 +145,17 @@ class Drainer final : public TraceContext {
   SiteTable sites_;
   std::vector<std::unique_ptr<Cursor>> cursors_;
   std::vector<Cursor*> active_;  // scratch for merge: cursors with records to merge
-  std::vector<ThreadRow> threads_;
+  // Rows of the first max_thread_rows threads (ids below it), kept until stop(), and of
+  // later threads while they live; exited later threads are folded into the folded_*
+  // counts (Config::max_thread_rows).
+  std::deque<ThreadRow> dense_rows_;
+  std::unordered_map<ThreadId, ThreadRow> sparse_rows_;
+  ThreadId next_thread_ = 0;
+  std::uint64_t folded_threads_ = 0;
+  std::uint64_t folded_recorded_ = 0;
+  std::uint64_t folded_dropped_ = 0;
+  ThreadInfo folded_info_;
+  std::vector<const ThreadRow*> stats_order_;  // scratch for update_stats
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;

@@ -38,6 +38,16 @@ void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_ev
   exporter.on_finish(context, trace.stats);
 }
 
+namespace {
+ThreadInfo folded_placeholder() {
+  ThreadInfo info;
+  info.id = kFoldedThread;
+  info.name = "(exited thread)";
+  info.sort_index = kFoldedThread;
+  return info;
+}
+}  // namespace
+
 void MemoryExporter::on_start(const TraceContext& context) {
   std::lock_guard<std::mutex> lock(mutex_);
   trace_ = RecordedTrace{};
@@ -50,6 +60,13 @@ void MemoryExporter::on_events(std::span<const Event> events, const TraceContext
   trace_.events.insert(trace_.events.end(), events.begin(), events.end());
   for (std::size_t i = first; i < trace_.events.size(); ++i) {
     Event& e = trace_.events[i];
+    // Each thread's identity from its first event: the session may fold an exited
+    // thread's row before on_finish (Config::max_thread_rows).
+    if (e.thread >= trace_.threads.size() || trace_.threads[e.thread].id != e.thread) [[unlikely]] {
+      const ThreadInfo& live = context.thread(e.thread);
+      if (e.thread >= trace_.threads.size()) trace_.threads.resize(e.thread + 1, folded_placeholder());
+      if (live.id == e.thread) trace_.threads[e.thread] = live;
+    }
     if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0) continue;
     const std::string_view text = context.text(events[i - first]);  // the context's offset, made ours
     e.value.u = trace_.texts.size();
@@ -63,8 +80,13 @@ void MemoryExporter::on_finish(const TraceContext& context, const SessionStats& 
   trace_.clock = context.clock();
   trace_.sites.clear();
   for (SiteId id = 0; id < context.site_count(); ++id) trace_.sites.push_back(copy_site(context.site(id)));
-  trace_.threads.clear();
-  for (ThreadId id = 0; id < context.thread_count(); ++id) trace_.threads.push_back(context.thread(id));
+  // The live identity where the context still has it (it carries later renames), the
+  // copy from the thread's first event where its row was folded.
+  if (trace_.threads.size() < context.thread_count()) trace_.threads.resize(context.thread_count(), folded_placeholder());
+  for (ThreadId id = 0; id < context.thread_count(); ++id) {
+    const ThreadInfo& live = context.thread(id);
+    if (live.id == id) trace_.threads[id] = live;
+  }
   trace_.stats = stats;
 }
 

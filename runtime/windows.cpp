@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/thread_book.hpp"  // window stats name threads folded meanwhile
 #include "ringtrace/instrument.hpp"
 
 namespace ringtrace::detail {
@@ -76,7 +77,10 @@ class WindowRouter final : public Exporter {
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
     out_.clear();
-    for (const Event& e : events) route(e, context);
+    for (const Event& e : events) {
+      book_.see(e.thread, context);
+      route(e, context);
+    }
     send(context);
   }
 
@@ -202,7 +206,7 @@ class WindowRouter final : public Exporter {
     stats.clock.stop_ns = time_ns;
     for (ThreadId t = 0; t < window_recorded_.size(); ++t) {
       if (window_recorded_[t] == 0) continue;
-      const ThreadInfo& info = context.thread(t);
+      const ThreadInfo& info = book_.info(t, context);
       stats.threads.push_back(ThreadStats{t, info.os_tid, info.name, window_recorded_[t], 0});
       stats.recorded += window_recorded_[t];
     }
@@ -231,6 +235,7 @@ class WindowRouter final : public Exporter {
   std::uint64_t windows_ = 0;
   std::vector<Event> out_;
   std::vector<std::uint64_t> window_recorded_;
+  detail::ThreadBook book_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <chrono>   // drain interval and grace window
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint32_t
 #include <string>   // process name
 #include <optional>  // schedule
 #include <vector>   // disabled categories
@@ -55,6 +56,14 @@ struct Config {
   std::size_t batch_events = std::size_t{1} << 14;
 
   ClockSource clock = ClockSource::automatic;
+
+  // Threads a session keeps a row for after they exit. The first max_thread_rows
+  // threads of a session keep their row (stats, ThreadInfo) until stop(); a later
+  // thread keeps it while it lives, and once it has exited and its last event is
+  // delivered its counts are added to one "(exited threads)" row of the stats and its
+  // id resolves to a placeholder (ringtrace::kFoldedThread). So the runtime's memory
+  // follows the threads alive at once, not the threads ever started.
+  std::uint32_t max_thread_rows = 4096;
 
   // Shown by exporters that name the process (Chrome trace metadata).
   std::string process_name = "ringtrace";

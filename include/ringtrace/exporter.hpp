@@ -24,8 +24,18 @@ struct ThreadInfo {
   std::uint32_t sort_index = 0;
 };
 
-// Resolves the ids in events. Valid for the duration of the call that received it;
-// ids stay valid for the whole session.
+// What TraceContext::thread() returns for a thread whose row was folded
+// (Config::max_thread_rows): ThreadInfo::id is kFoldedThread, the name "(exited
+// thread)". It is also the ThreadStats::thread of the stats' "(exited threads)" row.
+inline constexpr ThreadId kFoldedThread = ~ThreadId{0};
+
+// Resolves the ids in events. Valid for the duration of the call that received it.
+// Site ids stay valid for the whole session. A thread id names one thread for the
+// whole session and is never reused; its ThreadInfo resolves while the thread's events
+// are delivered and, for the session's first Config::max_thread_rows threads, until
+// the end. A later thread's row is folded once it has exited and its last event was
+// delivered: thread(id) then returns the kFoldedThread placeholder, so an exporter that
+// names threads after their events (at on_finish) keeps a copy from first sight.
 class TraceContext {
  public:
   virtual ~TraceContext() = default;

@@ -27,7 +27,11 @@ struct ThreadStats {
 };
 
 struct SessionStats {
-  std::vector<ThreadStats> threads;  // one row per thread that recorded, by the time of its first event
+  // One row per thread, by the time of its first event; then, if the session folded
+  // exited threads (Config::max_thread_rows), one row named "(exited threads)" with
+  // thread == kFoldedThread (0xFFFFFFFF) and os_tid 0 holding their summed counts.
+  std::vector<ThreadStats> threads;
+  std::uint64_t folded_threads = 0;  // threads whose counts are in the "(exited threads)" row
   std::uint64_t recorded = 0;        // sum over threads
   std::uint64_t dropped = 0;         // sum over threads, plus dropped_without_ring
   // Events of threads that had no ring in this session (it could not be allocated), and
