@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/trace_file_format.hpp"
+#include "windows.hpp"  // is_step_marker, step_zone_name
 #include "ringtrace/detail/raw_sink.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 
@@ -123,6 +124,17 @@ class FileReplay final : public TraceContext {
     std::uint8_t flags;
     std::uint64_t value;
   };
+  SiteId step_zone(std::uint64_t step) {
+    auto [it, inserted] = step_sites_.try_emplace(step, static_cast<SiteId>(sites_.size()));
+    if (inserted) {
+      Site& s = sites_.emplace_back();
+      s.name = detail::step_zone_name(step);
+      s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), 0, SiteKind::zone, SiteOptions::step,
+                        s.category.c_str()};
+    }
+    return it->second;
+  }
+  std::unordered_map<std::uint64_t, SiteId> step_sites_;
   struct Thread {
     ThreadInfo info;
     std::vector<Record> tail;  // records not yet complete (a record split across chunks)
@@ -469,6 +481,11 @@ class FileReplay final : public TraceContext {
           if (kind == detail::record_region_begin) {
             e.flags = EventFlags::region;
             e.value.u = r[at + 1].ticks;
+            if (detail::is_step_marker(sites_[e.site].info)) [[unlikely]] {
+              e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
+              e.flags = 0;
+              e.value.u = 0;
+            }
           }
           t.open.push_back(Open{e.site, e.flags, e.value.u});
           break;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "allocator.hpp"
+#include "windows.hpp"  // step_marker_site
 
 namespace ringtrace::detail {
 
@@ -31,7 +32,8 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
       clock_info_(clock_info),
       use_tsc_(use_tsc),
       epoch_(epoch),
-      registry_(Registry::instance()) {
+      registry_(Registry::instance()),
+      step_marker_(step_marker_site()) {
   const double tps = converter_.ticks_per_second();
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
@@ -297,11 +299,18 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
         pos += 1;
         break;
       case record_region_begin:
-        e.site = sites_.id_of(site);
         e.kind = EventKind::zone_begin;
-        e.flags |= EventFlags::region;
         e.value.u = payload();
-        c.open.push_back(make_open(e.site, EventFlags::region, e.value.u));
+        if (site == step_marker_) [[unlikely]] {
+          // Session::step(): a zone of its own site "step #N", N the recorded value.
+          e.site = sites_.step_zone(e.value.u);
+          e.value.u = 0;
+          c.open.push_back(make_open(e.site, 0, 0));
+        } else {
+          e.site = sites_.id_of(site);
+          e.flags |= EventFlags::region;
+          c.open.push_back(make_open(e.site, EventFlags::region, e.value.u));
+        }
         ++recorded;
         pos += 2;
         break;

@@ -143,6 +143,7 @@ class Drainer final : public TraceContext {
 
   Registry& registry_;
   SiteTable sites_;
+  const SiteInfo* step_marker_;  // Session::step()'s one site (windows.hpp)
   std::vector<std::unique_ptr<Cursor>> cursors_;
   std::vector<Cursor*> active_;  // scratch for merge: cursors with records to merge
   // Rows of the first max_thread_rows threads (ids below it), kept until stop(), and of

@@ -62,7 +62,7 @@ struct Session::Impl {
   std::atomic<std::uint64_t> step{0};
   bool steps_recorded = false;  // a schedule or window exporters: steps are zones
   bool recording = true;        // the current step records (else the epoch is paused)
-  const SiteInfo* step_site = nullptr;
+  const SiteInfo* step_site = detail::step_marker_site();
   std::uint32_t step_epoch = detail::kNoSession;
 
   // Begins step `n`: switches recording by the schedule, opens its zone.
@@ -74,10 +74,7 @@ struct Session::Impl {
       recording = rec;
     }
     step_epoch = detail::kNoSession;
-    if (rec) {
-      step_site = detail::step_site(n);
-      step_epoch = detail::zone_open<false>(step_site, 0);
-    }
+    if (rec) step_epoch = detail::zone_open<true>(step_site, n);  // the drainer names it "step #n"
   }
 
   // A fork child's copy of a running session: its drainer thread does not exist here

@@ -28,6 +28,18 @@ SiteId SiteTable::miss(const SiteInfo* site, Slot& slot) {
   return it->second;
 }
 
+SiteId SiteTable::step_zone(std::uint64_t step) {
+  auto [it, inserted] = step_ids_.try_emplace(step, static_cast<SiteId>(copies_.size()));
+  if (inserted) {
+    std::string name = "step #";
+    name.append(std::to_string(step));
+    Copy& copy = copies_.emplace_back(Copy{std::move(name), "", "", "", {}});
+    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), 0, SiteKind::zone,
+                         SiteOptions::step, copy.category.c_str()};
+  }
+  return it->second;
+}
+
 namespace {
 
 struct InternTable {

@@ -31,6 +31,9 @@ class SiteTable {
   // (dlclose) before the exporters are done with it.
   const SiteInfo& site(SiteId id) const { return copies_[id].info; }
   std::uint32_t size() const { return static_cast<std::uint32_t>(copies_.size()); }
+  // The site of step N's zone, "step #N" with SiteOptions::step, made on first use (the
+  // producer records every step with one marker site; see step_marker_site()).
+  SiteId step_zone(std::uint64_t step);
 
  private:
   struct Slot {
@@ -47,6 +50,7 @@ class SiteTable {
 
   std::vector<Slot> cache_;
   std::unordered_map<const SiteInfo*, SiteId> ids_;
+  std::unordered_map<std::uint64_t, SiteId> step_ids_;
   std::deque<Copy> copies_;  // by SiteId; a deque, so that `info`'s pointers stay valid
 };
 

@@ -44,20 +44,15 @@ StepPlan plan_step(const std::optional<Schedule>& schedule, std::uint64_t step) 
   return plan;
 }
 
-const SiteInfo* step_site(std::uint64_t step) {
-  // Interned like ringtrace::intern(), with the step option: the name's objects live
-  // until the process exits (about 60 bytes per recorded step).
-  static std::mutex mutex;
-  static std::vector<const SiteInfo*>* sites = new std::vector<const SiteInfo*>();
-  std::lock_guard<std::mutex> lock(mutex);
-  if (step < sites->size() && (*sites)[step] != nullptr) return (*sites)[step];
-  const std::string name = "step #" + std::to_string(step);
-  const SiteInfo* base = intern(name, SiteKind::zone);
-  // A copy with the step option (intern's object has none).
-  auto* site = new SiteInfo{base->name, "", "", 0, SiteKind::zone, SiteOptions::step, ""};
-  if (step >= sites->size()) sites->resize(step + 1, nullptr);
-  (*sites)[step] = site;
-  return site;
+const SiteInfo* step_marker_site() {
+  static const SiteInfo site{"step", "", "", 0, SiteKind::region, SiteOptions::step, ""};
+  return &site;
+}
+
+std::string step_zone_name(std::uint64_t step) {
+  std::string name = "step #";
+  name.append(std::to_string(step));
+  return name;
 }
 
 namespace {

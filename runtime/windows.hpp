@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ringtrace/config.hpp"
@@ -29,8 +30,19 @@ StepPlan plan_step(const std::optional<Schedule>& schedule, std::uint64_t step);
 // Whether a step of this phase records events.
 inline bool records(StepPhase p) { return p == StepPhase::warmup || p == StepPhase::active; }
 
-// The call site of step N's zone ("step #N", SiteOptions::step), interned.
-const SiteInfo* step_site(std::uint64_t step);
+// The one call site of every step's zone: a region-kind site named "step" with
+// SiteOptions::step, recorded as a region begin whose value is the step number. The
+// drainer (and the binary file's reader) turn each into a zone of its own site "step #N"
+// (SiteOptions::step), so recording a step interns nothing.
+const SiteInfo* step_marker_site();
+
+// Whether `site` is the step marker (by its description: a file's reader has a copy).
+inline bool is_step_marker(const SiteInfo& site) {
+  return site.kind == SiteKind::region && (site.options & SiteOptions::step) != 0;
+}
+
+// The name of step N's zone: "step #N".
+std::string step_zone_name(std::uint64_t step);
 
 // Routes the stream to the window factories' exporters (see Session::add_window_exporter).
 std::shared_ptr<Exporter> make_window_router(std::optional<Schedule> schedule,

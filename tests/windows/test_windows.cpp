@@ -2,6 +2,8 @@
 // program runs on, zones straddling a window's end closed and marked.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <barrier>
 #include <chrono>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
@@ -153,6 +156,54 @@ TEST(Windows, WithoutAScheduleOneWindowSpansTheRun) {
   EXPECT_EQ(zones["work"], 5);
   EXPECT_EQ(zones["step #0"], 1);
   EXPECT_EQ(zones["step #5"], 1);  // open at stop, closed there
+}
+
+// Each step is recorded with one marker site and its number (nothing interned per
+// step): the drainer and the binary file's reader both turn it into a zone of its own
+// site "step #N", flagged SiteOptions::step, with no region flag or value.
+TEST(Windows, StepZonesAreNamedAliveAndInTheBinaryFile) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("ringtrace_steps_" + std::to_string(::getpid()) + ".rtrace");
+  Config config;
+  config.schedule = Schedule{.skip_first = 0, .wait = 1, .warmup = 0, .active = 3, .repeat = 0};
+  Session session(config);
+  auto live = std::make_shared<MemoryExporter>();
+  session.add_exporter(live);
+  session.add_exporter(binary_trace_exporter(file));
+  session.start();
+  for (int i = 0; i < 40; ++i) {
+    RINGTRACE_ZONE("work");
+    session.step();
+  }
+  session.stop();
+  MemoryExporter replayed;
+  const ReplayResult result = replay_file(file, replayed);
+  ASSERT_TRUE(result.complete) << result.problem;
+  std::filesystem::remove(file);
+  for (const RecordedTrace& t : {live->trace(), replayed.trace()}) {
+    std::vector<std::string> steps;
+    int work = 0;
+    for (const Event& e : t.events) {
+      if (e.kind != EventKind::zone_begin) continue;
+      const RecordedSite& site = t.sites[e.site];
+      if (site.name == "work") {
+        ++work;
+        continue;
+      }
+      steps.push_back(site.name);
+      EXPECT_EQ(site.kind, SiteKind::zone);
+      EXPECT_NE(site.options & SiteOptions::step, 0);
+      EXPECT_EQ(e.flags & EventFlags::region, 0);
+      EXPECT_EQ(e.value.u, 0u);
+    }
+    // Steps 1-3, 5-7, ... record (every fourth waits); step 40 is open at stop.
+    std::vector<std::string> expected;
+    for (int n = 0; n <= 40; ++n) {
+      if (n % 4 != 0) expected.push_back("step #" + std::to_string(n));
+    }
+    EXPECT_EQ(steps, expected);
+    EXPECT_EQ(work, 30);
+  }
 }
 
 // A window's files are complete while the program runs on.
