@@ -56,7 +56,7 @@ class ChromeTraceExporter final : public Exporter {
     // ended without stop) keeps what it formatted: a file's goes to <path>.partial and
     // the previous <path> stays; a stream's is flushed.
     try {
-      if (sink_ && capacity_ != 0) {
+      if (sink_ && capacity_ != 0 && !finished_) {
         flush();
         sink_->flush();
       }
@@ -78,6 +78,7 @@ class ChromeTraceExporter final : public Exporter {
   }
 
   void on_start(const TraceContext& context) override {
+    finished_ = false;
     // Every run is a complete capture: a later run rewrites the file from the start.
     if (runs_ > 0 && stream_ == nullptr) {
       sink_.reset();
@@ -207,6 +208,7 @@ class ChromeTraceExporter final : public Exporter {
     put(text);
     flush();
     sink_->close();
+    finished_ = true;  // the destructor leaves the stream alone (it may be gone by then)
   }
 
  private:
@@ -630,6 +632,7 @@ class ChromeTraceExporter final : public Exporter {
   std::unique_ptr<char[]> out_;  // formatted text not yet given to the sink
   std::size_t used_ = 0;
   std::size_t capacity_ = 0;
+  bool finished_ = false;
   std::string scratch_;           // cold paths: header, metadata, doubles
   std::uint32_t pid_ = 0;
   std::uint64_t skipped_counters_ = 0;

@@ -50,6 +50,22 @@ std::string gunzip_file(const std::filesystem::path& path) {
   return text;
 }
 
+// After its run finished, an exporter on a stream never touches the stream again: a
+// stream destroyed before the exporter (declared after the Session) is no use after
+// free (AddressSanitizer checks it in the sanitizer build).
+TEST(ChromeTrace, AFinishedStreamExporterLeavesTheStreamAlone) {
+  std::shared_ptr<Exporter> exporter;
+  std::string text;
+  {
+    std::ostringstream stream;
+    exporter = chrome_trace_exporter(stream);
+    replay(golden_trace(), *exporter);
+    text = stream.str();
+  }
+  exporter.reset();  // the destructor, with the stream gone
+  EXPECT_NE(text.find("ringtrace_session"), std::string::npos);
+}
+
 TEST(ChromeTrace, GoldenHandBuiltStream) {
   ChromeTraceOptions options;
   options.source_locations = true;

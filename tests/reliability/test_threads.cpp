@@ -193,12 +193,12 @@ TEST(Threads, FoldedThreadsKeepTheirNamesInEveryExporter) {
   const fs::path dir = fs::temp_directory_path() / ("ringtrace_folded_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  std::ostringstream chrome, folded;  // outlive the session, which writes them until stopped
   ringtrace::Config config;
   config.max_thread_rows = 2;
   ringtrace::Session session(config);
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   auto ops = ringtrace::ops_summary_exporter(dir / "ops.txt");
-  std::ostringstream chrome, folded;
   ringtrace::FoldedStacksOptions folded_options;
   folded_options.thread_root = true;
   folded_options.value = ringtrace::FoldedValue::calls;
