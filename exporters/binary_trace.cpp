@@ -300,8 +300,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     tf::put_u64(p, address);
     tf::put_u8(p, static_cast<std::uint8_t>(site->kind));
     tf::put_u8(p, site->options);
-    tf::put_u8(p, 0);
-    tf::put_u8(p, 0);
+    const std::uint32_t every = detail::effective_sample_every(*site);  // u16, little-endian
+    tf::put_u8(p, static_cast<std::uint8_t>(every & 0xFF));
+    tf::put_u8(p, static_cast<std::uint8_t>(every >> 8));
     tf::put_u32(p, site->line);
     tf::put_str(p, site->name);
     tf::put_str(p, site->function);

@@ -271,7 +271,7 @@ class FileReplay final : public TraceContext {
         const auto address = f.get<std::uint64_t>();
         const auto kind = f.get<std::uint8_t>();
         const auto options = f.get<std::uint8_t>();
-        f.get<std::uint16_t>();
+        const auto every = f.get<std::uint16_t>();  // sampling rate (0 in files before it: 1)
         const auto line = f.get<std::uint32_t>();
         Site s;
         s.name = f.str();
@@ -282,7 +282,8 @@ class FileReplay final : public TraceContext {
         (void)address;  // informational: chunks refer to sites by index
         Site& stored = sites_.emplace_back(std::move(s));
         stored.info = SiteInfo{stored.name.c_str(), stored.function.c_str(), stored.file.c_str(), line,
-                               static_cast<SiteKind>(kind), options, stored.category.c_str()};
+                               static_cast<SiteKind>(kind), options, stored.category.c_str(),
+                               every == 0 ? 1u : static_cast<std::uint32_t>(every)};
         site_by_index_.push_back(static_cast<SiteId>(sites_.size() - 1));  // index = position + 1
         return true;
       }

@@ -7,7 +7,8 @@ namespace ringtrace {
 namespace {
 
 RecordedSite copy_site(const SiteInfo& site) {
-  return RecordedSite{site.name, site.function, site.file, site.line, site.kind, site.options, site.category};
+  return RecordedSite{site.name,    site.function, site.file,     site.line,
+                      site.kind,    site.options,  site.category, site.sample_every < 1 ? 1 : site.sample_every};
 }
 
 }  // namespace
@@ -16,7 +17,8 @@ RecordedTraceContext::RecordedTraceContext(const RecordedTrace& trace) : trace_(
   sites_.reserve(trace.sites.size());
   for (const RecordedSite& s : trace.sites) {
     sites_.push_back(
-        SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind, s.options, s.category.c_str()});
+        SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind, s.options, s.category.c_str(),
+                 s.sample_every < 1 ? 1 : s.sample_every});
   }
 }
 
@@ -102,13 +104,15 @@ std::size_t MemoryExporter::event_count() const {
 
 TraceBuilder::TraceBuilder(std::string process_name) {
   trace_.process_name = std::move(process_name);
-  trace_.sites.push_back(RecordedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant, 0, ""});
+  trace_.sites.push_back(RecordedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant, 0, "", 1});
 }
 
 SiteId TraceBuilder::site(std::string name, SiteKind kind, std::string file, std::uint32_t line,
-                          std::string function, std::string category, std::uint8_t options) {
-  trace_.sites.push_back(
-      RecordedSite{std::move(name), std::move(function), std::move(file), line, kind, options, std::move(category)});
+                          std::string function, std::string category, std::uint8_t options,
+                          std::uint32_t sample_every) {
+  if (sample_every > 1) options |= SiteOptions::sampled;
+  trace_.sites.push_back(RecordedSite{std::move(name), std::move(function), std::move(file), line, kind, options,
+                                      std::move(category), sample_every < 1 ? 1 : sample_every});
   return static_cast<SiteId>(trace_.sites.size() - 1);
 }
 

@@ -41,6 +41,7 @@ Config normalized(Config config) {
   config.batch_events = std::clamp<std::size_t>(config.batch_events, 64, std::size_t{1} << 24);
   if (config.drain_interval.count() <= 0) config.drain_interval = std::chrono::microseconds(1);
   if (config.merge_grace.count() < 0) config.merge_grace = std::chrono::microseconds(0);
+  config.sample_every = std::clamp<std::uint32_t>(config.sample_every, 1, detail::kMaxSampleEvery);
   return config;
 }
 
@@ -195,6 +196,7 @@ void Session::start() {
   }
   auto drainer = std::make_unique<detail::Drainer>(config, exporters, converter, clock, use_tsc, 0);
   for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
+  detail::g_sample_every.store(config.sample_every, std::memory_order_relaxed);
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);

@@ -22,7 +22,7 @@ SiteId SiteTable::miss(const SiteInfo* site, Slot& slot) {
   if (inserted) {
     Copy& copy = copies_.emplace_back(Copy{site->name, site->function, site->file, site->category, {}});
     copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), site->line, site->kind,
-                         site->options, copy.category.c_str()};
+                         site->options, copy.category.c_str(), effective_sample_every(*site)};
   }
   slot = Slot{site, it->second};
   return it->second;
@@ -35,7 +35,7 @@ SiteId SiteTable::step_zone(std::uint64_t step) {
     name.append(std::to_string(step));
     Copy& copy = copies_.emplace_back(Copy{std::move(name), "", "", "", {}});
     copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), 0, SiteKind::zone,
-                         SiteOptions::step, copy.category.c_str()};
+                         SiteOptions::step, copy.category.c_str(), 1};
   }
   return it->second;
 }

@@ -253,6 +253,10 @@ Reserve reserve_slow(std::uint64_t need, std::uint32_t bound, std::uint32_t epoc
     if (!t_untraced && g_epoch.load(std::memory_order_relaxed) != 0) count_nested_drop(t);
     return Reserve::dropped;
   }
+  if (bound == kSampledOut) {  // inside a sampled-out zone: left out with it, not counted
+    leave(t, bound);
+    return Reserve::inactive;
+  }
   // t.epoch is kBusy from here: every way out but `ok` restores it.
   const auto out = [&](Reserve why) {
     leave(t, bound);

@@ -57,6 +57,10 @@ struct Config {
 
   ClockSource clock = ClockSource::automatic;
 
+  // The rate of RINGTRACE_ZONE_SAMPLED sites that give 0: one zone in this many is
+  // recorded, per site and thread (1 to 65535). Other zones are never sampled.
+  std::uint32_t sample_every = 1;
+
   // Threads a session keeps a row for after they exit. The first max_thread_rows
   // threads of a session keep their row (stats, ThreadInfo) until stop(); a later
   // thread keeps it while it lives, and once it has exited and its last event is

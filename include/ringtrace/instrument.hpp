@@ -73,6 +73,7 @@ RINGTRACE_API bool category_enabled(std::string_view category);
 #define RINGTRACE_ASYNC_BEGIN(name, id) static_cast<void>(0)
 #define RINGTRACE_ASYNC_END(name, id) static_cast<void>(0)
 #define RINGTRACE_ZONE_IN(category, name) static_cast<void>(0)
+#define RINGTRACE_ZONE_SAMPLED(name, every) static_cast<void>(0)
 #define RINGTRACE_COUNTER_PER_THREAD(name, value) static_cast<void>(0)
 
 #else
@@ -115,6 +116,19 @@ RINGTRACE_API bool category_enabled(std::string_view category);
   static constinit ::ringtrace::detail::CategorySlot RINGTRACE_CAT(ringtrace_category_, __LINE__){}; \
   const ::ringtrace::detail::ScopedZone RINGTRACE_CAT(ringtrace_zone_, __LINE__) {                \
     &RINGTRACE_CAT(ringtrace_site_, __LINE__), RINGTRACE_CAT(ringtrace_category_, __LINE__)       \
+  }
+
+// A zone recorded one time in `every` (a constant; 0: the session's
+// Config::sample_every) per thread, the first recorded; a zone left out takes
+// everything its thread records inside it along (see zone_open_sampled).
+#define RINGTRACE_ZONE_SAMPLED(name, every)                                                            \
+  static constexpr ::ringtrace::SiteInfo RINGTRACE_CAT(ringtrace_site_, __LINE__) {                     \
+    (name), __builtin_FUNCTION(), __FILE__, static_cast<std::uint32_t>(__LINE__), ::ringtrace::SiteKind::zone, \
+        ::ringtrace::SiteOptions::sampled, "", static_cast<std::uint32_t>(every)                          \
+  };                                                                                                    \
+  static constinit thread_local std::uint32_t RINGTRACE_CAT(ringtrace_sample_left_, __LINE__) = 0;     \
+  const ::ringtrace::detail::SampledZone RINGTRACE_CAT(ringtrace_zone_, __LINE__) {                     \
+    &RINGTRACE_CAT(ringtrace_site_, __LINE__), RINGTRACE_CAT(ringtrace_sample_left_, __LINE__)          \
   }
 
 #define RINGTRACE_ZONE_VALUE(key, number)                                     \

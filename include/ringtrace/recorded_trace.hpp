@@ -23,6 +23,7 @@ struct RecordedSite {
   SiteKind kind = SiteKind::zone;
   std::uint8_t options = 0;  // SiteOptions bits
   std::string category;      // "" for none
+  std::uint32_t sample_every = 1;  // a sampled site's rate (SiteInfo::sample_every)
 };
 
 // SiteId 0 is always the site of `dropped` events ("ringtrace: dropped events").
@@ -83,7 +84,8 @@ class RINGTRACE_API TraceBuilder {
   explicit TraceBuilder(std::string process_name = "ringtrace");
 
   SiteId site(std::string name, SiteKind kind = SiteKind::zone, std::string file = {}, std::uint32_t line = 0,
-              std::string function = {}, std::string category = {}, std::uint8_t options = 0);
+              std::string function = {}, std::string category = {}, std::uint8_t options = 0,
+              std::uint32_t sample_every = 1);
   ThreadId thread(std::string name = {}, std::uint64_t os_tid = 0);
 
   // Throws std::logic_error on misuse: unknown ids, time going backwards on a thread,

@@ -25,6 +25,8 @@ namespace SiteOptions {
 inline constexpr std::uint8_t per_thread_track = 1;
 // The zone of one step of Session::step(), named "step #N".
 inline constexpr std::uint8_t step = 2;
+// A zone recorded one time in SiteInfo::sample_every (RINGTRACE_ZONE_SAMPLED).
+inline constexpr std::uint8_t sampled = 4;
 }  // namespace SiteOptions
 
 // One per call site, a `static constexpr` object in the macro's expansion (or, for
@@ -40,6 +42,10 @@ struct alignas(8) SiteInfo {
   SiteKind kind;
   std::uint8_t options = 0;     // SiteOptions bits
   const char* category = "";  // RINGTRACE_ZONE_IN's category; "" for none
+  // A sampled site (SiteOptions::sampled) records one zone in this many, per thread; 0
+  // in a call site means the session's Config::sample_every. What exporters see through
+  // TraceContext::site() is the number in effect (at least 1); 1 for every other site.
+  std::uint32_t sample_every = 0;
 };
 
 }  // namespace ringtrace

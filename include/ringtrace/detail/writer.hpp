@@ -99,6 +99,13 @@ inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: not recorde
 inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
 inline constexpr std::uint32_t kBusy = 0xFFFFFFFDu;         // t_writer.epoch inside the recording path
 inline constexpr std::uint32_t kSkippedZone = 0xFFFFFFFCu;  // zone: its category is disabled
+// t_writer.epoch inside a sampled-out zone: every event the thread records until that
+// zone ends is left out with it (the slow path returns `inactive`, nothing counted).
+inline constexpr std::uint32_t kSampledOut = 0xFFFFFFFBu;
+// The largest sampling rate (one in 65,535); larger ones are taken as this.
+inline constexpr std::uint32_t kMaxSampleEvery = 65535;
+// Config::sample_every of the running session: the rate of sites that ask for it (0).
+RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_sample_every{1};
 inline constexpr std::uint64_t kHiddenDropped = 1;                       // ThreadWriter::hidden units
 inline constexpr std::uint64_t kHiddenSkipped = std::uint64_t{1} << 32;
 
@@ -227,6 +234,13 @@ RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoc
   }
 }
 
+// The rate in effect at a site in the running session: 1 unless it is sampled.
+inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
+  if ((site.options & SiteOptions::sampled) == 0) return 1;
+  const std::uint32_t rate = site.sample_every != 0 ? site.sample_every : g_sample_every.load(std::memory_order_relaxed);
+  return rate < 1 ? 1 : (rate > kMaxSampleEvery ? kMaxSampleEvery : rate);
+}
+
 // A zone in a category (RINGTRACE_ZONE_IN): with no session, the same single compare as
 // any zone; in a session, two loads more decide whether the category is on.
 RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_in(const SiteInfo* site, CategorySlot& slot) noexcept {
@@ -331,6 +345,7 @@ class ScopedZone {
       : site_(site), epoch_(zone_open<true>(site, static_cast<std::uint64_t>(region_id))) {}
   RINGTRACE_ALWAYS_INLINE ScopedZone(const SiteInfo* site, CategorySlot& category) noexcept
       : site_(site), epoch_(zone_open_in(site, category)) {}
+
   RINGTRACE_ALWAYS_INLINE ~ScopedZone() { zone_close(site_, epoch_); }
   ScopedZone(const ScopedZone&) = delete;
   ScopedZone& operator=(const ScopedZone&) = delete;
@@ -338,6 +353,62 @@ class ScopedZone {
  private:
   const SiteInfo* site_;
   std::uint32_t epoch_;
+};
+
+// A sampled zone (RINGTRACE_ZONE_SAMPLED): one in the site's sample_every (0: the
+// session's Config::sample_every) of this site's zones on this thread is recorded,
+// counted by `left` (the site's own per-thread countdown), the first one recorded. A
+// zone left out hides everything its thread records until it ends: nested zones,
+// instants, counters, values (so a recorded zone always has its whole subtree, and a
+// nested site is recorded exactly when its sampled ancestors are, one in its own rate
+// of those). Left out, it costs two thread-local loads and a store more than a zone
+// with no session; the epoch it hid is kept in the guard, not in the thread's state.
+class SampledZone {
+ public:
+  RINGTRACE_ALWAYS_INLINE SampledZone(const SiteInfo* site, std::uint32_t& left) noexcept : site_(site) {
+    if (g_epoch.load(std::memory_order_relaxed) == 0) return;
+    ThreadWriter& t = t_writer;
+    const std::uint32_t bound = t.epoch;
+    if (bound == kSampledOut) {  // inside a zone left out: so is this one, uncounted
+      epoch_ = kNotRecorded;
+      return;
+    }
+    if (left != 0) [[likely]] {
+      left -= 1;
+      hidden_ = bound;
+      t.epoch = kSampledOut;  // one store: a signal handler sees one epoch or the other
+      epoch_ = kLeftOut;
+      return;
+    }
+    std::uint32_t rate = site->sample_every != 0 ? site->sample_every : g_sample_every.load(std::memory_order_relaxed);
+    rate = rate < kMaxSampleEvery ? rate : kMaxSampleEvery;
+    left = rate > 1 ? rate - 1 : 0;
+    epoch_ = zone_open<false>(site, 0);
+  }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // hidden_ is set whenever epoch_ is kLeftOut
+#endif
+  RINGTRACE_ALWAYS_INLINE ~SampledZone() {
+    if (epoch_ == kLeftOut) [[likely]] {
+      // No fence: the body recorded nothing (every access to the epoch stays in order,
+      // being one variable), so there is no ring write for a signal handler to see.
+      t_writer.epoch = hidden_;
+      return;
+    }
+    zone_close(site_, epoch_);
+  }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+  SampledZone(const SampledZone&) = delete;
+  SampledZone& operator=(const SampledZone&) = delete;
+
+ private:
+  static constexpr std::uint32_t kLeftOut = 0xFFFFFFFAu;
+  const SiteInfo* site_;
+  std::uint32_t epoch_ = kNoSession;
+  std::uint32_t hidden_;  // the thread's epoch before this zone was left out (set with kLeftOut)
 };
 
 }  // namespace ringtrace::detail
