@@ -141,7 +141,7 @@ class FoldedStacksExporter final : public Exporter {
     for (const Event& e : events) {
       if (e.kind == EventKind::zone_begin) {
         if (options_.thread_root) book_.see(e.thread, context);  // named at on_finish
-        begin(e);
+        begin(e, options_.estimate_sampled ? rates_.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         end(e);
       }
@@ -168,6 +168,7 @@ class FoldedStacksExporter final : public Exporter {
   void reset() {
     tracker_ = detail::ZoneTracker{};
     book_ = detail::ThreadBook{};
+    rates_ = detail::SampleRates{};
     cursors_.clear();
     thread_roots_.clear();
     children_.clear();
@@ -198,11 +199,11 @@ class FoldedStacksExporter final : public Exporter {
     }
   }
 
-  void begin(const Event& e) {
+  void begin(const Event& e, std::uint32_t factor) {
     std::vector<std::uint32_t>& stack = cursor(e.thread);
     const std::uint32_t parent = stack.empty() ? thread_roots_[e.thread] : stack.back();
     stack.push_back(child(parent, e.site));
-    tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+    tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0, factor);
   }
 
   void end(const Event& e) {
@@ -213,9 +214,9 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<std::uint32_t>& stack = cursor(zone.thread);
     Node& node = nodes_[stack.back()];
     stack.pop_back();
-    node.self_ns += zone.self_ns;
-    node.total_ns += zone.total_ns;
-    node.calls += 1;
+    node.self_ns += zone.self_ns * zone.weight;
+    node.total_ns += zone.total_ns * zone.weight;
+    node.calls += zone.weight;
   }
 
   // Zones a stream left open (a live session closes them itself at stop()) end at the
@@ -343,6 +344,7 @@ class FoldedStacksExporter final : public Exporter {
 
   detail::ZoneTracker tracker_;
   detail::ThreadBook book_;
+  detail::SampleRates rates_;
   std::vector<std::vector<std::uint32_t>> cursors_;  // per thread: trie node of each open zone
   std::vector<std::uint32_t> thread_roots_;          // per thread: its root node (0 without thread_root)
   ChildTable children_;

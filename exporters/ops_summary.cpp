@@ -127,6 +127,7 @@ std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& opti
   using detail::report::format_time;
   using detail::report::Unit;
   std::string out = "Captured ops: " + one_line(summary.total) + "\n";
+  if (summary.estimated) out.append("Estimates: zones of sampled sites counted as many times as their sampling rate\n");
   if (!summary.threads.empty()) {
     std::vector<std::vector<std::string>> rows;
     auto row_of = [](std::string label, const CaptureCounts& c) {
@@ -203,7 +204,9 @@ std::string format_csv(const OpsSummary& summary) {
 }
 
 std::string format_json(const OpsSummary& summary) {
-  std::string out = "{\"format\":\"ringtrace-ops-summary\",\"version\":1,\"total\":{";
+  std::string out = "{\"format\":\"ringtrace-ops-summary\",\"version\":1,";
+  if (summary.estimated) out.append("\"estimated\":true,");
+  out.append("\"total\":{");
   append_counts_json(out, summary.total);
   out.append("},\"threads\":[");
   for (std::size_t i = 0; i < summary.threads.size(); ++i) {
@@ -285,6 +288,7 @@ struct OpsSummaryExporter::Impl {
   // Aggregation state of the current run.
   detail::ZoneTracker tracker;
   detail::ThreadBook book;
+  detail::SampleRates rates;
   std::vector<SiteClass> site_class;         // by SiteId
   std::vector<std::uint32_t> site_name;      // by SiteId: index into names
   std::vector<std::string> names;
@@ -297,6 +301,7 @@ struct OpsSummaryExporter::Impl {
   void reset() {
     tracker = detail::ZoneTracker();
     book = detail::ThreadBook();
+    rates = detail::SampleRates();
     site_class.clear();
     site_name.clear();
     names.clear();
@@ -342,7 +347,7 @@ struct OpsSummaryExporter::Impl {
     switch (site_class[z.site]) {
       case SiteClass::region: {
         t.open_regions -= 1;
-        t.counts.graph_calls += 1;
+        t.counts.graph_calls += z.weight;  // weight: 1 unless estimating sampled sites
         const GraphKey key{site_name[z.site], z.value};
         if (t.graphs.insert(key).second) graphs.insert(key);
         break;
@@ -350,11 +355,11 @@ struct OpsSummaryExporter::Impl {
       case SiteClass::op:
         t.open_ops -= 1;
         if (t.open_ops == 0) {  // not nested inside another op
-          t.counts.total_ops += 1;
-          t.counts.total_ns += z.total_ns;
+          t.counts.total_ops += z.weight;
+          t.counts.total_ns += z.total_ns * z.weight;
           if (t.open_regions > 0) {
-            t.counts.captured_ops += 1;
-            t.counts.captured_ns += z.total_ns;
+            t.counts.captured_ops += z.weight;
+            t.counts.captured_ns += z.total_ns * z.weight;
           } else {
             add_missing(z, outer);
           }
@@ -371,8 +376,8 @@ struct OpsSummaryExporter::Impl {
     key.depth = static_cast<std::uint32_t>(n);
     for (std::size_t i = 0; i < n; ++i) key.frames[i] = site_name[outer[outer.size() - n + i].site];
     MissingTotals& m = missing[key];
-    m.calls += 1;
-    m.total_ns += z.total_ns;
+    m.calls += z.weight;
+    m.total_ns += z.total_ns * z.weight;
     m.max_ns = std::max(m.max_ns, z.total_ns);
   }
 
@@ -386,7 +391,8 @@ struct OpsSummaryExporter::Impl {
         t.open_ops += c == SiteClass::op ? 1 : 0;
         t.open_regions += c == SiteClass::region ? 1 : 0;
         t.active |= c == SiteClass::op || c == SiteClass::region;
-        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0,
+                     options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) {
           on_close(z, outer);
@@ -424,6 +430,7 @@ struct OpsSummaryExporter::Impl {
       return index(a.thread) < index(b.thread);
     });
     s.total.unique_graphs = graphs.size();
+    s.estimated = options.estimate_sampled && rates.any_sampled();
     s.missing.reserve(missing.size());
     for (const auto& [key, totals] : missing) {
       MissingOp m;

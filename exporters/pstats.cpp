@@ -97,6 +97,8 @@ struct PstatsAggregator::State {
   std::vector<Edge> edges;                   // index: edge id
   detail::U64Map edge_index;  // (caller, callee) -> edge
   std::vector<ThreadCounts> threads;         // index: ThreadId
+  detail::SampleRates rates;
+  bool estimate = false;
   std::uint64_t dropped_events = 0;
   std::uint64_t closed_at_stop = 0;
   std::string key_text;                      // scratch for resolve()
@@ -174,22 +176,23 @@ struct PstatsAggregator::State {
     const std::uint32_t callee = site_function[zone.site];
     ThreadCounts& thread = threads[zone.thread];
     Counts& f = functions[callee];
-    ++f.calls;
-    f.self_ns += zone.self_ns;
+    const std::uint64_t w = zone.weight;  // 1 unless estimating sampled sites
+    f.calls += w;
+    f.self_ns += zone.self_ns * w;
     if (--thread.function_active[callee] == 0) {
-      ++f.primitive_calls;
-      f.cumulative_ns += zone.total_ns;
+      f.primitive_calls += w;
+      f.cumulative_ns += zone.total_ns * w;
     }
     if ((zone.flags & EventFlags::closed_at_stop) != 0) ++closed_at_stop;
     if (!outer.empty()) {
       const std::uint32_t caller = site_function[outer.back().site];
       const std::uint32_t edge = edge_of(caller, callee);
       Counts& c = edges[edge].counts;
-      ++c.calls;
-      c.self_ns += zone.self_ns;
+      c.calls += w;
+      c.self_ns += zone.self_ns * w;
       if (--thread.edge_active[edge] == 0) {
-        ++c.primitive_calls;
-        c.cumulative_ns += zone.total_ns;
+        c.primitive_calls += w;
+        c.cumulative_ns += zone.total_ns * w;
       }
     }
   }
@@ -200,7 +203,13 @@ PstatsAggregator::~PstatsAggregator() = default;
 PstatsAggregator::PstatsAggregator(PstatsAggregator&&) noexcept = default;
 PstatsAggregator& PstatsAggregator::operator=(PstatsAggregator&&) noexcept = default;
 
-void PstatsAggregator::reset() { state_ = std::make_unique<State>(); }
+void PstatsAggregator::reset() {
+  const bool estimate = state_->estimate;
+  state_ = std::make_unique<State>();
+  state_->estimate = estimate;
+}
+
+void PstatsAggregator::set_estimate_sampled(bool on) { state_->estimate = on; }
 
 void PstatsAggregator::add(std::span<const Event> events, const TraceContext& context) {
   State& s = *state_;
@@ -211,7 +220,7 @@ void PstatsAggregator::add(std::span<const Event> events, const TraceContext& co
     switch (e.kind) {
       case EventKind::zone_begin:
         s.begin(e, context);
-        s.tracker.feed(e, on_close);
+        s.tracker.feed(e, on_close, 0, s.estimate ? s.rates.of(e.site, context) : 1);
         break;
       case EventKind::zone_end:
         s.tracker.feed(e, on_close);
@@ -235,6 +244,7 @@ void PstatsAggregator::finish(std::uint64_t stop_ns) {
 PstatsTable PstatsAggregator::table() const {
   const State& s = *state_;
   PstatsTable table;
+  table.estimated = s.estimate && s.rates.any_sampled();
   table.functions.reserve(s.keys.size());
   for (std::size_t i = 0; i < s.keys.size(); ++i) {
     const State::Counts& c = s.functions[i];
@@ -344,6 +354,7 @@ PstatsExporter::PstatsExporter(std::string path, PstatsOptions options)
   reject_gzip(path_);
   if (!options_.report_path.empty()) reject_gzip(options_.report_path);
   sink_ = std::make_unique<Sink>(path_);
+  aggregator_.set_estimate_sampled(options_.estimate_sampled);
 }
 
 PstatsExporter::~PstatsExporter() = default;

@@ -71,6 +71,9 @@ std::string format_pstats_report(const PstatsTable& input, const PstatsReportOpt
   if (!options.title.empty()) {
     out.append(options.title).append("\n\n");
   }
+  if (input.estimated) {
+    out.append("   Estimates: zones of sampled sites counted as many times as their sampling rate\n\n");
+  }
   double total_tt = 0;  // summed as pstats sums it: in seconds, in the file's order
   for (const PstatsFunction& f : table.functions) total_tt += seconds(f.self_ns);
   out.append("         ");

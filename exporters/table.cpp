@@ -138,6 +138,7 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
     rows.push_back(std::move(row));
   }
   std::string out;
+  if (table.estimated) out.append("Estimates: zones of sampled sites counted as many times as their sampling rate\n");
   if (options.top_level_only) out.append("Top-level zones only\n");
   out.append(detail::report::render_table(columns, rows));
   if (table.rows.size() < table.groups) {
@@ -195,6 +196,7 @@ std::string format_json(const KeyAverages& table) {
   append_uint(out, table.groups);
   out.append(",\"dropped\":");
   append_uint(out, table.dropped);
+  if (table.estimated) out.append(",\"estimated\":true");
   out.append(",\"dropped_by_thread\":[");
   for (std::size_t i = 0; i < table.dropped_by_thread.size(); ++i) {
     const ThreadDrops& t = table.dropped_by_thread[i];
@@ -279,6 +281,7 @@ struct TableExporter::Impl {
 
   // Aggregation state of the current run.
   detail::ZoneTracker tracker;
+  detail::SampleRates rates;
   std::size_t stack_n = 0;
   std::vector<std::uint32_t> site_name;   // by SiteId: index into names (kNoGroup: unresolved)
   std::vector<std::uint32_t> site_group;  // by SiteId (stack_n == 0)
@@ -295,6 +298,7 @@ struct TableExporter::Impl {
 
   void reset() {
     tracker = detail::ZoneTracker();
+    rates = detail::SampleRates();
     stack_n = std::min(options.group_by_stack_n, kMaxStackFrames);
     site_name.clear();
     site_group.clear();
@@ -366,7 +370,8 @@ struct TableExporter::Impl {
         const std::size_t scan = std::min(open.size(), kScanDepth);
         for (std::size_t i = 0; i < scan; ++i) nested |= (open[i].tag & ~kNested) == g;
         if (open.size() >= kScanDepth) [[unlikely]] nested |= push_deep(e.thread, g);
-        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, nested ? g | kNested : g);
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, nested ? g | kNested : g,
+                     options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
       }
@@ -385,6 +390,10 @@ struct TableExporter::Impl {
     const std::uint32_t g = z.tag & ~kNested;
     const bool outermost = (z.tag & kNested) == 0;
     if (z.depth >= kScanDepth) [[unlikely]] --threads[z.thread].deep[g];
+    if (z.weight != 1) [[unlikely]] {
+      on_close_estimated(z, g, outermost);
+      return;
+    }
     self_total_ns += z.self_ns;
     if (options.top_level_only && z.depth != 0) return;
     Group& group = groups[g];
@@ -395,12 +404,26 @@ struct TableExporter::Impl {
     deferred.push(groups, g, group.histogram.add(z.total_ns));
   }
 
+  // A zone that stands for `weight` zones (estimate_sampled).
+  [[gnu::noinline]] void on_close_estimated(const detail::ClosedZone& z, std::uint32_t g, bool outermost) {
+    const std::uint64_t w = z.weight;
+    self_total_ns += z.self_ns * w;
+    if (options.top_level_only && z.depth != 0) return;
+    Group& group = groups[g];
+    if (group.histogram.count() == 0) keys[g].first_seen = next_seen++;
+    group.self_ns += z.self_ns * w;
+    group.inclusive_ns += z.total_ns * w;
+    if (outermost) group.total_ns += z.total_ns * w;
+    group.histogram.record(z.total_ns, w);
+  }
+
   KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
     tracker.close_open(context.clock().stop_ns,
                        [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
     deferred.flush(groups);
     KeyAverages out;
     out.self_total_ns = self_total_ns;
+    out.estimated = options.estimate_sampled && rates.any_sampled();
     // Rows carry numbers only until sorted; names and stacks are filled in for the rows
     // kept (thousands of groups, a row limit of 100 by default).
     std::vector<TableRow> rows;

@@ -41,7 +41,9 @@ constexpr const char* kHelp =
     "  --folded-value V       folded: self (default), total or calls\n"
     "  --thread-roots         folded: one root frame per thread\n"
     "  --transparent NAME     summary: a zone that wraps ops without being one (repeatable)\n"
-    "  --rows N               table: rows kept (default 100, 0: all)\n";
+    "  --rows N               table: rows kept (default 100, 0: all)\n"
+    "  --estimate-sampled     pstats, folded, summary, table: zones of sampled sites count\n"
+    "                         as many times as their rate (estimates of the whole run)\n";
 
 }  // namespace
 
@@ -56,6 +58,7 @@ int convert(const std::vector<std::string>& args) {
   FoldedStacksOptions folded_options;
   OpsSummaryOptions summary_options;
   TableOptions table_options;
+  bool estimate = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const auto value = [&]() -> const std::string& {
@@ -95,6 +98,8 @@ int convert(const std::vector<std::string>& args) {
       summary_options.transparent_names.push_back(value());
     } else if (a == "--rows") {
       table_options.row_limit = std::stoul(value());
+    } else if (a == "--estimate-sampled") {
+      estimate = true;
     } else if (!a.empty() && a[0] == '-') {
       return error("convert", "unknown option '" + a + "' (see ringtrace convert --help)", 2);
     } else if (input.empty()) {
@@ -108,6 +113,9 @@ int convert(const std::vector<std::string>& args) {
     return error("convert", "no output asked for: --chrome, --perfetto, --pstats, --folded, --summary or --table", 2);
   }
   if (pstats == "-") return error("convert", "--pstats writes a binary file, not to standard output", 2);
+  folded_options.estimate_sampled = summary_options.estimate_sampled = table_options.estimate_sampled = estimate;
+  PstatsOptions pstats_options;
+  pstats_options.estimate_sampled = estimate;
   // Every output opened (and so checked) before reading anything.
   std::vector<std::shared_ptr<Exporter>> exporters;
   if (!chrome.empty()) {
@@ -120,7 +128,7 @@ int convert(const std::vector<std::string>& args) {
     exporters.push_back(perfetto == "-" ? perfetto_exporter(std::cout, perfetto_options)
                                         : perfetto_exporter(perfetto, perfetto_options));
   }
-  if (!pstats.empty()) exporters.push_back(pstats_exporter(pstats));
+  if (!pstats.empty()) exporters.push_back(pstats_exporter(pstats, pstats_options));
   if (!folded.empty()) {
     exporters.push_back(folded == "-" ? folded_stacks_exporter(std::cout, folded_options)
                                       : folded_stacks_exporter(folded, folded_options));

@@ -68,6 +68,12 @@ class LatencyHistogram {
   ~LatencyHistogram() { delete[] counts_; }
 
   void record(std::uint64_t v) { increment(add(v)); }
+  // v counted `weight` times (an estimate for a sampled zone); weight >= 1.
+  void record(std::uint64_t v, std::uint64_t weight) {
+    const std::uint32_t b = add(v);
+    count_ += weight - 1;
+    counts_[b - base_] += weight;
+  }
 
   // Counts v in count, min and max and makes room for its bucket, which it returns; the
   // bucket's own count is raised by increment(bucket), which must follow before the

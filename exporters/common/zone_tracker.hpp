@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ringtrace/event.hpp"
+#include "ringtrace/exporter.hpp"  // TraceContext: sites' sampling rates
 
 namespace ringtrace::detail {
 
@@ -24,6 +25,7 @@ struct OpenZone {
   std::int64_t value;      // region id
   std::uint64_t begin_ns;
   std::uint64_t child_ns;  // sum of direct children's totals so far
+  std::uint64_t weight;    // zones this one stands for (sampling: its and its ancestors' rates)
 };
 
 struct ClosedZone {
@@ -37,6 +39,32 @@ struct ClosedZone {
   std::uint64_t total_ns;  // end - begin
   std::uint64_t self_ns;   // total - direct children's totals
   std::uint32_t depth;     // zones open outside this one
+  // Zones this one stands for in an estimate: the product of the sampling rates (the
+  // `factor` given with each begin) of this zone and every zone open outside it. 1
+  // unless the exporter estimates sampled sites.
+  std::uint64_t weight;
+};
+
+// Each site's sampling rate (SiteInfo::sample_every, 1 for sites not sampled), looked up
+// once per site: the `factor` an estimating exporter feeds with each begin.
+class SampleRates {
+ public:
+  std::uint32_t of(SiteId site, const TraceContext& context) {
+    if (site >= rates_.size()) [[unlikely]] rates_.resize(std::max<std::size_t>(site + 1, context.site_count()), 0);
+    std::uint32_t& r = rates_[site];
+    if (r == 0) [[unlikely]] r = std::max<std::uint32_t>(1, context.site(site).sample_every);
+    return r;
+  }
+  // Whether any site seen had a rate above 1.
+  bool any_sampled() const {
+    for (const std::uint32_t r : rates_) {
+      if (r > 1) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::uint32_t> rates_;  // 0: not looked up yet
 };
 
 class ZoneTracker {
@@ -45,11 +73,14 @@ class ZoneTracker {
   // Ends with no open zone on their thread are ignored (the drainer never sends them).
   // `tag` is kept with a begin and handed back with its close (the table keeps its group
   // there, so that it needs no stack of its own).
+  // `factor`, with a begin: the zone's site's sampling rate when the exporter estimates.
   template <typename OnClose>
-  void feed(const Event& e, OnClose&& on_close, std::uint32_t tag = 0) {
+  void feed(const Event& e, OnClose&& on_close, std::uint32_t tag = 0, std::uint32_t factor = 1) {
     last_ns_ = e.time_ns;
     if (e.kind == EventKind::zone_begin) {
-      stack_for(e.thread).push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0});
+      std::vector<OpenZone>& stack = stack_for(e.thread);
+      const std::uint64_t outer = stack.empty() ? 1 : stack.back().weight;
+      stack.push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0, outer * factor});
     } else if (e.kind == EventKind::zone_end) {
       std::vector<OpenZone>& stack = stack_for(e.thread);
       if (stack.empty()) return;
@@ -63,13 +94,14 @@ class ZoneTracker {
       const std::int64_t value = top.value;
       const std::uint64_t begin_ns = top.begin_ns;
       const std::uint64_t child_ns = top.child_ns;
+      const std::uint64_t weight = top.weight;
       stack.pop_back();
       const std::uint64_t total = e.time_ns >= begin_ns ? e.time_ns - begin_ns : 0;
       const std::uint64_t self = total >= child_ns ? total - child_ns : 0;
       if (!stack.empty()) stack.back().child_ns += total;
       const ClosedZone closed{e.thread, site, tag, static_cast<std::uint8_t>(flags | e.flags),
                               value, begin_ns, e.time_ns, total, self,
-                              static_cast<std::uint32_t>(stack.size())};
+                              static_cast<std::uint32_t>(stack.size()), weight};
       on_close(closed, std::span<const OpenZone>(stack.data(), stack.size()));
     }
   }

@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/folded_stacks.hpp"
+#include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/pstats.hpp"
+#include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"
@@ -157,6 +162,97 @@ TEST(Sampling, TheSessionsDefaultRateAndTheBinaryFile) {
     EXPECT_EQ(c.rate.at("default"), 4u);
     EXPECT_EQ(c.rate.at("inner"), 1u);
   }
+}
+
+
+// Three recorded zones of a site sampled one in ten, each holding a region with an op,
+// and one zone of a site not sampled: with estimates, every aggregator counts what is
+// inside a sampled zone ten times, and says so where its format has room.
+RecordedTrace sampled_trace() {
+  TraceBuilder b;
+  const ThreadId main = b.thread("main", 7);
+  const SiteId step = b.site("step", SiteKind::zone, "f.cpp", 1, "", "", 0, 10);
+  const SiteId graph = b.site("graph", SiteKind::region, "f.cpp", 2);
+  const SiteId op = b.site("op", SiteKind::zone, "f.cpp", 3);
+  const SiteId plain = b.site("plain", SiteKind::zone, "f.cpp", 4);
+  for (std::uint64_t k = 0; k < 3; ++k) {
+    const std::uint64_t t = 1000 + k * 1000;
+    b.begin(main, step, t).begin(main, graph, t + 10, 1).begin(main, op, t + 20);
+    b.end(main, t + 60).end(main, t + 100).end(main, t + 200);
+  }
+  b.begin(main, plain, 5000).end(main, 5050);
+  return b.build(6000);
+}
+
+TEST(Sampling, EstimatesScaleSampledSitesInEveryAggregator) {
+  const RecordedTrace trace = sampled_trace();
+  ASSERT_EQ(trace.sites[1].sample_every, 10u);
+  ASSERT_NE(trace.sites[1].options & SiteOptions::sampled, 0);
+
+  TableOptions table_options;
+  table_options.estimate_sampled = true;
+  const KeyAverages table = key_averages(trace, table_options);
+  std::map<std::string, TableRow> rows;
+  for (const TableRow& r : table.rows) rows[r.name] = r;
+  EXPECT_TRUE(table.estimated);
+  EXPECT_EQ(rows.at("step").calls, 30u);
+  EXPECT_EQ(rows.at("step").total_ns, 6000u);
+  EXPECT_EQ(rows.at("step").self_ns, 3300u);
+  EXPECT_EQ(rows.at("graph").calls, 30u);
+  EXPECT_EQ(rows.at("graph").self_ns, 1500u);
+  EXPECT_EQ(rows.at("op").calls, 30u);
+  EXPECT_EQ(rows.at("op").total_ns, 1200u);
+  EXPECT_EQ(rows.at("op").p50_ns, 40u);
+  EXPECT_EQ(rows.at("plain").calls, 1u);
+  EXPECT_EQ(table.self_total_ns, 3300u + 1500u + 1200u + 50u);
+  EXPECT_NE(format_table(table, table_options).find("Estimates:"), std::string::npos);
+  table_options.format = TableOptions::Format::json;
+  EXPECT_NE(format_table(table, table_options).find("\"estimated\":true"), std::string::npos);
+  // Without the option: what was recorded, and no note.
+  const KeyAverages plain_table = key_averages(trace);
+  EXPECT_FALSE(plain_table.estimated);
+  for (const TableRow& r : plain_table.rows) {
+    if (r.name == "step") {
+      EXPECT_EQ(r.calls, 3u);
+    }
+  }
+  EXPECT_EQ(format_table(plain_table).find("Estimates:"), std::string::npos);
+
+  PstatsAggregator pstats;
+  pstats.set_estimate_sampled(true);
+  {
+    RecordedTraceContext context(trace);
+    pstats.add(trace.events, context);
+  }
+  pstats.finish(trace.stats.clock.stop_ns);
+  const PstatsTable p = pstats.table();
+  EXPECT_TRUE(p.estimated);
+  const auto& step_row = p.functions.at(static_cast<std::size_t>(p.find("f.cpp", 1, "step")));
+  EXPECT_EQ(step_row.calls, 30u);
+  EXPECT_EQ(step_row.primitive_calls, 30u);
+  EXPECT_EQ(step_row.self_ns, 3300u);
+  EXPECT_EQ(step_row.cumulative_ns, 6000u);
+  EXPECT_EQ(p.functions.at(static_cast<std::size_t>(p.find("f.cpp", 3, "op"))).calls, 30u);
+  for (const PstatsEdge& e : p.edges) EXPECT_EQ(e.calls, 30u);
+  EXPECT_NE(format_pstats_report(p).find("Estimates:"), std::string::npos);
+
+  std::ostringstream folded;
+  FoldedStacksOptions folded_options;
+  folded_options.value = FoldedValue::calls;
+  folded_options.estimate_sampled = true;
+  replay(trace, *folded_stacks_exporter(folded, folded_options));
+  EXPECT_EQ(folded.str(), "plain 1\nstep 30\nstep;graph 30\nstep;graph;op 30\n");
+
+  OpsSummaryOptions ops_options;
+  ops_options.estimate_sampled = true;
+  ops_options.transparent_names = {"step"};
+  const OpsSummary ops = ops_summary(trace, ops_options);
+  EXPECT_TRUE(ops.estimated);
+  EXPECT_EQ(ops.total.graph_calls, 30u);
+  EXPECT_EQ(ops.total.captured_ops, 30u);
+  EXPECT_EQ(ops.total.captured_ns, 1200u);
+  EXPECT_EQ(ops.total.total_ops, 31u);
+  EXPECT_NE(format_ops_summary(ops, ops_options).find("Estimates:"), std::string::npos);
 }
 
 }  // namespace

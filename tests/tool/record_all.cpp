@@ -32,6 +32,14 @@ int main(int argc, char** argv) {
   session.add_exporter(ringtrace::ops_summary_exporter(dir / "live_summary.txt", summary));
   session.add_exporter(ringtrace::table_exporter(dir / "live_table.txt"));
   session.add_exporter(ringtrace::perfetto_exporter(dir / "live.perfetto-trace"));
+  // Estimates of the sampled site: calls in the folded file, and the table.
+  ringtrace::FoldedStacksOptions estimated_folded;
+  estimated_folded.value = ringtrace::FoldedValue::calls;
+  estimated_folded.estimate_sampled = true;
+  session.add_exporter(ringtrace::folded_stacks_exporter(dir / "live_estimated.folded", estimated_folded));
+  ringtrace::TableOptions estimated_table;
+  estimated_table.estimate_sampled = true;
+  session.add_exporter(ringtrace::table_exporter(dir / "live_estimated_table.txt", estimated_table));
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
   session.start();
   std::vector<std::thread> threads;
@@ -47,6 +55,10 @@ int main(int argc, char** argv) {
         }
         RINGTRACE_ZONE("eager");
         RINGTRACE_COUNTER("depth", i % 9);
+        {
+          RINGTRACE_ZONE_SAMPLED("sampled", 4);  // 500 of 2000 recorded per thread
+          RINGTRACE_ZONE("under");
+        }
         if (w == 0) RINGTRACE_FLOW_OUT(i + 1);
         if (w == 1) RINGTRACE_FLOW_IN(i + 1);
       }

@@ -27,6 +27,19 @@ events() { grep -v '"ringtrace_session"' "$1" | grep -v '^{"tid"' | sed 's/,$//'
 diff <(events "${work}/live.json") <(events "${work}/file.json") >"${work}/chrome.diff" \
   || fail "Chrome events differ: $(head -4 "${work}/chrome.diff")"
 grep -q '"ph":"s"' "${work}/file.json" || fail "no flow in the converted Chrome trace"
+# Sampled sites: the file keeps each site's rate, so estimates from it equal the live ones.
+"${tool}" convert "${work}/run.rtrace" --estimate-sampled --folded-value calls --folded "${work}/file_estimated.folded" \
+  --table "${work}/file_estimated_table.txt" || fail "convert --estimate-sampled exits $?"
+cmp -s "${work}/live_estimated.folded" "${work}/file_estimated.folded" || fail "estimated folded stacks differ"
+cmp -s "${work}/live_estimated_table.txt" "${work}/file_estimated_table.txt" || fail "estimated tables differ"
+grep -q 'step;eager;sampled 6000$' "${work}/file_estimated.folded" \
+  || fail "estimated calls of the sampled site: $(grep sampled "${work}/file_estimated.folded" | head -2)"
+grep -q 'step;eager;sampled;under 6000$' "${work}/file_estimated.folded" || fail "estimated calls under the sampled site"
+grep -q 'step;eager;sampled 1500$' <("${tool}" convert "${work}/run.rtrace" --folded-value calls --folded -) \
+  || fail "recorded calls of the sampled site"
+grep -q '^Estimates: ' "${work}/file_estimated_table.txt" || fail "the estimated table does not say so"
+"${tool}" report "${work}/run.rtrace" --estimate-sampled | grep -q '^Estimates: ' || fail "report --estimate-sampled"
+
 # '-' is standard output.
 "${tool}" convert "${work}/run.rtrace" --folded - >"${work}/stdout.folded" || fail "convert to stdout"
 cmp -s "${work}/live.folded" "${work}/stdout.folded" || fail "folded on stdout differs"

@@ -30,6 +30,11 @@ struct FoldedStacksOptions {
   // 100,000-deep recursion: about 2 MB instead of tens of GB). Memory is the distinct
   // stacks either way. Flame graph readers draw a few hundred frames at most.
   std::size_t max_depth = 512;
+  // Estimates for sampled sites (RINGTRACE_ZONE_SAMPLED): a recorded zone of a site
+  // sampled one in N counts N times, with everything inside it (rates multiply down the
+  // stack), so values estimate the whole run. The folded format has no room for a
+  // note: name the file so (e.g. "estimated.folded").
+  bool estimate_sampled = false;
 };
 
 // Aggregates zones by stack while the session runs and writes the file at stop()

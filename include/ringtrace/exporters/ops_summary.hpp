@@ -38,6 +38,10 @@ struct OpsSummaryOptions {
   // Ops outside regions listed by the text form (most expensive first); 0: all.
   // summary() and the JSON form keep every distinct (op, stack).
   std::size_t missing_limit = 20;
+  // Estimates for sampled sites (RINGTRACE_ZONE_SAMPLED): a recorded zone of a site
+  // sampled one in N counts N times (calls, ops, graph calls, times), with everything
+  // inside it. The text form says so after the first line, JSON in "estimated".
+  bool estimate_sampled = false;
 };
 
 // One scope's numbers (a thread, or the whole session).
@@ -74,6 +78,7 @@ struct OpsSummary {
   std::vector<MissingOp> missing;         // most expensive (total_ns) first, then by name
   std::uint64_t dropped = 0;              // events the session lost (counts are then a lower bound)
   std::uint64_t closed_at_stop = 0;       // zones still open at stop(), closed at the stop time
+  bool estimated = false;                 // estimate_sampled was on and some site was sampled
 };
 
 // "3 graphs 12 graph calls 45/60 = 75% ops 82% time". The percentages are rounded to

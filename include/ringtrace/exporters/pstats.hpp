@@ -62,6 +62,9 @@ struct PstatsTable {
   std::vector<PstatsEdge> edges;          // in order of first call
   std::uint64_t dropped_events = 0;       // events lost by the session (not in the numbers)
   std::uint64_t closed_at_stop = 0;       // calls still open at stop(), ended at the stop time
+  // Sampled sites were scaled by their rates (PstatsOptions::estimate_sampled): the
+  // numbers are estimates. The pstats file itself has no room to say so; the report does.
+  bool estimated = false;
 
   std::uint64_t total_calls() const;
   std::uint64_t total_primitive_calls() const;
@@ -83,6 +86,9 @@ class RINGTRACE_API PstatsAggregator {
   PstatsAggregator& operator=(PstatsAggregator&&) noexcept;
 
   void reset();
+  // Estimates for sampled sites: a recorded zone of a site sampled one in N counts N
+  // calls and N times its times, with everything inside it. Kept across reset().
+  void set_estimate_sampled(bool on);
   void add(std::span<const Event> events, const TraceContext& context);
   // End of the stream: zones it left open end at `stop_ns` (or the last event's time),
   // flagged closed_at_stop, as a live session closes them at stop().
@@ -126,6 +132,9 @@ struct PstatsOptions {
   // Also write format_pstats_report() to this path at stop() (empty: no report file).
   std::string report_path;
   std::size_t report_limit = 0;  // rows in that report (0: all)
+  // Estimates for sampled sites (RINGTRACE_ZONE_SAMPLED): see
+  // PstatsAggregator::set_estimate_sampled. The report's first line says so.
+  bool estimate_sampled = false;
 };
 
 // Aggregates the stream and writes the pstats file at stop() (on_finish). The file is

@@ -41,6 +41,11 @@ struct TableOptions {
   std::size_t name_width = 55;
   // Group by name and the innermost N enclosing zones (0: by name only; at most 8).
   std::size_t group_by_stack_n = 0;
+  // Estimates for sampled sites (RINGTRACE_ZONE_SAMPLED): a recorded zone of a site
+  // sampled one in N counts N calls and N times its times (and its percentiles' weight),
+  // with everything inside it. The text form says so in a line before the table, JSON
+  // in "estimated"; CSV has no room for it.
+  bool estimate_sampled = false;
 };
 
 struct TableRow {
@@ -72,6 +77,7 @@ struct KeyAverages {
   std::uint64_t dropped = 0;        // events the session lost
   std::vector<ThreadDrops> dropped_by_thread;  // threads that lost events
   std::uint64_t closed_at_stop = 0;  // zones still open at stop(), closed at the stop time
+  bool estimated = false;  // estimate_sampled was on and some site was sampled
 };
 
 // The table of a recorded stream (what the exporter computes live).
