@@ -21,6 +21,7 @@
 
 #include "clock_calibration.hpp"
 #include "drainer.hpp"
+#include "flight_recorder.hpp"
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "thread_registry.hpp"
@@ -60,6 +61,7 @@ struct Session::Impl {
   std::mutex stop_mutex;  // one stop at a time; held while the drainer finishes
   // Steps and windows.
   std::vector<WindowExporterFactory> window_factories;
+  detail::FlightRecorderHandle recorder;  // the run's flight recorder (kept after stop for stats())
   std::atomic<std::uint64_t> step{0};
   bool steps_recorded = false;  // a schedule or window exporters: steps are zones
   bool recording = true;        // the current step records (else the epoch is paused)
@@ -191,8 +193,15 @@ void Session::start() {
   // start leaves no thread bound to it; starting the drainer's thread is the one step
   // after, and its failure takes back the registrations it let in.
   std::vector<std::shared_ptr<Exporter>> exporters = impl_->exporters;
-  if (!impl_->window_factories.empty()) {
+  const bool recorder = config.flight_recorder.keep.count() > 0;
+  // With the flight recorder and no schedule, the factories get snapshots only.
+  if (!impl_->window_factories.empty() && (config.schedule.has_value() || !recorder)) {
     exporters.push_back(detail::make_window_router(config.schedule, impl_->window_factories));
+  }
+  detail::FlightRecorderHandle flight;
+  if (recorder) {
+    flight = detail::make_flight_recorder(config, impl_->window_factories);
+    exporters.push_back(detail::as_exporter(flight));
   }
   auto drainer = std::make_unique<detail::Drainer>(config, exporters, converter, clock, use_tsc, 0);
   for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
@@ -208,6 +217,7 @@ void Session::start() {
     throw;
   }
   impl_->drainer = std::move(drainer);
+  impl_->recorder = std::move(flight);
   impl_->use_tsc = use_tsc;
   impl_->pid = ::getpid();
   impl_->running = true;
@@ -247,8 +257,16 @@ bool Session::running() const noexcept {
 SessionStats Session::stats() const {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   // While stop() finishes, the drainer still exists (running is already false).
-  if (impl_->drainer && !impl_->inherited()) return impl_->drainer->stats();
-  return impl_->last_stats;
+  SessionStats stats = impl_->drainer && !impl_->inherited() ? impl_->drainer->stats() : impl_->last_stats;
+  stats.snapshots = impl_->recorder.snapshots();
+  stats.snapshots_suppressed = impl_->recorder.suppressed();
+  return stats;
+}
+
+bool Session::snapshot(std::string reason) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (!impl_->running || impl_->inherited()) return false;
+  return impl_->recorder.request(std::move(reason));
 }
 
 const Config& Session::config() const noexcept { return impl_->config; }

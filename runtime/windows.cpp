@@ -166,7 +166,7 @@ class WindowRouter final : public Exporter {
 
   void open_window(const StepPlan& plan, std::uint64_t time_ns, const TraceContext& context) {
     send(context);
-    window_info_ = WindowInfo{windows_++, plan.first, plan.last, time_ns, 0};
+    window_info_ = WindowInfo{windows_++, plan.first, plan.last, time_ns, 0, {}};
     window_.clear();
     for (const auto& factory : factories_) {
       std::shared_ptr<Exporter> x = factory(window_info_);

@@ -22,6 +22,27 @@ struct Schedule {
   int repeat = 0;
 };
 
+// The flight recorder: the drainer keeps the last `keep` of the merged stream (at most
+// `max_bytes`) in memory all the time, and Session::snapshot() or the trigger writes it
+// through the window exporter factories (Session::add_window_exporter).
+struct FlightRecorder {
+  std::chrono::milliseconds keep{0};   // 0: no flight recorder
+  std::size_t max_bytes = std::size_t{64} << 20;  // events (32 bytes each) and texts kept
+  // A snapshot also takes the stream's next `after` (0: it ends at its request).
+  std::chrono::milliseconds after{0};
+  // Rate limit: a request (the trigger's or snapshot()'s) less than this after the
+  // last snapshot began, or while one is still taking its `after`, is counted in
+  // SessionStats::snapshots_suppressed and writes nothing.
+  std::chrono::milliseconds min_interval{1000};
+};
+
+// The flight recorder's automatic snapshot: when a zone named `zone` ends longer than
+// `longer_than` after it began (empty zone: no trigger).
+struct Trigger {
+  std::string zone;
+  std::chrono::nanoseconds longer_than{0};
+};
+
 // What a thread does when its ring is full.
 enum class OverflowPolicy {
   drop,   // never wait: the event is dropped and counted (zones are dropped whole)
@@ -75,6 +96,11 @@ struct Config {
   // Categories switched off at start() (ringtrace::set_category_enabled switches them
   // at any time; a category not listed keeps its current state, on by default).
   std::vector<std::string> disabled_categories;
+
+  // The flight recorder (keep > 0) and its trigger; see FlightRecorder and Trigger. With
+  // the recorder on and no schedule, the window factories get snapshots only.
+  FlightRecorder flight_recorder;
+  Trigger trigger;
 
   // Steps and windows: with a schedule, events are recorded only in warmup and active
   // steps, and the window exporters (Session::add_window_exporter) get one window per

@@ -21,6 +21,10 @@ struct WindowInfo {
   std::uint64_t last_step = 0;
   std::uint64_t begin_ns = 0;    // CLOCK_MONOTONIC: the first active step's begin
   std::uint64_t end_ns = 0;      // 0 when the factory is called (the window has just begun)
+  // A flight recorder's snapshot: why it was taken (snapshot()'s reason, or the
+  // trigger's "zone 'request' took 2.345 ms"); empty for a schedule's window. A
+  // snapshot's steps are 0 and begin_ns is the time of its first event.
+  std::string reason = {};
 };
 using WindowExporterFactory = std::function<std::shared_ptr<Exporter>(const WindowInfo&)>;
 
@@ -63,6 +67,14 @@ class RINGTRACE_API Session {
   // in warmup and active ones. Call it from one thread at a time; not from an exporter.
   void step();
   std::uint64_t current_step() const noexcept;
+
+  // The flight recorder (Config::flight_recorder): asks the drainer to write what it
+  // holds, the last `keep` up to now (and the next `after`), through the window
+  // factories, with WindowInfo::reason set to `reason`. Returns at once (the drainer
+  // writes on its next pass); false when no recorder runs. Rate-limited as the
+  // trigger is (Config::flight_recorder.min_interval). Any thread; not from a signal
+  // handler (it takes a lock).
+  bool snapshot(std::string reason);
 
   // Counts of the last completed run (or the current one, as of the drainer's last
   // pass, while running).

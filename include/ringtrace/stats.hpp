@@ -41,6 +41,8 @@ struct SessionStats {
   std::uint64_t unbalanced_ends = 0;  // zone ends with no open zone (ignored)
   std::uint64_t closed_at_stop = 0;   // zones still open at stop(), closed at the stop time
   std::uint64_t drain_passes = 0;
+  std::uint64_t snapshots = 0;             // flight-recorder snapshots written
+  std::uint64_t snapshots_suppressed = 0;  // requests and triggers the rate limit refused
   ClockInfo clock;
   std::string allocator;               // "mimalloc" or "system" (where ring memory came from)
   std::vector<std::string> exporter_errors;  // an exporter that threw is listed and disabled

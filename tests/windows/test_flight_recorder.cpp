@@ -1,0 +1,230 @@
+// The flight recorder: the last `keep` of the stream in bounded memory, snapshots on
+// request and on a slow zone (the trigger), rate-limited and counted, each a complete
+// stream (zones open at its start come first, zones open at its end are closed there).
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
+#include "support/validating_exporter.hpp"
+
+namespace ringtrace {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Snapshots {
+  std::mutex mutex;
+  std::vector<WindowInfo> infos;
+  std::vector<std::shared_ptr<MemoryExporter>> traces;
+  std::vector<std::shared_ptr<testing::ValidatingExporter>> checks;
+  WindowExporterFactory factory() {
+    return [this](const WindowInfo& info) {
+      std::lock_guard<std::mutex> lock(mutex);
+      infos.push_back(info);
+      traces.push_back(std::make_shared<MemoryExporter>());
+      return traces.back();
+    };
+  }
+};
+
+struct Zone {
+  std::string name;
+  std::uint64_t begin_ns, end_ns;
+  std::uint8_t end_flags;
+};
+
+// Every zone of a recorded stream, with its begin and end; nesting checked on the way.
+std::vector<Zone> zones_of(const RecordedTrace& t) {
+  std::vector<Zone> out;
+  std::map<ThreadId, std::vector<const Event*>> open;
+  for (const Event& e : t.events) {
+    if (e.kind == EventKind::zone_begin) {
+      EXPECT_EQ(e.depth, open[e.thread].size()) << t.sites[e.site].name;
+      open[e.thread].push_back(&e);
+    } else if (e.kind == EventKind::zone_end) {
+      EXPECT_FALSE(open[e.thread].empty()) << "an end with no begin";
+      if (open[e.thread].empty()) continue;
+      const Event* b = open[e.thread].back();
+      open[e.thread].pop_back();
+      EXPECT_EQ(b->site, e.site);
+      out.push_back(Zone{t.sites[b->site].name, b->time_ns, e.time_ns, e.flags});
+    }
+  }
+  for (const auto& [thread, stack] : open) EXPECT_TRUE(stack.empty()) << "zones left open in a snapshot";
+  return out;
+}
+
+void request(std::chrono::microseconds work, int i) {
+  RINGTRACE_ZONE("request");
+  RINGTRACE_ZONE_VALUE("i", i);
+  const std::string text = "item " + std::to_string(i);
+  RINGTRACE_ZONE_TEXT("label", text.data(), text.size());
+  RINGTRACE_ZONE("work");
+  std::this_thread::sleep_for(work);
+}
+
+// A slow request triggers one snapshot holding it and the `keep` before it; a second
+// slow one within min_interval is counted, not written.
+TEST(FlightRecorder, ASlowZoneWritesOneSnapshotOfWhatLedToIt) {
+  Config config;
+  config.flight_recorder.keep = 40ms;
+  config.flight_recorder.min_interval = 60s;
+  config.trigger = {.zone = "request", .longer_than = 8ms};
+  Session session(config);
+  Snapshots snapshots;
+  auto live = std::make_shared<MemoryExporter>();
+  session.add_exporter(live);
+  session.add_window_exporter(snapshots.factory());
+  session.start();
+  {
+    RINGTRACE_ZONE("outer");  // open across the whole run: the snapshot starts inside it
+    int i = 0;
+    for (; i < 150; ++i) request(500us, i);
+    request(20ms, i++);  // the outlier
+    for (; i < 300; ++i) request(500us, i);
+    request(20ms, i++);  // a second one, within min_interval
+    for (; i < 320; ++i) request(500us, i);
+  }
+  session.stop();
+  const SessionStats stats = session.stats();
+  EXPECT_EQ(stats.snapshots, 1u);
+  EXPECT_EQ(stats.snapshots_suppressed, 1u);
+  ASSERT_EQ(snapshots.infos.size(), 1u);
+  EXPECT_EQ(snapshots.infos[0].reason.rfind("zone 'request' took ", 0), 0u) << snapshots.infos[0].reason;
+
+  const std::vector<Zone> all = zones_of(live->trace());
+  const Zone* outlier = nullptr;
+  for (const Zone& z : all) {
+    if (z.name == "request" && z.end_ns - z.begin_ns > 8'000'000) {
+      outlier = &z;
+      break;
+    }
+  }
+  ASSERT_NE(outlier, nullptr);
+  const RecordedTrace snap = snapshots.traces[0]->trace();
+  const std::vector<Zone> kept = zones_of(snap);
+  // The outlier, whole, and every request that ended in the 40 ms before it.
+  std::map<std::uint64_t, const Zone*> by_begin;
+  for (const Zone& z : kept) by_begin[z.begin_ns] = &z;
+  ASSERT_TRUE(by_begin.count(outlier->begin_ns));
+  EXPECT_EQ(by_begin[outlier->begin_ns]->end_ns, outlier->end_ns);
+  int before = 0;
+  for (const Zone& z : all) {
+    if (z.name != "request" || z.end_ns > outlier->end_ns || z.begin_ns + 40'000'000 < outlier->end_ns) continue;
+    EXPECT_TRUE(by_begin.count(z.begin_ns)) << "a request " << (outlier->end_ns - z.end_ns) << " ns before the outlier";
+    ++before;
+  }
+  EXPECT_GE(before, 2);
+  // Nothing after the trigger (after = 0); "outer", open at both ends, is there whole
+  // from its real begin and closed at the snapshot's end, flagged.
+  for (const Zone& z : kept) {
+    EXPECT_LE(z.end_ns, outlier->end_ns) << z.name;
+    if (z.name == "outer") {
+      EXPECT_NE(z.end_flags & EventFlags::closed_at_window_end, 0);
+      EXPECT_EQ(z.end_ns, outlier->end_ns);
+    }
+  }
+  EXPECT_EQ(std::count_if(kept.begin(), kept.end(), [](const Zone& z) { return z.name == "outer"; }), 1);
+  // Texts of the requests kept come with them.
+  EXPECT_NE(snap.texts.find("item 150"), std::string::npos);
+}
+
+// snapshot() from the program: what the recorder holds up to the call and the next
+// `after`, named by its reason; without a recorder it returns false.
+TEST(FlightRecorder, SnapshotOnRequestTakesTheNextAfterToo) {
+  {
+    Session plain;
+    plain.start();
+    EXPECT_FALSE(plain.snapshot("no recorder"));
+    plain.stop();
+  }
+  Config config;
+  config.flight_recorder.keep = 30ms;
+  config.flight_recorder.after = 30ms;
+  config.flight_recorder.min_interval = 0ms;
+  Session session(config);
+  Snapshots snapshots;
+  session.add_window_exporter(snapshots.factory());
+  session.start();
+  std::uint64_t asked_ns = 0;
+  for (int i = 0; i < 200; ++i) {
+    request(300us, i);
+    if (i == 100) {
+      timespec ts{};
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      asked_ns = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+      EXPECT_TRUE(session.snapshot("manual"));
+    }
+  }
+  session.stop();
+  ASSERT_EQ(snapshots.infos.size(), 1u);
+  EXPECT_EQ(session.stats().snapshots, 1u);
+  const WindowInfo& info = snapshots.infos[0];
+  EXPECT_EQ(info.reason, "manual");
+  const RecordedTrace snap = snapshots.traces[0]->trace();
+  const std::vector<Zone> kept = zones_of(snap);
+  ASSERT_FALSE(kept.empty());
+  std::uint64_t first = ~std::uint64_t{0}, last = 0;
+  for (const Zone& z : kept) {
+    first = std::min(first, z.begin_ns);
+    last = std::max(last, z.end_ns);
+  }
+  EXPECT_LE(first, asked_ns - 25'000'000);  // about `keep` before the request
+  EXPECT_GE(last, asked_ns + 25'000'000);   // about `after` after it
+  EXPECT_LE(last, asked_ns + 31'000'000);
+  // It ends `after` past the request (snapshot() read the clock just after asked_ns).
+  EXPECT_GE(snap.stats.clock.stop_ns, asked_ns + 30'000'000u);
+  EXPECT_LE(snap.stats.clock.stop_ns, asked_ns + 31'000'000u);
+}
+
+// Hours of recording in a few seconds' worth: the recorder's memory is bounded by its
+// setting, not by the length of the run.
+TEST(FlightRecorder, MemoryStaysFlatOverALongRun) {
+  Config config;
+  config.flight_recorder.keep = 20ms;
+  config.flight_recorder.max_bytes = 1 << 20;
+  Session session(config);
+  Snapshots snapshots;
+  session.add_window_exporter(snapshots.factory());
+  session.start();
+  const double seconds = std::max(0.6, 2.0 * testing::test_scale());
+  const auto run = [&](double s) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([until] {
+        while (std::chrono::steady_clock::now() < until) {
+          for (int i = 0; i < 1000; ++i) {
+            RINGTRACE_ZONE("busy");
+            RINGTRACE_COUNTER("n", i);
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  };
+  run(seconds / 3);
+  const std::int64_t early = static_cast<std::int64_t>(mallinfo2().uordblks);
+  run(2 * seconds / 3);
+  const std::int64_t late = static_cast<std::int64_t>(mallinfo2().uordblks);
+  EXPECT_TRUE(session.snapshot("end"));
+  session.stop();
+  EXPECT_LT(late - early, 512 << 10) << "heap grew " << (late - early) << " bytes";
+  ASSERT_EQ(snapshots.traces.size(), 1u);
+  const RecordedTrace snap = snapshots.traces[0]->trace();
+  EXPECT_GT(snap.events.size(), 100u);
+  EXPECT_LE(snap.events.size() * sizeof(Event), std::size_t{2} << 20);
+  zones_of(snap);
+}
+
+}  // namespace
+}  // namespace ringtrace
