@@ -331,7 +331,10 @@ struct TableExporter::Impl {
       site_name.resize(std::max<std::size_t>(site + 1, context.site_count()), kNoGroup);
       site_group.resize(site_name.size(), kNoGroup);
     }
-    const std::string_view name = context.site(site).name;
+    const SiteInfo& info = context.site(site);
+    // Session::step()'s zones "step #N" make one row "step #*" when asked.
+    const std::string_view name = options.fold_steps && (info.options & SiteOptions::step) != 0 ? std::string_view("step #*")
+                                                                                                : std::string_view(info.name);
     auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
     if (inserted) names.emplace_back(name);
     site_name[site] = it->second;

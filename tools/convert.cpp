@@ -42,6 +42,7 @@ constexpr const char* kHelp =
     "  --thread-roots         folded: one root frame per thread\n"
     "  --transparent NAME     summary: a zone that wraps ops without being one (repeatable)\n"
     "  --rows N               table: rows kept (default 100, 0: all)\n"
+    "  --fold-steps           table: Session::step()'s zones in one row \"step #*\"\n"
     "  --estimate-sampled     pstats, folded, summary, table: zones of sampled sites count\n"
     "                         as many times as their rate (estimates of the whole run)\n";
 
@@ -98,6 +99,8 @@ int convert(const std::vector<std::string>& args) {
       summary_options.transparent_names.push_back(value());
     } else if (a == "--rows") {
       table_options.row_limit = std::stoul(value());
+    } else if (a == "--fold-steps") {
+      table_options.fold_steps = true;
     } else if (a == "--estimate-sampled") {
       estimate = true;
     } else if (!a.empty() && a[0] == '-') {

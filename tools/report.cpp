@@ -15,12 +15,13 @@ namespace ringtrace::tool {
 int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::fputs(
-        "usage: ringtrace report FILE [--rows N] [--transparent NAME]... [--estimate-sampled]\n"
+        "usage: ringtrace report FILE [--rows N] [--transparent NAME]... [--estimate-sampled] [--fold-steps]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
         "and the captured-ops summary of a binary trace file. --transparent names a zone that\n"
         "wraps ops without being one (a step), as in the summary exporter. --estimate-sampled\n"
-        "counts zones of sampled sites as many times as their rate (and says so).\n",
+        "counts zones of sampled sites as many times as their rate (and says so); --fold-steps\n"
+        "puts Session::step()'s zones in one row \"step #*\".\n",
         stdout);
     return 0;
   }
@@ -36,6 +37,8 @@ int report(const std::vector<std::string>& args) {
       table_options.row_limit = std::stoul(args[++i]);
     } else if (args[i] == "--transparent") {
       summary_options.transparent_names.push_back(args[++i]);
+    } else if (args[i] == "--fold-steps") {
+      table_options.fold_steps = true;
     } else if (args[i] == "--estimate-sampled") {
       table_options.estimate_sampled = summary_options.estimate_sampled = true;
     } else if (!args[i].empty() && args[i][0] == '-') {

@@ -17,6 +17,7 @@
 
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -203,6 +204,18 @@ TEST(Windows, StepZonesAreNamedAliveAndInTheBinaryFile) {
     }
     EXPECT_EQ(steps, expected);
     EXPECT_EQ(work, 30);
+    // The table folds them into one row when asked.
+    TableOptions options;
+    options.row_limit = 0;
+    options.fold_steps = true;
+    const KeyAverages folded = key_averages(t, options);
+    ASSERT_EQ(folded.rows.size(), 2u);
+    for (const TableRow& r : folded.rows) {
+      EXPECT_TRUE(r.name == "work" || r.name == "step #*") << r.name;
+      EXPECT_EQ(r.calls, r.name == "work" ? 30u : expected.size());
+    }
+    options.fold_steps = false;
+    EXPECT_EQ(key_averages(t, options).rows.size(), 1 + expected.size());
   }
 }
 

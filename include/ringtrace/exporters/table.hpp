@@ -46,6 +46,8 @@ struct TableOptions {
   // with everything inside it. The text form says so in a line before the table, JSON
   // in "estimated"; CSV has no room for it.
   bool estimate_sampled = false;
+  // Session::step()'s zones ("step #0", "step #1", ...) make one row named "step #*".
+  bool fold_steps = false;
 };
 
 struct TableRow {
