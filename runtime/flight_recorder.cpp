@@ -195,7 +195,7 @@ class FlightRecorderExporter final : public Exporter {
     if (has_text(e)) {
       const std::string_view text = context.text(e);
       texts_.emplace_back(text);
-      bytes_ += text.size();
+      bytes_ += sizeof(std::string) + text.size();  // what the copy holds (short texts fit in the string)
       kept.value.u = text_next_++;
     }
   }
@@ -348,7 +348,7 @@ class FlightRecorderExporter final : public Exporter {
       }
       bytes_ -= sizeof(Event);
       if (has_text(e)) {
-        bytes_ -= texts_.front().size();
+        bytes_ -= sizeof(std::string) + texts_.front().size();
         texts_.pop_front();
         ++text_base_;
       }
