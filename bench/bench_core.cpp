@@ -163,7 +163,7 @@ void BM_DrainMerge(benchmark::State& state) {
     session.start();
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
-      workers.emplace_back([zones] {
+      workers.emplace_back([=] {
         for (int i = 0; i < zones; ++i) {
           RINGTRACE_ZONE("merge");
         }

@@ -117,6 +117,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     tf::put_str(p, host);
+    tf::put_u64(p, info.boundary_gap_ticks);
     end_frame();
   }
 

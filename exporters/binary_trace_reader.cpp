@@ -9,6 +9,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -59,84 +60,127 @@ class Fields {
   bool bad_ = false;
 };
 
-class FileReplay final : public TraceContext {
+struct Site {
+  std::string name, function, file, category;
+  SiteInfo info{};
+};
+
+// What the process sections of a file share: the tables that resolve the ids of the
+// merged stream (each section adds its sites and threads with ids of the whole file).
+class Tables final : public TraceContext {
  public:
-  FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters)
-      : path_(path.string()), exporters_(exporters) {}
-  ~FileReplay() override {
-    if (file_ != nullptr) std::fclose(file_);
+  Tables() {
+    Site& dropped = sites.emplace_back();  // SiteId 0, for every process
+    dropped.name = "ringtrace: dropped events";
+    dropped.info = SiteInfo{dropped.name.c_str(), "", "", 0, SiteKind::instant, 0, ""};
+  }
+  const SiteInfo& site(SiteId id) const override { return sites[id].info; }
+  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites.size()); }
+  const ThreadInfo& thread(ThreadId id) const override { return threads[id]; }
+  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(threads.size()); }
+  const ClockInfo& clock() const override { return clock_info; }
+  const std::string& process_name() const override { return name; }
+  std::uint32_t process_id() const override { return pid; }
+  const std::string& process_name_of(std::uint32_t p) const override {
+    const auto it = process_names.find(p);
+    return it == process_names.end() ? name : it->second;
+  }
+  std::string_view text(const Event& e) const override {
+    if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0) return {};
+    const auto it = texts.find(e.value.u);
+    return it == texts.end() ? std::string_view{} : std::string_view(it->second);
   }
 
-  ReplayResult run() {
-    open();
+  std::deque<Site> sites;  // a deque: SiteInfo's pointers into its strings stay valid
+  std::vector<ThreadInfo> threads;
+  std::unordered_map<std::uint64_t, std::string> texts;
+  std::uint64_t next_text = 0;
+  std::map<std::uint32_t, std::string> process_names;  // by ThreadInfo::pid (merged files)
+  std::string name;
+  std::uint32_t pid = 0;
+  ClockInfo clock_info;
+};
+
+// The frames of one recorded process (a whole version-1 file, or one section of a merged
+// file), decoded and merged across its threads as the drainer merges them live, into
+// `out`: time-ordered events, not yet delivered.
+class Section {
+ public:
+  Section(Tables& tables, const std::string& path, std::uint64_t begin, std::uint64_t end, ReplayProcess meta)
+      : tables_(tables), path_(path), begin_(begin), end_(end), offset_(begin), meta_(std::move(meta)) {}
+  ~Section() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  Section(const Section&) = delete;
+  Section& operator=(const Section&) = delete;
+
+  // Opens the section and reads its first frame, which must be the session's.
+  bool open_session() {
+    file_ = std::fopen(path_.c_str(), "rb");
+    if (file_ == nullptr) {
+      meta_.problem = std::string("cannot open: ") + std::strerror(errno);
+      done_ = true;
+      return false;
+    }
     prescan();
     std::string payload;
     std::uint32_t type = 0;
-    // The exporters start once the session frame (process name, pid, clock) is read.
-    bool started = false;
-    while (next_frame(type, payload)) {
-      const bool ok = apply(type, payload);
-      if (have_session_ && !started) {
-        for (Exporter* x : exporters_) x->on_start(*this);
-        started = true;
-      }
-      if (!ok) break;
+    if (!next_frame(type, payload)) {
+      if (meta_.problem.empty()) meta_.problem = "no session frame: not a complete ringtrace trace";
+    } else if (type != tf::frame_session) {
+      meta_.problem = "the first frame (byte " + std::to_string(frame_offset_) + ") is not the session's";
+    } else if (apply(type, payload)) {
+      return true;
     }
-    if (!started) {
-      if (result_.problem.empty()) result_.problem = "no session frame: not a complete ringtrace trace";
-      for (Exporter* x : exporters_) x->on_start(*this);
-    }
+    done_ = true;
     finish();
-    result_.complete = complete_ && result_.problem.empty();
-    result_.host = host_;
-    result_.pid = pid_;
-    result_.bytes = size_;
-    result_.realtime_start_ns =
-        realtime_anchor_ + (clock_.start_ns >= monotonic_anchor_ ? clock_.start_ns - monotonic_anchor_ : 0) -
-        (clock_.start_ns < monotonic_anchor_ ? monotonic_anchor_ - clock_.start_ns : 0);
-    if (!complete_ && result_.problem.empty()) {
-      result_.problem = "file cut short at byte " + std::to_string(offset_) + " (the recording did not stop)";
-    }
-    return result_;
+    return false;
   }
 
-  // TraceContext
-  const SiteInfo& site(SiteId id) const override { return sites_[id].info; }
-  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites_.size()); }
-  const ThreadInfo& thread(ThreadId id) const override { return threads_[id].info; }
-  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(threads_.size()); }
-  const ClockInfo& clock() const override { return clock_; }
-  const std::string& process_name() const override { return process_name_; }
-  std::uint32_t process_id() const override { return pid_; }
-  std::string_view text(const Event& e) const override {
-    if (e.kind != EventKind::arg || (e.flags & EventFlags::text) == 0) return {};
-    const auto it = texts_.find(e.value.u);
-    return it == texts_.end() ? std::string_view{} : std::string_view(it->second);
+  // Called once every section's session is read: the pid and name its threads carry.
+  void place(std::uint32_t pid, std::string name, bool tag_threads) {
+    assigned_pid_ = tag_threads ? pid : 0;
+    tables_.process_names[pid] = std::move(name);
+  }
+
+  // Reads frames up to the next pass frame, or to the end (then finishes the section).
+  void step() {
+    std::string& payload = payload_;
+    std::uint32_t type = 0;
+    while (!done_) {
+      if (!next_frame(type, payload) || !apply(type, payload)) {
+        done_ = true;
+        finish();
+        return;
+      }
+      if (type == tf::frame_pass) return;
+    }
+  }
+
+  bool done() const { return done_; }
+  // Every event this section delivers from now on is at or after this time.
+  std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : last_emitted_; }
+
+  std::vector<Event> out;  // delivered by the section's merge, in time order
+  std::size_t out_pos = 0;  // out[out_pos..] not yet handed to the exporters
+
+  const ReplayProcess& meta() const { return meta_; }
+  const ClockInfo& clock() const { return clock_; }
+  const SessionStats& stats() const { return stats_; }
+  bool has_session() const { return have_session_; }
+  std::uint64_t realtime_start_ns() const {
+    return realtime_anchor_ + (raw_start_ns_ >= monotonic_anchor_ ? raw_start_ns_ - monotonic_anchor_ : 0) -
+           (raw_start_ns_ < monotonic_anchor_ ? monotonic_anchor_ - raw_start_ns_ : 0);
   }
 
  private:
-  struct Site {
-    std::string name, function, file, category;
-    SiteInfo info{};
-  };
   struct Open {
     SiteId site;
     std::uint8_t flags;
     std::uint64_t value;
   };
-  SiteId step_zone(std::uint64_t step) {
-    auto [it, inserted] = step_sites_.try_emplace(step, static_cast<SiteId>(sites_.size()));
-    if (inserted) {
-      Site& s = sites_.emplace_back();
-      s.name = detail::step_zone_name(step);
-      s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), 0, SiteKind::zone, SiteOptions::step,
-                        s.category.c_str()};
-    }
-    return it->second;
-  }
-  std::unordered_map<std::uint64_t, SiteId> step_sites_;
   struct Thread {
-    ThreadInfo info;
+    ThreadId id = 0;           // in the file's tables
     std::vector<Record> tail;  // records not yet complete (a record split across chunks)
     std::vector<Open> open;
     std::deque<Event> pending;  // decoded, not yet delivered; in time order
@@ -144,42 +188,29 @@ class FileReplay final : public TraceContext {
     std::uint64_t last_ns = 0;
     std::uint64_t recorded = 0;
     std::uint64_t reported_drops = 0;
-    bool seen = false;  // a first event was delivered
     bool past_stop = false;  // a record after the stop time was read: the rest are too
-    bool placed = false;
   };
 
-  [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(path_ + ": " + what); }
-
-  void open() {
-    file_ = std::fopen(path_.c_str(), "rb");
-    if (file_ == nullptr) fail(std::string("cannot open: ") + std::strerror(errno));
-    std::fseek(file_, 0, SEEK_END);
-    size_ = static_cast<std::uint64_t>(std::ftell(file_));
-    std::fseek(file_, 0, SEEK_SET);
-    char header[tf::kHeaderBytes];
-    if (size_ < tf::kHeaderBytes || std::fread(header, 1, sizeof header, file_) != sizeof header) {
-      fail(size_ == 0 ? "empty file, not a ringtrace trace" : "too short for a ringtrace trace");
+  SiteId step_zone(std::uint64_t step) {
+    auto [it, inserted] = step_sites_.try_emplace(step, static_cast<SiteId>(tables_.sites.size()));
+    if (inserted) {
+      Site& s = tables_.sites.emplace_back();
+      s.name = detail::step_zone_name(step);
+      s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), 0, SiteKind::zone, SiteOptions::step,
+                        s.category.c_str()};
     }
-    if (std::memcmp(header, tf::kMagic, sizeof tf::kMagic) != 0) fail("not a ringtrace trace file (bad magic)");
-    std::uint32_t version;
-    std::memcpy(&version, header + 8, 4);
-    if (version != tf::kVersion) {
-      fail("file format version " + std::to_string(version) + ", this reader knows version " +
-           std::to_string(tf::kVersion));
-    }
-    offset_ = tf::kHeaderBytes;
+    return it->second;
   }
 
   // Walks the frame headers once (no payloads) for the stop time, which comes last in
-  // the file but decides which records belong to the capture.
+  // the section but decides which records belong to the capture.
   void prescan() {
-    std::uint64_t at = tf::kHeaderBytes;
-    while (at + tf::kFrameHeaderBytes <= size_) {
+    std::uint64_t at = begin_;
+    while (at + tf::kFrameHeaderBytes <= end_) {
       std::uint32_t h[4];
       std::fseek(file_, static_cast<long>(at), SEEK_SET);
       if (std::fread(h, 1, sizeof h, file_) != sizeof h) break;
-      if (h[1] > tf::kMaxFrameBytes || at + tf::kFrameHeaderBytes + h[1] > size_) break;
+      if (h[1] > tf::kMaxFrameBytes || at + tf::kFrameHeaderBytes + h[1] > end_) break;
       if (h[0] == tf::frame_stop && h[1] == 8) {
         std::uint64_t stop;
         if (std::fread(&stop, 1, 8, file_) == 8) {
@@ -189,34 +220,34 @@ class FileReplay final : public TraceContext {
       }
       at += tf::kFrameHeaderBytes + h[1];
     }
-    std::fseek(file_, static_cast<long>(tf::kHeaderBytes), SEEK_SET);
+    std::fseek(file_, static_cast<long>(begin_), SEEK_SET);
   }
 
   bool next_frame(std::uint32_t& type, std::string& payload) {
-    if (offset_ == size_) return false;  // clean end of data (complete_ says whether it is the end)
+    if (offset_ == end_) return false;  // clean end of data (complete_ says whether it is the end)
     std::uint32_t h[4];
-    if (offset_ + tf::kFrameHeaderBytes > size_ || std::fread(h, 1, sizeof h, file_) != sizeof h) {
-      result_.problem = "file cut short at byte " + std::to_string(offset_) + " (inside a frame header)";
+    if (offset_ + tf::kFrameHeaderBytes > end_ || std::fread(h, 1, sizeof h, file_) != sizeof h) {
+      meta_.problem = "file cut short at byte " + std::to_string(offset_) + " (inside a frame header)";
       return false;
     }
     if (h[1] > tf::kMaxFrameBytes) {
-      result_.problem = "frame at byte " + std::to_string(offset_) + " claims " + std::to_string(h[1]) +
-                        " bytes (at most " + std::to_string(tf::kMaxFrameBytes) + "): damaged file";
+      meta_.problem = "frame at byte " + std::to_string(offset_) + " claims " + std::to_string(h[1]) +
+                      " bytes (at most " + std::to_string(tf::kMaxFrameBytes) + "): damaged file";
       return false;
     }
-    if (offset_ + tf::kFrameHeaderBytes + h[1] > size_) {
-      result_.problem = "file cut short at byte " + std::to_string(offset_) + " (a frame of " + std::to_string(h[1]) +
-                        " bytes, " + std::to_string(size_ - offset_ - tf::kFrameHeaderBytes) + " left)";
+    if (offset_ + tf::kFrameHeaderBytes + h[1] > end_) {
+      meta_.problem = "file cut short at byte " + std::to_string(offset_) + " (a frame of " + std::to_string(h[1]) +
+                      " bytes, " + std::to_string(end_ - offset_ - tf::kFrameHeaderBytes) + " left)";
       return false;
     }
     payload.resize(h[1]);
     if (h[1] != 0 && std::fread(payload.data(), 1, h[1], file_) != h[1]) {
-      result_.problem = "read error at byte " + std::to_string(offset_);
+      meta_.problem = "read error at byte " + std::to_string(offset_);
       return false;
     }
     if (tf::checksum(payload.data(), payload.size()) != h[2]) {
-      result_.problem = "checksum mismatch in the frame at byte " + std::to_string(offset_) + " (type " +
-                        std::to_string(h[0]) + "): damaged file, read up to there";
+      meta_.problem = "checksum mismatch in the frame at byte " + std::to_string(offset_) + " (type " +
+                      std::to_string(h[0]) + "): damaged file, read up to there";
       return false;
     }
     frame_offset_ = offset_;
@@ -226,35 +257,32 @@ class FileReplay final : public TraceContext {
   }
 
   bool malformed(const char* what) {
-    result_.problem = std::string("malformed ") + what + " frame at byte " + std::to_string(frame_offset_);
+    meta_.problem = std::string("malformed ") + what + " frame at byte " + std::to_string(frame_offset_);
     return false;
   }
 
   bool apply(std::uint32_t type, const std::string& payload) {
     Fields f(payload);
-    if (type != tf::frame_session && !have_session_) {
-      result_.problem = "the first frame (byte " + std::to_string(frame_offset_) + ") is not the session's";
-      return false;
-    }
     switch (type) {
       case tf::frame_session: {
-        pid_ = f.get<std::uint32_t>();
+        if (have_session_) return malformed("second session");
+        meta_.pid = f.get<std::uint32_t>();
         clock_.tsc = f.get<std::uint8_t>() != 0;
         f.get<std::uint8_t>();
         f.get<std::uint16_t>();
         clock_.ticks_per_second = f.get<double>();
-        clock_.start_ns = f.get<std::uint64_t>();
+        raw_start_ns_ = f.get<std::uint64_t>();
         realtime_anchor_ = f.get<std::uint64_t>();
         monotonic_anchor_ = f.get<std::uint64_t>();
         grace_ns_ = f.get<std::uint64_t>();
         f.get<std::uint64_t>();  // ring size: informational
-        process_name_ = f.str();
-        host_ = f.str();
+        meta_.name = f.str();
+        meta_.host = f.str();
         if (f.bad()) return malformed("session");
+        // Files written before boundaries were spaced end here: read as they were live.
+        boundary_gap_ = f.rest().size() >= 8 ? f.get<std::uint64_t>() : 0;
+        clock_.start_ns = shift(raw_start_ns_);
         have_session_ = true;
-        Site& dropped = sites_.emplace_back();
-        dropped.name = "ringtrace: dropped events";
-        dropped.info = SiteInfo{dropped.name.c_str(), "", "", 0, SiteKind::instant, 0, ""};
         return true;
       }
       case tf::frame_segment: {
@@ -264,7 +292,7 @@ class FileReplay final : public TraceContext {
         s.mult = f.get<std::uint64_t>();
         if (f.bad()) return malformed("clock segment");
         segments_.push_back(s);
-        clock_.recalibrations = segments_.size() > 1 ? segments_.size() - 1 : 0;
+        clock_.recalibrations = segments_.size() > 1 ? static_cast<std::uint32_t>(segments_.size() - 1) : 0;
         return true;
       }
       case tf::frame_site: {
@@ -280,11 +308,11 @@ class FileReplay final : public TraceContext {
         s.category = f.str();
         if (f.bad() || kind > static_cast<std::uint8_t>(SiteKind::async_end)) return malformed("call site");
         (void)address;  // informational: chunks refer to sites by index
-        Site& stored = sites_.emplace_back(std::move(s));
+        Site& stored = tables_.sites.emplace_back(std::move(s));
         stored.info = SiteInfo{stored.name.c_str(), stored.function.c_str(), stored.file.c_str(), line,
                                static_cast<SiteKind>(kind), options, stored.category.c_str(),
                                every == 0 ? 1u : static_cast<std::uint32_t>(every)};
-        site_by_index_.push_back(static_cast<SiteId>(sites_.size() - 1));  // index = position + 1
+        site_by_index_.push_back(static_cast<SiteId>(tables_.sites.size() - 1));  // index = position + 1
         return true;
       }
       case tf::frame_thread: {
@@ -292,9 +320,9 @@ class FileReplay final : public TraceContext {
         const auto os_tid = f.get<std::uint64_t>();
         std::string name = f.str();
         if (f.bad()) return malformed("thread");
-        Thread& t = thread_of(id);
-        t.info.os_tid = os_tid;
-        t.info.name = std::move(name);
+        ThreadInfo& info = tables_.threads[thread_of(id).id];
+        info.os_tid = os_tid;
+        info.name = std::move(name);
         return true;
       }
       case tf::frame_chunk: {
@@ -302,8 +330,8 @@ class FileReplay final : public TraceContext {
         const auto encoding = f.get<std::uint32_t>();
         if (f.bad()) return malformed("chunk");
         if (encoding != tf::kPackedRecords) {
-          result_.problem = "chunk at byte " + std::to_string(frame_offset_) + " has encoding " +
-                            std::to_string(encoding) + ", which this reader does not know";
+          meta_.problem = "chunk at byte " + std::to_string(frame_offset_) + " has encoding " +
+                          std::to_string(encoding) + ", which this reader does not know";
           return false;
         }
         Thread& t = thread_of(id);
@@ -345,34 +373,48 @@ class FileReplay final : public TraceContext {
       case tf::frame_end:
         complete_ = true;
         return true;
+      case tf::frame_process:
+        return malformed("process section header inside a process section: damaged");
       default:
         return true;  // a frame type of a later minor revision: skipped
     }
   }
 
   Thread& thread_of(std::uint32_t file_id) {
-    auto [it, inserted] = thread_ids_.try_emplace(file_id, static_cast<ThreadId>(threads_.size()));
+    auto [it, inserted] = thread_ids_.try_emplace(file_id, threads_.size());
     if (inserted) {
       Thread& t = threads_.emplace_back();
-      t.info.id = it->second;
-      t.info.sort_index = std::numeric_limits<std::uint32_t>::max();
+      t.id = static_cast<ThreadId>(tables_.threads.size());
+      ThreadInfo& info = tables_.threads.emplace_back();
+      info.id = t.id;
+      info.sort_index = std::numeric_limits<std::uint32_t>::max();
+      info.pid = assigned_pid_;
+      file_thread_.push_back(file_id);
     }
     return threads_[it->second];
+  }
+
+  // The section's CLOCK_MONOTONIC nanoseconds on the file's timeline.
+  std::uint64_t shift(std::uint64_t ns) const {
+    if (meta_.offset_ns >= 0) return ns + static_cast<std::uint64_t>(meta_.offset_ns);
+    const auto back = static_cast<std::uint64_t>(-meta_.offset_ns);
+    return ns > back ? ns - back : 0;
   }
 
   // The clock segment a live drainer would have used: the newest one (of those read so
   // far) whose base is not after `ticks`, else the oldest.
   std::uint64_t to_ns(std::uint64_t ticks) const {
-    if (segments_.empty()) return ticks;
+    if (ticks == std::numeric_limits<std::uint64_t>::max()) return ticks;
+    if (segments_.empty()) return shift(ticks);
     std::size_t i = segments_.size() - 1;
     while (i > 0 && ticks < segments_[i].base_ticks) --i;
     const detail::ClockSegment& s = segments_[i];
     const auto scale = [](std::uint64_t d, std::uint64_t m) {
       return static_cast<std::uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
     };
-    if (ticks >= s.base_ticks) return s.base_ns + scale(ticks - s.base_ticks, s.mult);
+    if (ticks >= s.base_ticks) return shift(s.base_ns + scale(ticks - s.base_ticks, s.mult));
     const std::uint64_t back = scale(s.base_ticks - ticks, s.mult);
-    return back > s.base_ns ? 0 : s.base_ns - back;
+    return shift(back > s.base_ns ? 0 : s.base_ns - back);
   }
 
   // Unpacked records carry the site's index (1, 2, ...) where the ring had its address.
@@ -438,7 +480,7 @@ class FileReplay final : public TraceContext {
     const Record* r = t.tail.data();
     const std::size_t n = t.tail.size();
     std::size_t i = 0;
-    const ThreadId thread = t.info.id;
+    const ThreadId thread = t.id;
     while (i < n) {
       const std::uint64_t kind = r[i].word & detail::record_kind_mask;
       std::size_t slots = kind <= detail::record_instant ? 1 : 2;
@@ -446,7 +488,7 @@ class FileReplay final : public TraceContext {
         if (i + 1 >= n) break;
         const std::uint64_t bytes = r[i + 1].ticks & ~(std::uint64_t{1} << 63);
         if (bytes > 0xFFFF) {
-          result_.problem = "text record of " + std::to_string(bytes) + " bytes in the chunk ending at byte " +
+          meta_.problem = "text record of " + std::to_string(bytes) + " bytes in the chunk ending at byte " +
                             std::to_string(offset_) + ": damaged file";
           return false;
         }
@@ -458,18 +500,22 @@ class FileReplay final : public TraceContext {
       i += slots;
       // Past the stop time: not part of the capture (a live session delivers nothing
       // stamped after it); values and texts carry no time and go with their zone.
-      if (has_stop_ && (t.past_stop || rec.ticks > stop_ticks_)) {
+      // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
+      const bool boundary = kind == detail::record_zone_begin || kind == detail::record_zone_end ||
+                            kind == detail::record_region_begin;
+      const std::uint64_t least = t.last_ticks + (boundary ? boundary_gap_ : 0);
+      const std::uint64_t ticks = rec.ticks < least ? least : rec.ticks;
+      if (has_stop_ && (t.past_stop || ticks > stop_ticks_)) {
         t.past_stop = true;
         continue;
       }
-      const std::uint64_t ticks = rec.ticks < t.last_ticks ? t.last_ticks : rec.ticks;
       t.last_ticks = ticks;
       Event e{to_ns(ticks), 0, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(t.open.size()), {}};
       e.value.u = 0;
       if (e.time_ns < t.last_ns) e.time_ns = t.last_ns;  // a thread's time never goes back
       t.last_ns = e.time_ns;
       const auto unknown_site = [&] {
-        result_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
+        meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
                           std::to_string(offset_) + "): damaged file";
         return false;
       };
@@ -482,7 +528,7 @@ class FileReplay final : public TraceContext {
           if (kind == detail::record_region_begin) {
             e.flags = EventFlags::region;
             e.value.u = r[at + 1].ticks;
-            if (detail::is_step_marker(sites_[e.site].info)) [[unlikely]] {
+            if (detail::is_step_marker(tables_.sites[e.site].info)) [[unlikely]] {
               e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
               e.flags = 0;
               e.value.u = 0;
@@ -513,7 +559,7 @@ class FileReplay final : public TraceContext {
         case detail::record_value_double: {
           e.site = site_id(rec.word);
           if (e.site == 0xFFFFFFFFu) return unknown_site();
-          switch (sites_[e.site].info.kind) {
+          switch (tables_.sites[e.site].info.kind) {
             case SiteKind::value: e.kind = EventKind::arg; break;
             case SiteKind::flow_out: e.kind = EventKind::flow_out; break;
             case SiteKind::flow_in: e.kind = EventKind::flow_in; break;
@@ -533,8 +579,8 @@ class FileReplay final : public TraceContext {
           e.kind = EventKind::arg;
           e.flags = EventFlags::text | ((header >> 63) != 0 ? EventFlags::truncated : 0);
           e.text_size = static_cast<std::uint16_t>(bytes);
-          e.value.u = next_text_;
-          texts_.emplace(next_text_++, std::string(reinterpret_cast<const char*>(&r[at + 2]), bytes));
+          e.value.u = tables_.next_text;
+          tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(&r[at + 2]), bytes));
           break;
         }
         case detail::record_dropped:
@@ -552,20 +598,22 @@ class FileReplay final : public TraceContext {
     return true;
   }
 
-  // Delivers every pending event at or before `watermark` (a pass frame's time, before
-  // which every record is in the file already; everything at the end), ordered by time
-  // across threads, as the live merge does.
+  // Moves every pending event at or before `watermark` (a pass frame's time, before
+  // which every record is in the file already; everything at the end) to `out`, ordered
+  // by time across threads, as the live merge does.
   void deliver(std::uint64_t watermark) {
-    batch_.clear();
+    const std::size_t from = out.size();
     for (Thread& t : threads_) {
       while (!t.pending.empty() && t.pending.front().time_ns <= watermark) {
-        batch_.push_back(t.pending.front());
+        out.push_back(t.pending.front());
         t.pending.pop_front();
       }
     }
-    if (batch_.empty()) return;
-    std::stable_sort(batch_.begin(), batch_.end(), [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; });
-    for (Event& e : batch_) {
+    if (out.size() == from) return;
+    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
+                     [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; });
+    for (std::size_t i = from; i < out.size(); ++i) {
+      Event& e = out[i];
       if (e.time_ns < last_emitted_) {  // published later than the grace allows: raised, as live
         e.time_ns = last_emitted_;
         // Values, texts and flows carry no time of their own (they take their thread's
@@ -577,93 +625,47 @@ class FileReplay final : public TraceContext {
       }
       last_emitted_ = e.time_ns;
     }
-    place_threads();
-    emit(batch_);
-    for (const Event& e : batch_) {
-      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) texts_.erase(e.value.u);
-    }
   }
 
-  // Sort indices, as live: by the time of each thread's first event, ties by OS tid.
-  void place_threads() {
-    std::vector<std::pair<std::uint64_t, ThreadId>> fresh;
-    for (const Event& e : batch_) {
-      Thread& t = threads_[e.thread];
-      if (!t.seen) {
-        t.seen = true;
-        fresh.emplace_back(e.time_ns, e.thread);
-      }
-    }
-    std::sort(fresh.begin(), fresh.end(), [&](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : threads_[a.second].info.os_tid < threads_[b.second].info.os_tid;
-    });
-    for (const auto& [time, id] : fresh) threads_[id].info.sort_index = next_sort_index_++;
-  }
-
-  void emit(const std::vector<Event>& events) {
-    for (std::size_t i = 0; i < events.size(); i += 16384) {
-      const std::span<const Event> part(events.data() + i, std::min<std::size_t>(16384, events.size() - i));
-      for (Exporter* x : exporters_) x->on_events(part, *this);
-      result_.events += part.size();
-    }
-  }
-
+  // The end of the section: everything pending delivered, zones left open closed at the
+  // stop time (or, in a cut file, the last time read), flagged closed_at_stop, drops not
+  // yet reported by a marker last; then the section's counts.
   void finish() {
+    if (!have_session_) {
+      meta_.complete = false;
+      return;
+    }
     deliver(std::numeric_limits<std::uint64_t>::max());
-    // Zones left open are closed at the stop time (or, in a cut file, the last time
-    // read), flagged closed_at_stop; drops not yet reported by a marker come last.
     const std::uint64_t end_ns =
         std::max(has_stop_ ? to_ns(stop_ticks_) : 0, std::max(last_emitted_, clock_.start_ns));
     clock_.stop_ns = end_ns;
-    batch_.clear();
     for (Thread& t : threads_) {
       while (!t.open.empty()) {
         const Open open = t.open.back();
         t.open.pop_back();
-        Event e{end_ns, open.site, t.info.id, EventKind::zone_end,
+        Event e{end_ns, open.site, t.id, EventKind::zone_end,
                 static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_stop), 0,
                 static_cast<std::uint32_t>(t.open.size()), {}};
         e.value.u = open.value;
-        batch_.push_back(e);
+        out.push_back(e);
         ++closed_at_stop_;
       }
-      std::uint64_t dropped = t.reported_drops;
-      if (has_footer_) {
-        for (const ThreadStats& s : footer_.threads) {
-          if (s.thread == t.info.id) dropped = std::max(dropped, s.dropped);
-        }
-      }
+      std::uint64_t dropped = std::max(t.reported_drops, footer_drops(t));
       if (dropped > t.reported_drops) {
-        Event e{end_ns, 0, t.info.id, EventKind::dropped, 0, 0, 0, {}};
+        Event e{end_ns, 0, t.id, EventKind::dropped, 0, 0, 0, {}};
         e.value.u = dropped - t.reported_drops;
-        batch_.push_back(e);
+        out.push_back(e);
       }
     }
-    // Threads that recorded nothing still get a place.
-    for (Thread& t : threads_) {
-      if (!t.seen) {
-        t.seen = true;
-        t.info.sort_index = next_sort_index_++;
-      }
-    }
-    if (!batch_.empty()) emit(batch_);
-    SessionStats stats;
+    if (!out.empty()) last_emitted_ = std::max(last_emitted_, out.back().time_ns);
+    SessionStats& stats = stats_;
     if (has_footer_) stats = footer_;
     stats.threads.clear();
     stats.recorded = 0;
     std::uint64_t dropped_total = 0;
-    std::vector<ThreadId> order(threads_.size());
-    for (ThreadId i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](ThreadId a, ThreadId b) { return threads_[a].info.sort_index < threads_[b].info.sort_index; });
-    for (ThreadId id : order) {
-      const Thread& t = threads_[id];
-      ThreadStats s{t.info.id, t.info.os_tid, t.info.name, t.recorded, t.reported_drops};
-      if (has_footer_) {
-        for (const ThreadStats& f : footer_.threads) {
-          if (f.thread == id) s.dropped = std::max(s.dropped, f.dropped);
-        }
-      }
+    for (const Thread& t : threads_) {
+      const ThreadInfo& info = tables_.threads[t.id];
+      ThreadStats s{t.id, info.os_tid, info.name, t.recorded, std::max(t.reported_drops, footer_drops(t)), info.pid};
       stats.recorded += s.recorded;
       dropped_total += s.dropped;
       stats.threads.push_back(std::move(s));
@@ -676,40 +678,308 @@ class FileReplay final : public TraceContext {
     stats.unbalanced_ends = unbalanced_;
     stats.closed_at_stop = closed_at_stop_;
     stats.clock = clock_;
-    for (Exporter* x : exporters_) x->on_finish(*this, stats);
+    meta_.complete = complete_ && meta_.problem.empty();
+    if (!complete_ && meta_.problem.empty()) {
+      meta_.problem = "file cut short at byte " + std::to_string(offset_) + " (the recording did not stop)";
+    }
   }
 
+  // The drops the footer counts for a thread (its row carries the file's thread id).
+  std::uint64_t footer_drops(const Thread& t) const {
+    if (!has_footer_) return 0;
+    const std::uint32_t file_id = file_thread_[static_cast<std::size_t>(&t - threads_.data())];
+    for (const ThreadStats& s : footer_.threads) {
+      if (s.thread == file_id) return s.dropped;
+    }
+    return 0;
+  }
+
+  Tables& tables_;
   std::string path_;
-  std::span<Exporter* const> exporters_;
+  std::uint64_t begin_, end_;
   std::FILE* file_ = nullptr;
-  std::uint64_t size_ = 0;
   std::uint64_t offset_ = 0;
   std::uint64_t frame_offset_ = 0;
-  ReplayResult result_;
+  ReplayProcess meta_;
+  std::string payload_;
   bool have_session_ = false;
   bool complete_ = false;
+  bool done_ = false;
   bool has_stop_ = false;
   bool has_footer_ = false;
   std::uint64_t stop_ticks_ = 0;
   SessionStats footer_;
+  SessionStats stats_;
+  std::uint32_t assigned_pid_ = 0;
 
-  std::uint32_t pid_ = 0;
-  std::string process_name_;
-  std::string host_;
+  std::uint64_t raw_start_ns_ = 0;
   std::uint64_t realtime_anchor_ = 0, monotonic_anchor_ = 0;
   std::uint64_t grace_ns_ = 0;
+  std::uint64_t boundary_gap_ = 0;  // detail::boundary_gap_ticks() of the recording
   ClockInfo clock_;
   std::vector<detail::ClockSegment> segments_;
-  std::deque<Site> sites_;  // a deque: SiteInfo's pointers into its strings stay valid
   std::vector<SiteId> site_by_index_;  // by site frame order - 1
   std::vector<Thread> threads_;
-  std::unordered_map<std::uint32_t, ThreadId> thread_ids_;
-  std::unordered_map<std::uint64_t, std::string> texts_;
-  std::uint64_t next_text_ = 0;
-  std::vector<Event> batch_;
+  std::vector<std::uint32_t> file_thread_;  // threads_[i]'s id in the file
+  std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
+  std::unordered_map<std::uint64_t, SiteId> step_sites_;
   std::uint64_t last_emitted_ = 0;
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
+};
+
+// A whole file: its process sections (one, or several in a merged file) read side by
+// side, their streams merged by time, delivered to the exporters.
+class FileReplay {
+ public:
+  FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters)
+      : path_(path.string()), exporters_(exporters) {}
+
+  ReplayResult run() {
+    find_sections();
+    for (auto& s : sections_) s->open_session();
+    name_processes();
+    for (Exporter* x : exporters_) x->on_start(tables_);
+    for (;;) {
+      Section* next = nullptr;
+      for (auto& s : sections_) {
+        if (!s->done() && (next == nullptr || s->horizon() < next->horizon())) next = s.get();
+      }
+      if (next != nullptr) next->step();
+      flush();
+      if (next == nullptr) break;
+    }
+    return finish();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(path_ + ": " + what); }
+
+  // Version 1: the file is one process. Version 2 (`ringtrace merge`): a process frame,
+  // then that process's frames, for each process.
+  void find_sections() {
+    std::FILE* file = std::fopen(path_.c_str(), "rb");
+    if (file == nullptr) fail(std::string("cannot open: ") + std::strerror(errno));
+    struct Closer {
+      std::FILE* f;
+      ~Closer() { std::fclose(f); }
+    } closer{file};
+    std::fseek(file, 0, SEEK_END);
+    size_ = static_cast<std::uint64_t>(std::ftell(file));
+    std::fseek(file, 0, SEEK_SET);
+    char header[tf::kHeaderBytes];
+    if (size_ < tf::kHeaderBytes || std::fread(header, 1, sizeof header, file) != sizeof header) {
+      fail(size_ == 0 ? "empty file, not a ringtrace trace" : "too short for a ringtrace trace");
+    }
+    if (std::memcmp(header, tf::kMagic, sizeof tf::kMagic) != 0) fail("not a ringtrace trace file (bad magic)");
+    std::memcpy(&version_, header + 8, 4);
+    if (version_ == tf::kVersion) {
+      sections_.push_back(std::make_unique<Section>(tables_, path_, tf::kHeaderBytes, size_, ReplayProcess{}));
+      return;
+    }
+    if (version_ != tf::kVersionMerged) {
+      fail("file format version " + std::to_string(version_) + ", this reader knows versions 1 and 2");
+    }
+    std::uint64_t at = tf::kHeaderBytes;
+    std::string payload;
+    while (at < size_) {
+      std::uint32_t h[4];
+      std::fseek(file, static_cast<long>(at), SEEK_SET);
+      if (at + tf::kFrameHeaderBytes > size_ || std::fread(h, 1, sizeof h, file) != sizeof h) {
+        problem_ = "file cut short at byte " + std::to_string(at) + " (inside a process frame's header)";
+        break;
+      }
+      if (h[0] != tf::frame_process || h[1] > tf::kMaxFrameBytes || h[1] < tf::kProcessFrameFixedBytes + 4 ||
+          at + tf::kFrameHeaderBytes + h[1] > size_) {
+        problem_ = "no process frame at byte " + std::to_string(at) + " of a merged file: damaged or cut short";
+        break;
+      }
+      payload.resize(h[1]);
+      if (std::fread(payload.data(), 1, h[1], file) != h[1] || tf::checksum(payload.data(), h[1]) != h[2]) {
+        problem_ = "checksum mismatch in the process frame at byte " + std::to_string(at) + ": damaged file";
+        break;
+      }
+      Fields f(payload);
+      const auto bytes = f.get<std::uint64_t>();
+      ReplayProcess meta;
+      meta.offset_ns = f.get<std::int64_t>();
+      meta.realtime_aligned = (f.get<std::uint8_t>() & 1) != 0;
+      for (int i = 0; i < 7; ++i) f.get<std::uint8_t>();
+      meta.source = f.str();
+      if (f.bad()) {
+        problem_ = "malformed process frame at byte " + std::to_string(at);
+        break;
+      }
+      const std::uint64_t begin = at + tf::kFrameHeaderBytes + h[1];
+      const std::uint64_t end = bytes > size_ - begin ? size_ : begin + bytes;
+      sections_.push_back(std::make_unique<Section>(tables_, path_, begin, end, std::move(meta)));
+      at = end;
+    }
+    if (sections_.empty() && problem_.empty()) problem_ = "a merged file with no process in it";
+  }
+
+  // The file's process is its first one; in a merged file every thread carries its
+  // process's pid, a pid seen twice (two hosts, or reused) made unique and the process
+  // named after where it came from.
+  void name_processes() {
+    const bool several = sections_.size() > 1;
+    std::map<std::uint32_t, bool> used;
+    std::uint32_t next_free = 4194305;  // above Linux's largest pid_max
+    bool first = true;
+    for (auto& s : sections_) {
+      const ReplayProcess& m = s->meta();
+      std::uint32_t pid = m.pid;
+      std::string name = m.name;
+      if (several && (pid == 0 || used.count(pid) != 0)) {
+        while (used.count(next_free) != 0) ++next_free;
+        name += " (pid " + std::to_string(m.pid) + (m.host.empty() ? "" : " on " + m.host) + ")";
+        pid = next_free++;
+      }
+      used[pid] = true;
+      s->place(pid, name, several);
+      if (first && s->has_session()) {
+        tables_.name = name;
+        tables_.pid = pid;
+        tables_.clock_info = s->clock();
+        first = false;
+      }
+    }
+    for (auto& s : sections_) {
+      if (s->has_session()) tables_.clock_info.start_ns = std::min(tables_.clock_info.start_ns, s->clock().start_ns);
+    }
+  }
+
+  // Hands the exporters every event that no section can precede any more, by time.
+  void flush() {
+    if (sections_.size() == 1) {
+      Section& s = *sections_.front();
+      if (s.out.empty()) return;
+      emit(s.out);
+      s.out.clear();
+      return;
+    }
+    std::uint64_t horizon = std::numeric_limits<std::uint64_t>::max();
+    for (auto& s : sections_) horizon = std::min(horizon, s->horizon());
+    batch_.clear();
+    for (;;) {
+      Section* best = nullptr;
+      for (auto& s : sections_) {
+        if (s->out_pos < s->out.size() && s->out[s->out_pos].time_ns <= horizon &&
+            (best == nullptr || s->out[s->out_pos].time_ns < best->out[best->out_pos].time_ns)) {
+          best = s.get();
+        }
+      }
+      if (best == nullptr) break;
+      batch_.push_back(best->out[best->out_pos++]);
+    }
+    for (auto& s : sections_) {
+      if (s->out_pos == s->out.size()) {
+        s->out.clear();
+        s->out_pos = 0;
+      }
+    }
+    if (!batch_.empty()) emit(batch_);
+  }
+
+  void emit(const std::vector<Event>& events) {
+    place_threads(events);
+    for (std::size_t i = 0; i < events.size(); i += 16384) {
+      const std::span<const Event> part(events.data() + i, std::min<std::size_t>(16384, events.size() - i));
+      for (Exporter* x : exporters_) x->on_events(part, tables_);
+      result_.events += part.size();
+    }
+    for (const Event& e : events) {
+      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) tables_.texts.erase(e.value.u);
+    }
+  }
+
+  // Sort indices, as live: by the time of each thread's first event, ties by OS tid.
+  void place_threads(const std::vector<Event>& events) {
+    if (seen_.size() < tables_.threads.size()) seen_.resize(tables_.threads.size(), 0);
+    std::vector<std::pair<std::uint64_t, ThreadId>> fresh;
+    for (const Event& e : events) {
+      if (seen_[e.thread] == 0) {
+        seen_[e.thread] = 1;
+        fresh.emplace_back(e.time_ns, e.thread);
+      }
+    }
+    std::sort(fresh.begin(), fresh.end(), [&](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : tables_.threads[a.second].os_tid < tables_.threads[b.second].os_tid;
+    });
+    for (const auto& [time, id] : fresh) tables_.threads[id].sort_index = next_sort_index_++;
+  }
+
+  ReplayResult finish() {
+    // Threads that recorded nothing still get a place.
+    seen_.resize(tables_.threads.size(), 0);
+    for (ThreadId t = 0; t < tables_.threads.size(); ++t) {
+      if (seen_[t] == 0) tables_.threads[t].sort_index = next_sort_index_++;
+    }
+    SessionStats stats;
+    bool first = true;
+    std::uint64_t stop_ns = 0;
+    for (auto& s : sections_) {
+      if (!s->has_session()) continue;
+      const SessionStats& p = s->stats();
+      if (first) {
+        stats = p;
+        first = false;
+      } else {
+        stats.threads.insert(stats.threads.end(), p.threads.begin(), p.threads.end());
+        stats.recorded += p.recorded;
+        stats.dropped += p.dropped;
+        stats.dropped_without_ring += p.dropped_without_ring;
+        stats.late_events += p.late_events;
+        stats.unbalanced_ends += p.unbalanced_ends;
+        stats.closed_at_stop += p.closed_at_stop;
+        stats.drain_passes += p.drain_passes;
+        stats.folded_threads += p.folded_threads;
+      }
+      stop_ns = std::max(stop_ns, s->clock().stop_ns);
+    }
+    std::stable_sort(stats.threads.begin(), stats.threads.end(), [&](const ThreadStats& a, const ThreadStats& b) {
+      return tables_.threads[a.thread].sort_index < tables_.threads[b.thread].sort_index;
+    });
+    tables_.clock_info.stop_ns = std::max(stop_ns, tables_.clock_info.start_ns);
+    stats.clock = tables_.clock_info;
+    for (Exporter* x : exporters_) x->on_finish(tables_, stats);
+
+    ReplayResult r;
+    r.events = result_.events;
+    r.bytes = size_;
+    r.version = version_;
+    r.complete = problem_.empty() && !sections_.empty();
+    r.problem = problem_;
+    for (auto& s : sections_) {
+      const ReplayProcess& m = s->meta();
+      r.processes.push_back(m);
+      if (!m.complete) r.complete = false;
+      if (r.problem.empty() && !m.problem.empty()) {
+        r.problem = sections_.size() == 1 ? m.problem
+                                          : "process " + std::to_string(m.pid) +
+                                                (m.source.empty() ? "" : " (from " + m.source + ")") + ": " + m.problem;
+      }
+      if (s->has_session() && (r.realtime_start_ns == 0 || s->realtime_start_ns() < r.realtime_start_ns)) {
+        r.realtime_start_ns = s->realtime_start_ns();
+      }
+    }
+    if (!sections_.empty()) {
+      r.host = sections_.front()->meta().host;
+      r.pid = sections_.front()->meta().pid;
+    }
+    return r;
+  }
+
+  std::string path_;
+  std::span<Exporter* const> exporters_;
+  std::uint64_t size_ = 0;
+  std::uint32_t version_ = 0;
+  std::string problem_;
+  Tables tables_;
+  std::vector<std::unique_ptr<Section>> sections_;
+  std::vector<Event> batch_;
+  std::vector<char> seen_;
   std::uint32_t next_sort_index_ = 0;
+  ReplayResult result_;
 };
 
 }  // namespace

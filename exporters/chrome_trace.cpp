@@ -23,6 +23,7 @@
 #include <unistd.h>  // getpid
 
 #include <charconv>     // std::to_chars into the output buffer
+#include <algorithm>    // std::find
 #include <cmath>        // std::isfinite, std::nextafter
 #include <cstdint>
 #include <cstring>      // std::memcpy
@@ -93,6 +94,8 @@ class ChromeTraceExporter final : public Exporter {
     args_without_zone_ = 0;
     args_over_limit_ = 0;
     threads_.clear();
+    named_pids_.clear();
+    deferred_.clear();
     counter_names_.clear();
     skipped_counters_ = 0;
     pid_ = options_.pid != 0 ? options_.pid : context.process_id();
@@ -126,8 +129,8 @@ class ChromeTraceExporter final : public Exporter {
                         static_cast<std::uint32_t>(attached(e.thread).args.size()));
           continue;  // written at its end
         case EventKind::zone_end:
-          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
-            write_zone(zone, context);
+          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+            close_zone(zone, outer, context);
           });
           break;
         case EventKind::instant:
@@ -196,6 +199,10 @@ class ChromeTraceExporter final : public Exporter {
       text.append(first ? "\n{\"tid\":" : ",\n{\"tid\":");
       first = false;
       append_uint(text, t.os_tid);
+      if (t.pid != 0) {  // a stream of several processes (a merged file)
+        text.append(",\"pid\":");
+        append_uint(text, t.pid);
+      }
       text.append(",\"name\":");
       append_json_string(text, t.name);
       text.append(",\"recorded\":");
@@ -322,7 +329,7 @@ class ChromeTraceExporter final : public Exporter {
     const ThreadInfo& info = context.thread(thread);
     ThreadOut& out = threads_[thread];
     out.ids = ",\"pid\":";
-    append_uint(out.ids, pid_);
+    append_uint(out.ids, thread_pid(info, context));
     out.ids.append(",\"tid\":");
     append_uint(out.ids, info.os_tid);
     std::string& text = scratch_;
@@ -334,6 +341,22 @@ class ChromeTraceExporter final : public Exporter {
     append_uint(text, info.sort_index);
     text.append("}}");
     put(text);
+  }
+
+  // The pid a thread's events carry: the session's (or ChromeTraceOptions::pid), or in a
+  // stream of several processes (a merged file) the thread's own, named the first time.
+  std::uint32_t thread_pid(const ThreadInfo& info, const TraceContext& context) {
+    if (info.pid == 0 || info.pid == context.process_id()) return pid_;
+    if (std::find(named_pids_.begin(), named_pids_.end(), info.pid) == named_pids_.end()) {
+      named_pids_.push_back(info.pid);
+      std::string text = ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
+      append_uint(text, info.pid);
+      text.append(",\"tid\":0,\"args\":{\"name\":");
+      append_json_string(text, context.process_name_of(info.pid));
+      text.append("}}");
+      put(text);
+    }
+    return info.pid;
   }
 
   // A thread_name event for every thread seen whose name changed since its last one
@@ -364,6 +387,55 @@ class ChromeTraceExporter final : public Exporter {
     append_json_string(text, out.written_name);
     text.append("}}");
   }
+
+  // A zone that began in the same nanosecond as the zone enclosing it (a coarse clock:
+  // two reads a few cycles apart) is written after that zone: viewers order the events of
+  // one time as the file does, and would otherwise nest the outer zone inside the inner.
+  // Such a zone waits, with the zones that waited for it, until its enclosing one is out.
+  void close_zone(const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer,
+                  const TraceContext& context) {
+    const bool tie = !outer.empty() && outer.back().begin_ns == zone.begin_ns;
+    if (!tie && (zone.thread >= deferred_.size() || deferred_[zone.thread].empty())) [[likely]] {
+      write_zone(zone, context);
+      return;
+    }
+    close_zone_slow(zone, tie, context);
+  }
+  RINGTRACE_NOINLINE void close_zone_slow(const detail::ClosedZone& zone, bool tie, const TraceContext& context) {
+    if (zone.thread >= deferred_.size()) deferred_.resize(zone.thread + 1);
+    std::string inside;  // the zones inside this one that waited for it, in order
+    std::vector<Deferred>& waiting = deferred_[zone.thread];
+    while (!waiting.empty() && waiting.back().depth > zone.depth) {
+      inside.insert(0, waiting.back().bytes);
+      waiting.pop_back();
+    }
+    if (!tie) {
+      write_zone(zone, context);
+      put(inside);
+      return;
+    }
+    flush();
+    std::string bytes;
+    std::unique_ptr<OutputSink> file = std::exchange(sink_, std::make_unique<StringSink>(bytes));
+    write_zone(zone, context);
+    flush();
+    sink_ = std::move(file);
+    deferred_[zone.thread].push_back(Deferred{zone.depth, bytes + inside});
+  }
+  struct Deferred {
+    std::uint32_t depth;
+    std::string bytes;
+  };
+  class StringSink final : public OutputSink {
+   public:
+    explicit StringSink(std::string& to) : OutputSink("deferred zone"), to_(to) {}
+    void write(std::string_view text) override { to_.append(text); }
+    void flush() override {}
+    void close() override {}
+
+   private:
+    std::string& to_;
+  };
 
   void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
     const bool region = (zone.flags & EventFlags::region) != 0;
@@ -605,9 +677,10 @@ class ChromeTraceExporter final : public Exporter {
   // A live session closes zones still open at stop() itself; a recorded stream that
   // ended without their ends gets them here, marked the same way, never dropped.
   void close_open_zones(const TraceContext& context) {
-    tracker_.close_open(context.clock().stop_ns, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
-      write_zone(zone, context);
-    });
+    tracker_.close_open(context.clock().stop_ns,
+                        [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+                          close_zone(zone, outer, context);
+                        });
   }
 
   std::string path_;
@@ -635,6 +708,8 @@ class ChromeTraceExporter final : public Exporter {
   bool finished_ = false;
   std::string scratch_;           // cold paths: header, metadata, doubles
   std::uint32_t pid_ = 0;
+  std::vector<std::uint32_t> named_pids_;  // other processes named so far (merged files)
+  std::vector<std::vector<Deferred>> deferred_;  // per thread: zones waiting for their outer one
   std::uint64_t skipped_counters_ = 0;
 };
 

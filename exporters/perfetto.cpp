@@ -190,6 +190,8 @@ class PerfettoExporter final : public Exporter {
     category_iids_.clear();
     key_iids_.clear();
     threads_.clear();
+    other_processes_.clear();
+    deferred_.clear();
     counter_tracks_.clear();
     async_tracks_.clear();
     attached_.clear();
@@ -222,8 +224,8 @@ class PerfettoExporter final : public Exporter {
                         static_cast<std::uint32_t>(attached(e.thread).args.size()));
           break;
         case EventKind::zone_end:
-          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
-            write_zone(zone, context);
+          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+            close_zone(zone, outer, context);
           });
           break;
         case EventKind::instant:
@@ -262,9 +264,10 @@ class PerfettoExporter final : public Exporter {
   }
 
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
-    tracker_.close_open(context.clock().stop_ns, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) {
-      write_zone(zone, context);
-    });
+    tracker_.close_open(context.clock().stop_ns,
+                        [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+                          close_zone(zone, outer, context);
+                        });
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
       if (context.thread(t).id == t) see_thread(t, context);  // not a folded thread without events
     }
@@ -309,6 +312,42 @@ class PerfettoExporter final : public Exporter {
   static std::uint64_t thread_uuid(ThreadId t) { return 4 + std::uint64_t{t} * 4; }
   static std::uint64_t counter_uuid(std::size_t n) { return 5 + std::uint64_t{n} * 4; }
   static std::uint64_t async_uuid(std::size_t n) { return 6 + std::uint64_t{n} * 4; }
+  static std::uint64_t other_process_uuid(std::size_t n) { return 7 + std::uint64_t{n} * 4; }
+
+  // The pid a thread's tracks carry: the session's (or PerfettoOptions::pid), or in a
+  // stream of several processes (a merged file) the thread's own.
+  std::uint32_t thread_pid(ThreadId thread, const TraceContext& context) const {
+    const std::uint32_t pid = context.thread(thread).pid;
+    return pid == 0 || pid == context.process_id() ? pid_ : pid;
+  }
+  // The track of a thread's process; another process's is described the first time.
+  std::uint64_t process_track(ThreadId thread, const TraceContext& context) {
+    const std::uint32_t pid = thread_pid(thread, context);
+    if (pid == pid_) return process_uuid();
+    for (std::size_t i = 0; i < other_processes_.size(); ++i) {
+      if (other_processes_[i] == pid) return other_process_uuid(i);
+    }
+    const std::uint64_t uuid = other_process_uuid(other_processes_.size());
+    other_processes_.push_back(pid);
+    const std::size_t packet = begin_packet();
+    Proto p(out_);
+    const std::size_t track = p.begin(f::track_descriptor);
+    p.uint(f::uuid, uuid);
+    const std::size_t process = p.begin(f::process);
+    p.uint(f::pid, pid);
+    p.str(f::process_name, context.process_name_of(pid));
+    p.end(process);
+    p.end(track);
+    end_packet(packet);
+    return uuid;
+  }
+  // A key's suffix that keeps two processes' tracks of one name apart.
+  std::string process_key(ThreadId thread, const TraceContext& context) const {
+    const std::uint32_t pid = thread_pid(thread, context);
+    std::string key;
+    if (pid != pid_) key.append(1, '\x02').append(std::to_string(pid));
+    return key;
+  }
 
   Attached& attached(ThreadId thread) {
     if (thread >= attached_.size()) attached_.resize(thread + 1);
@@ -398,13 +437,14 @@ class PerfettoExporter final : public Exporter {
     ThreadOut& out = threads_[thread];
     out.described = true;
     out.name = info.name.empty() ? "thread " + std::to_string(info.os_tid) : info.name;
+    const std::uint64_t parent = process_track(thread, context);
     const std::size_t packet = begin_packet();
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, thread_uuid(thread));
-    p.uint(f::parent_uuid, process_uuid());
+    p.uint(f::parent_uuid, parent);
     const std::size_t td = p.begin(f::thread);
-    p.uint(f::pid, pid_);
+    p.uint(f::pid, thread_pid(thread, context));
     p.uint(f::tid, info.os_tid);
     p.str(f::thread_name, out.name);
     p.end(td);
@@ -419,6 +459,52 @@ class PerfettoExporter final : public Exporter {
       if (!info.name.empty() && info.name != threads_[t].name) describe_thread(t, context);
     }
   }
+
+  // A zone that began in the same nanosecond as the zone enclosing it (a coarse clock:
+  // two reads a few cycles apart) is written after that zone: trace_processor orders the
+  // packets of one time as the file does, and would otherwise nest the outer zone inside
+  // the inner one. Such a zone waits, with the zones that waited for it, until its
+  // enclosing one is out.
+  void close_zone(const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer,
+                  const TraceContext& context) {
+    const bool tie = !outer.empty() && outer.back().begin_ns == zone.begin_ns;
+    if (!tie && (zone.thread >= deferred_.size() || deferred_[zone.thread].empty())) [[likely]] {
+      write_zone(zone, context);
+      return;
+    }
+    close_zone_slow(zone, tie, context);
+  }
+  // Every name a waiting zone's packets use is defined first, in a packet of its own that
+  // stays in place: a packet that moves later must not carry definitions that packets
+  // before it use.
+  RINGTRACE_NOINLINE void close_zone_slow(const detail::ClosedZone& zone, bool tie, const TraceContext& context) {
+    if (zone.thread >= deferred_.size()) deferred_.resize(zone.thread + 1);
+    std::string inside;  // the zones inside this one that waited for it, in order
+    std::vector<Deferred>& waiting = deferred_[zone.thread];
+    while (!waiting.empty() && waiting.back().depth > zone.depth) {
+      inside.insert(0, waiting.back().bytes);
+      waiting.pop_back();
+    }
+    if (!tie) {
+      write_zone(zone, context);
+      out_.append(inside);
+      return;
+    }
+    const bool region = (zone.flags & EventFlags::region) != 0;
+    site_name_iid(zone.site, context);
+    site_category_iid(zone.site, region, context);
+    if (region) intern(key_iids_, f::debug_annotation_names, "region_id");
+    if ((zone.flags & EventFlags::closed_at_stop) != 0) intern(key_iids_, f::debug_annotation_names, "closed_at_stop");
+    if (!pending_interned_.empty()) end_packet(begin_packet());
+    const std::size_t from = out_.size();
+    write_zone(zone, context);
+    deferred_[zone.thread].push_back(Deferred{zone.depth, std::string(out_.view(from)) + inside});
+    out_.resize(from);
+  }
+  struct Deferred {
+    std::uint32_t depth;
+    std::string bytes;
+  };
 
   void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
     Attached& a = attached(zone.thread);
@@ -517,15 +603,17 @@ class PerfettoExporter final : public Exporter {
     // One track per name (process-wide) or per name and thread.
     std::string key = site.name;
     if (per_thread) key.append("\x01").append(std::to_string(e.thread));
+    else key.append(process_key(e.thread, context));
     const auto it = counter_tracks_.find(key);
     if (it != counter_tracks_.end()) return it->second;
     const std::uint64_t uuid = counter_uuid(counter_tracks_.size());
     counter_tracks_.emplace(key, uuid);
+    const std::uint64_t parent = per_thread ? thread_uuid(e.thread) : process_track(e.thread, context);
     const std::size_t packet = begin_packet();
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, uuid);
-    p.uint(f::parent_uuid, per_thread ? thread_uuid(e.thread) : process_uuid());
+    p.uint(f::parent_uuid, parent);
     std::string name = site.name;
     if (per_thread) name.append(" (tid ").append(std::to_string(context.thread(e.thread).os_tid)).append(")");
     p.str(f::name, name);
@@ -558,16 +646,17 @@ class PerfettoExporter final : public Exporter {
   void write_async(const Event& e, const TraceContext& context) {
     const std::string_view name = context.site(e.site).name;
     std::string key(name);
-    key.append("\x01").append(std::to_string(e.value.u));
+    key.append("\x01").append(std::to_string(e.value.u)).append(process_key(e.thread, context));
     auto it = async_tracks_.find(key);
     if (it == async_tracks_.end()) {
+      const std::uint64_t parent = process_track(e.thread, context);
       const std::uint64_t uuid = async_uuid(async_tracks_.size());
       it = async_tracks_.emplace(key, uuid).first;
       const std::size_t packet = begin_packet();
       Proto p(out_);
       const std::size_t track = p.begin(f::track_descriptor);
       p.uint(f::uuid, uuid);
-      p.uint(f::parent_uuid, process_uuid());
+      p.uint(f::parent_uuid, parent);
       p.str(f::name, name);
       p.end(track);
       end_packet(packet);
@@ -607,6 +696,8 @@ class PerfettoExporter final : public Exporter {
   std::unordered_map<std::string, std::uint64_t> counter_tracks_, async_tracks_;
   std::vector<Attached> attached_;
   std::uint32_t pid_ = 0;
+  std::vector<std::uint32_t> other_processes_;  // pids of other_process_uuid(0, 1, ...)
+  std::vector<std::vector<Deferred>> deferred_;  // per thread: zones waiting for their outer one
   std::uint64_t args_without_zone_ = 0;
 };
 

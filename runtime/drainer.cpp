@@ -36,6 +36,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
       step_marker_(step_marker_site()) {
   const double tps = converter_.ticks_per_second();
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
+  boundary_gap_ = boundary_gap_ticks(use_tsc_, tps);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   bool all_raw = !exporters_.empty();
@@ -88,6 +89,7 @@ void Drainer::run() {
     info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
     info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
     info.ring_records = std::bit_ceil(std::max<std::uint64_t>(config_.buffer_records, 64));
+    info.boundary_gap_ticks = boundary_gap_;
     for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
     raw_segment();
   }
@@ -208,6 +210,7 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
   std::uint64_t pos = c.read_pos;
   const std::uint64_t start_pos = pos;
   std::uint64_t last_ticks = c.last_ticks;
+  const std::uint64_t gap = boundary_gap_;
   std::uint64_t recorded = 0;
   std::uint64_t floor = kStaged ? late_floor : last_emitted_ticks_;
   const TickConverter::Snapshot clock(converter_);
@@ -250,10 +253,13 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
       }
     }
     const Record& rec = slots[pos & mask];
+    const std::uint64_t kind = rec.word & record_kind_mask;
     // Per thread, time never goes backwards (a thread that migrates between cores
-    // could see a TSC a few cycles behind); across threads, late arrivals are raised
-    // to the last time emitted, so the stream stays ordered and zones stay nested.
-    std::uint64_t ticks = rec.ticks < last_ticks ? last_ticks : rec.ticks;
+    // could see a TSC a few cycles behind), and zone boundaries are boundary_gap_
+    // apart (boundary_gap_ticks()); across threads, late arrivals are raised to the
+    // last time emitted, so the stream stays ordered and zones stay nested.
+    const std::uint64_t least = last_ticks + (((kBoundaryKinds >> kind) & 1) != 0 ? gap : 0);
+    std::uint64_t ticks = rec.ticks < least ? least : rec.ticks;
     if (ticks > limit) break;
     last_ticks = ticks;
     std::uint8_t flags = 0;
@@ -266,7 +272,6 @@ void Drainer::decode(Cursor& c, std::uint64_t limit, std::uint64_t late_floor) {
     } else if constexpr (!kStaged) {
       floor = ticks;
     }
-    const std::uint64_t kind = rec.word & record_kind_mask;
     const auto* site = reinterpret_cast<const SiteInfo*>(rec.word & ~record_kind_mask);
     // The slot after a counter, region or dropped header; published with it.
     const auto payload = [&] { return slots[(pos + 1) & mask].ticks; };

@@ -138,6 +138,11 @@ class Drainer final : public TraceContext {
   bool use_tsc_;
   std::uint32_t epoch_;
   std::uint64_t grace_ticks_;
+  std::uint64_t boundary_gap_ = 1;  // boundary_gap_ticks(): zone boundaries of a thread this far apart
+  // Record kinds that are zone boundaries (zone begin, zone end, region begin), as bits.
+  static constexpr std::uint64_t kBoundaryKinds =
+      (std::uint64_t{1} << record_zone_begin) | (std::uint64_t{1} << record_zone_end) |
+      (std::uint64_t{1} << record_region_begin);
   std::uint64_t refit_period_ticks_;
   std::uint64_t last_refit_ticks_ = 0;
 

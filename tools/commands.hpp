@@ -11,6 +11,7 @@ namespace ringtrace::tool {
 int convert(const std::vector<std::string>& args);
 int report(const std::vector<std::string>& args);
 int info(const std::vector<std::string>& args);
+int merge(const std::vector<std::string>& args);
 
 // One line on standard error, "ringtrace <command>: <message>"; returns 1 or 2.
 int error(std::string_view command, std::string_view message, int status = 1);

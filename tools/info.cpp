@@ -62,10 +62,21 @@ int info(const std::vector<std::string>& args) {
   Census census;
   const ReplayResult r = replay_file(args[0], census);
   const SessionStats& s = census.stats;
-  std::printf("file:        %s (%llu bytes, format version 1)\n", args[0].c_str(),
-              static_cast<unsigned long long>(r.bytes));
+  std::printf("file:        %s (%llu bytes, format version %u)\n", args[0].c_str(),
+              static_cast<unsigned long long>(r.bytes), r.version);
   std::printf("status:      %s\n", r.complete ? "complete" : r.problem.c_str());
-  std::printf("process:     %s (pid %u) on host %s\n", census.process.c_str(), census.pid, r.host.c_str());
+  if (r.processes.size() <= 1) {
+    std::printf("process:     %s (pid %u) on host %s\n", census.process.c_str(), census.pid, r.host.c_str());
+  } else {
+    std::printf("processes:   %zu, merged\n", r.processes.size());
+    for (const ReplayProcess& p : r.processes) {
+      std::printf("  pid %-8u %-20s host %-16s %s%s%s\n", p.pid, p.name.c_str(), p.host.c_str(),
+                  p.realtime_aligned ? ("offset " + std::to_string(p.offset_ns) + " ns by CLOCK_REALTIME").c_str()
+                                     : "same clock",
+                  p.source.empty() ? "" : ", from ", p.source.c_str());
+      if (!p.complete) std::printf("    %s\n", p.problem.c_str());
+    }
+  }
   char when[64] = "?";
   const std::time_t secs = static_cast<std::time_t>(r.realtime_start_ns / 1000000000u);
   std::tm tm{};
@@ -80,8 +91,10 @@ int info(const std::vector<std::string>& args) {
   if (s.closed_at_stop != 0) std::printf(", %llu zones closed at the end", static_cast<unsigned long long>(s.closed_at_stop));
   std::printf("\nthreads:     %zu\n", s.threads.size());
   for (const ThreadStats& t : s.threads) {
-    std::printf("  %-24s tid %-8llu %12llu events %10llu dropped\n", t.name.empty() ? "(unnamed)" : t.name.c_str(),
-                static_cast<unsigned long long>(t.os_tid), static_cast<unsigned long long>(t.recorded),
+    std::string tid = std::to_string(t.os_tid);
+    if (t.pid != 0) tid = std::to_string(t.pid) + "/" + tid;  // a merged file: pid/tid
+    std::printf("  %-24s tid %-8s %12llu events %10llu dropped\n", t.name.empty() ? "(unnamed)" : t.name.c_str(),
+                tid.c_str(), static_cast<unsigned long long>(t.recorded),
                 static_cast<unsigned long long>(t.dropped));
   }
   std::printf("call sites:  %zu\n", census.sites.size());

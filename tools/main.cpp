@@ -2,6 +2,7 @@
 //   ringtrace convert FILE --chrome OUT.json --pstats OUT.prof --folded OUT.folded ...
 //   ringtrace report FILE
 //   ringtrace info FILE
+//   ringtrace merge FILE... -o OUT.rtrace
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -21,6 +22,8 @@ constexpr const char* kUsage =
     "               any subset; '-' writes to standard output\n"
     "  report FILE  the key-averages table and the captured-ops summary\n"
     "  info FILE    process, host, duration, threads, call sites, drops, whether the file is complete\n"
+    "  merge FILE... -o OUT\n"
+    "               several processes' files into one, on one timeline\n"
     "\n"
     "'ringtrace <command> --help' describes a command.\n";
 
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
     if (command == "convert") return ringtrace::tool::convert(args);
     if (command == "report") return ringtrace::tool::report(args);
     if (command == "info") return ringtrace::tool::info(args);
+    if (command == "merge") return ringtrace::tool::merge(args);
   } catch (const std::exception& e) {
     return ringtrace::tool::error(command, e.what());
   }

@@ -13,7 +13,8 @@ namespace ringtrace::detail::trace_file {
 
 // "\x89RTRACE\n": a non-ASCII first byte and a line end catch text-mode transfers.
 inline constexpr char kMagic[8] = {'\x89', 'R', 'T', 'R', 'A', 'C', 'E', '\n'};
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 1;        // a file of one process (binary_trace_exporter)
+inline constexpr std::uint32_t kVersionMerged = 2;  // `ringtrace merge`: process sections
 inline constexpr std::size_t kHeaderBytes = 16;       // magic, version, flags (0)
 inline constexpr std::size_t kFrameHeaderBytes = 16;  // type, payload bytes, checksum, 0
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;  // a reader refuses longer frames
@@ -29,7 +30,13 @@ enum FrameType : std::uint32_t {
   frame_stats = 7,     // the session's counts, at stop
   frame_end = 8,       // the file is complete
   frame_pass = 9,      // end of a drainer pass: records up to these ticks are all in the file above
+  frame_process = 10,  // version 2 only: a process section's header; its frames follow
 };
+
+// A process section's header payload (version 2): u64 section bytes (the frames that
+// follow), i64 offset_ns, u8 flags (bit 0: aligned through CLOCK_REALTIME), 7 bytes 0,
+// str source.
+inline constexpr std::size_t kProcessFrameFixedBytes = 24;
 
 // Checksum of a frame's payload: four 64-bit lanes over the payload's 8-byte
 // little-endian words (the last one zero-padded), lane i taking words i, i+4, ...:

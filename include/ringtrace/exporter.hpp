@@ -22,6 +22,9 @@ struct ThreadInfo {
   // Place of the thread in every listing: by the time of its first event, ties by OS
   // thread id. Known when the thread's first event is delivered.
   std::uint32_t sort_index = 0;
+  // The thread's process: 0 means the context's process_id(). Set in a stream of several
+  // processes (a file written by `ringtrace merge`), where each keeps its own pid.
+  std::uint32_t pid = 0;
 };
 
 // What TraceContext::thread() returns for a thread whose row was folded
@@ -52,6 +55,9 @@ class TraceContext {
   // The recorded process's id: getpid() of a live session, the recorded one when a file
   // is replayed (0: unknown, e.g. a hand-built stream).
   virtual std::uint32_t process_id() const { return 0; }
+  // The name of process `pid` (a ThreadInfo::pid) in a stream of several processes; the
+  // context's own process_name() for any other.
+  virtual const std::string& process_name_of(std::uint32_t /*pid*/) const { return process_name(); }
 };
 
 // Receives the merged stream. All calls come from one thread (the drainer, or the

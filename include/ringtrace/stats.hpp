@@ -24,6 +24,7 @@ struct ThreadStats {
   std::string name;
   std::uint64_t recorded = 0;  // events delivered to the exporters from this thread
   std::uint64_t dropped = 0;   // events lost because the ring was full (drop policy)
+  std::uint32_t pid = 0;       // the thread's process (ThreadInfo::pid; 0: the session's own)
 };
 
 struct SessionStats {

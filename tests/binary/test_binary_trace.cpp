@@ -345,8 +345,8 @@ TEST(BinaryTrace, HostileFilesGetOneClearError) {
   EXPECT_NE(error_of("").find("empty file"), std::string::npos);
   EXPECT_NE(error_of("{\"traceEvents\":[]}").find("not a ringtrace trace file"), std::string::npos);
   std::string future(tf::kMagic, 8);
-  future += std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8);
-  EXPECT_NE(error_of(future).find("format version 2"), std::string::npos);
+  future += std::string("\x03\x00\x00\x00\x00\x00\x00\x00", 8);
+  EXPECT_NE(error_of(future).find("format version 3"), std::string::npos);
   // A frame claiming 4 GB: refused, no allocation.
   std::string huge(tf::kMagic, 8);
   huge += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);
@@ -360,11 +360,18 @@ TEST(BinaryTrace, HostileFilesGetOneClearError) {
   const std::uint32_t sum = tf::checksum(payload.data(), payload.size());
   early.append(reinterpret_cast<const char*>(&sum), 4).append(4, '\0').append(payload);
   EXPECT_NE(error_of(early).find("is not the session's"), std::string::npos) << error_of(early);
+  // A merged file (version 2) whose first frame is no process frame, or with junk.
+  std::string merged(tf::kMagic, 8);
+  merged += std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8);
+  EXPECT_NE(error_of(merged + early.substr(16)).find("no process frame at byte 16"), std::string::npos)
+      << error_of(merged + early.substr(16));
   std::mt19937 random(7);
   for (int i = 0; i < 200; ++i) {
     std::string junk(tf::kMagic, 8);
     junk += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);
     for (int j = 0; j < 64; ++j) junk.push_back(static_cast<char>(random()));
+    EXPECT_NO_THROW(error_of(junk));
+    junk[8] = 2;  // the same junk as a merged file
     EXPECT_NO_THROW(error_of(junk));
   }
   EXPECT_THROW(replay_to_memory(dir / "missing.rtrace"), std::runtime_error);
@@ -468,6 +475,263 @@ TEST(BinaryTrace, KilledProcessesLeaveReadableFiles) {
     with_events += !t.events.empty();
   }
   EXPECT_GT(with_events, 10);
+}
+
+
+// ---- ringtrace merge: several processes' files on one timeline ---------------------
+
+// What a replay delivers, per event: its process, thread, site, kind and time; and the
+// processes' names.
+class ProcessCensus final : public Exporter {
+ public:
+  struct Row {
+    std::uint32_t pid;
+    std::uint64_t tid;
+    std::string site;
+    EventKind kind;
+    std::uint64_t time;
+    bool operator==(const Row&) const = default;
+  };
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
+    for (const Event& e : events) {
+      const ThreadInfo& t = context.thread(e.thread);
+      rows.push_back(Row{t.pid == 0 ? context.process_id() : t.pid, t.os_tid, context.site(e.site).name, e.kind,
+                         e.time_ns});
+      names[rows.back().pid] = context.process_name_of(rows.back().pid);
+    }
+  }
+  void on_finish(const TraceContext&, const SessionStats& s) override { stats = s; }
+  std::vector<Row> rows;
+  std::map<std::uint32_t, std::string> names;
+  SessionStats stats;
+};
+
+// Records `zones` zones named `name` on two threads of this process into `file`.
+void record_zones(const fs::path& file, const std::string& process, const std::string& name, int zones) {
+  Config config;
+  config.process_name = process;
+  config.overflow = OverflowPolicy::block;
+  Session session(config);
+  session.add_exporter(binary_trace_exporter(file));
+  const SiteInfo site{name.c_str(), "record_zones", "test_binary_trace.cpp", 1, SiteKind::zone, 0, ""};
+  session.start();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < zones; ++i) {
+        RINGTRACE_ZONE_SITE(&site);
+        RINGTRACE_ZONE("inner");
+        std::this_thread::sleep_for(std::chrono::microseconds(i % 50 == 0 ? 100 : 0));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  session.stop();
+}
+
+ProcessCensus census_of(const fs::path& file, ReplayResult* result = nullptr) {
+  ProcessCensus c;
+  const ReplayResult r = replay_file(file, c);
+  if (result != nullptr) *result = r;
+  return c;
+}
+
+// The rows of one process, in stream order.
+std::vector<ProcessCensus::Row> rows_of(const ProcessCensus& c, std::uint32_t pid) {
+  std::vector<ProcessCensus::Row> out;
+  for (const auto& r : c.rows) {
+    if (r.pid == pid) out.push_back(r);
+  }
+  return out;
+}
+
+// Two processes recording at the same time, merged: one stream ordered by time, each
+// process's events exactly as its own file gives them (same host and boot: no offset),
+// under its own pid and name.
+TEST(Merge, TwoProcessesRecordingTogetherShareOneTimeline) {
+  const fs::path dir = temp_dir("merge_two");
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char byte;
+    if (::read(go[0], &byte, 1) != 1) ::_exit(2);
+    record_zones(dir / "child.rtrace", "the child", "child_zone", 3000);
+    ::_exit(0);
+  }
+  (void)!::write(go[1], "g", 1);
+  record_zones(dir / "parent.rtrace", "the parent", "parent_zone", 3000);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  const std::vector<fs::path> inputs = {dir / "child.rtrace", dir / "parent.rtrace"};
+  const MergeResult merged = merge_files(inputs, dir / "both.rtrace");
+  EXPECT_TRUE(merged.problems.empty());
+  ASSERT_EQ(merged.processes.size(), 2u);
+  for (const ReplayProcess& p : merged.processes) {
+    EXPECT_FALSE(p.realtime_aligned);
+    EXPECT_EQ(p.offset_ns, 0);
+    EXPECT_TRUE(p.complete);
+  }
+  ReplayResult r;
+  const ProcessCensus both = census_of(dir / "both.rtrace", &r);
+  EXPECT_TRUE(r.complete) << r.problem;
+  EXPECT_EQ(r.version, 2u);
+  ASSERT_EQ(r.processes.size(), 2u);
+  const auto child_pid = static_cast<std::uint32_t>(child), parent_pid = static_cast<std::uint32_t>(::getpid());
+  EXPECT_EQ(both.names.at(child_pid), "the child");
+  EXPECT_EQ(both.names.at(parent_pid), "the parent");
+  // Ordered by time across the processes, and the processes overlap in time.
+  for (std::size_t i = 1; i < both.rows.size(); ++i) ASSERT_LE(both.rows[i - 1].time, both.rows[i].time) << i;
+  const ProcessCensus alone_child = census_of(inputs[0]), alone_parent = census_of(inputs[1]);
+  const auto from_child = rows_of(both, child_pid), from_parent = rows_of(both, parent_pid);
+  EXPECT_EQ(from_child.size(), 4u * 3000u * 2u);
+  EXPECT_TRUE(from_child == alone_child.rows);
+  EXPECT_TRUE(from_parent == alone_parent.rows);
+  EXPECT_EQ(from_child.size() + from_parent.size(), both.rows.size());
+  EXPECT_LT(from_child.front().time, from_parent.back().time);
+  EXPECT_LT(from_parent.front().time, from_child.back().time);
+  EXPECT_EQ(both.stats.recorded, alone_child.stats.recorded + alone_parent.stats.recorded);
+  ASSERT_EQ(both.stats.threads.size(), 4u);
+  for (const ThreadStats& t : both.stats.threads) EXPECT_TRUE(t.pid == child_pid || t.pid == parent_pid);
+  // A merge of a merged file and another: three processes.
+  const std::vector<fs::path> again = {dir / "both.rtrace", inputs[0]};
+  const MergeResult three = merge_files(again, dir / "three.rtrace");
+  EXPECT_EQ(three.processes.size(), 3u);
+  const ProcessCensus all = census_of(dir / "three.rtrace");
+  EXPECT_EQ(all.rows.size(), both.rows.size() + alone_child.rows.size());
+  EXPECT_EQ(all.names.size(), 3u);  // the child seen twice gets a pid of its own
+}
+
+// A copy of `from` whose session says it was recorded on `host`, with its CLOCK_REALTIME
+// anchor moved by `shift_ns` (as on a host whose boot was that much later).
+void rehost(const fs::path& from, const fs::path& to, const std::string& host, std::int64_t shift_ns) {
+  const std::string bytes = read_file(from);
+  std::uint32_t length;
+  std::memcpy(&length, bytes.data() + 16 + 4, 4);
+  std::string payload = bytes.substr(32, length);
+  std::uint64_t realtime;
+  std::memcpy(&realtime, payload.data() + 24, 8);  // docs/file-format.md: the session frame
+  realtime += static_cast<std::uint64_t>(shift_ns);
+  std::memcpy(payload.data() + 24, &realtime, 8);
+  std::size_t at = 56;  // the process name
+  std::uint32_t n;
+  std::memcpy(&n, payload.data() + at, 4);
+  at += 4 + n;
+  std::memcpy(&n, payload.data() + at, 4);
+  std::string rebuilt = payload.substr(0, at);
+  tf::put_str(rebuilt, host);
+  rebuilt += payload.substr(at + 4 + n);
+  std::string out = bytes.substr(0, 16);
+  tf::put_u32(out, tf::frame_session);
+  tf::put_u32(out, static_cast<std::uint32_t>(rebuilt.size()));
+  tf::put_u32(out, tf::checksum(rebuilt.data(), rebuilt.size()));
+  tf::put_u32(out, 0);
+  out += rebuilt + bytes.substr(32 + length);
+  write_file(to, out);
+}
+
+// Two recordings of one process (one pid) and one said to be from another host: the pid
+// seen twice gets a pid of its own and a name that says where it came from; the other
+// host's process is placed through the CLOCK_REALTIME anchors, to the nanosecond of the
+// shift given here.
+TEST(Merge, SamePidTwiceAndAnotherHost) {
+  const fs::path dir = temp_dir("merge_hosts");
+  record_zones(dir / "first.rtrace", "proc", "first_zone", 500);
+  record_zones(dir / "second.rtrace", "proc", "second_zone", 500);
+  const std::int64_t shift = 5000000000;
+  rehost(dir / "second.rtrace", dir / "remote.rtrace", "elsewhere", shift);
+  ReplayResult rr;
+  const ProcessCensus remote_alone = census_of(dir / "remote.rtrace", &rr);
+  ASSERT_TRUE(rr.complete) << rr.problem;
+  EXPECT_EQ(rr.host, "elsewhere");
+
+  const std::vector<fs::path> inputs = {dir / "first.rtrace", dir / "second.rtrace", dir / "remote.rtrace"};
+  const MergeResult m = merge_files(inputs, dir / "all.rtrace");
+  ASSERT_EQ(m.processes.size(), 3u);
+  EXPECT_FALSE(m.processes[1].realtime_aligned);
+  EXPECT_EQ(m.processes[1].offset_ns, 0);
+  EXPECT_TRUE(m.processes[2].realtime_aligned);
+  EXPECT_EQ(m.processes[2].offset_ns, shift);
+  const ProcessCensus all = census_of(dir / "all.rtrace");
+  ASSERT_EQ(all.names.size(), 3u);
+  std::vector<std::uint32_t> pids;
+  for (const auto& [pid, name] : all.names) pids.push_back(pid);
+  const auto self = static_cast<std::uint32_t>(::getpid());
+  EXPECT_EQ(all.names.at(self), "proc");
+  int renamed = 0;
+  for (const auto& [pid, name] : all.names) {
+    if (pid == self) continue;
+    EXPECT_GT(pid, 4194304u);
+    EXPECT_NE(name.find("(pid " + std::to_string(self)), std::string::npos) << name;
+    renamed += name.find(" on elsewhere)") != std::string::npos;
+  }
+  EXPECT_EQ(renamed, 1);
+  // The remote process: every event exactly `shift` later than in its own file.
+  std::vector<ProcessCensus::Row> remote;
+  for (const auto& r : all.rows) {
+    if (all.names.at(r.pid).find("elsewhere") != std::string::npos) remote.push_back(r);
+  }
+  ASSERT_EQ(remote.size(), remote_alone.rows.size());
+  for (std::size_t i = 0; i < remote.size(); ++i) {
+    ASSERT_EQ(remote[i].time, remote_alone.rows[i].time + static_cast<std::uint64_t>(shift)) << i;
+    ASSERT_EQ(remote[i].site, remote_alone.rows[i].site);
+  }
+  for (std::size_t i = 1; i < all.rows.size(); ++i) ASSERT_LE(all.rows[i - 1].time, all.rows[i].time);
+}
+
+// A cut input gives what it holds and is reported; bad inputs and outputs get one clear
+// error before anything is written.
+TEST(Merge, CutInputsAndBadPaths) {
+  const fs::path dir = temp_dir("merge_bad");
+  record_zones(dir / "a.rtrace", "a", "a_zone", 2000);
+  record_zones(dir / "b.rtrace", "b", "b_zone", 2000);
+  const std::string b = read_file(dir / "b.rtrace");
+  write_file(dir / "cut.rtrace", b.substr(0, b.size() * 6 / 10));
+  const std::vector<fs::path> inputs = {dir / "a.rtrace", dir / "cut.rtrace"};
+  const MergeResult m = merge_files(inputs, dir / "m.rtrace");
+  ASSERT_EQ(m.problems.size(), 1u);
+  EXPECT_NE(m.problems[0].find("cut.rtrace"), std::string::npos) << m.problems[0];
+  ReplayResult r;
+  const ProcessCensus c = census_of(dir / "m.rtrace", &r);
+  EXPECT_FALSE(r.complete);
+  EXPECT_NE(r.problem.find("cut.rtrace"), std::string::npos) << r.problem;
+  // The cut process: under a pid of its own (both inputs are this process), exactly
+  // what its file alone gives.
+  const auto self = static_cast<std::uint32_t>(::getpid());
+  ASSERT_EQ(c.names.size(), 2u);
+  const std::uint32_t cut_pid = c.names.begin()->first == self ? c.names.rbegin()->first : c.names.begin()->first;
+  const auto from_cut = rows_of(c, cut_pid);
+  ReplayResult alone_result;
+  const ProcessCensus alone = census_of(dir / "cut.rtrace", &alone_result);
+  EXPECT_FALSE(alone_result.complete);
+  ASSERT_EQ(from_cut.size(), alone.rows.size());
+  EXPECT_GT(from_cut.size(), 100u);
+  for (std::size_t i = 0; i < from_cut.size(); ++i) {
+    ASSERT_EQ(from_cut[i].time, alone.rows[i].time);
+    ASSERT_EQ(from_cut[i].site, alone.rows[i].site);
+  }
+  EXPECT_EQ(rows_of(c, self).size(), census_of(dir / "a.rtrace").rows.size());
+
+  const auto error_of = [&](std::vector<fs::path> in, const fs::path& out) -> std::string {
+    try {
+      merge_files(in, out);
+      return "no error";
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_NE(error_of({dir / "a.rtrace"}, dir / "a.rtrace").find("is also an input"), std::string::npos);
+  EXPECT_NE(error_of({dir / "a.rtrace"}, dir / "no" / "such" / "dir.rtrace").find("cannot write"), std::string::npos);
+  write_file(dir / "text.json", "[{\"ph\":\"X\",\"name\":\"not a recording\",\"ts\":1,\"dur\":2}]");
+  const std::string foreign = error_of({dir / "a.rtrace", dir / "text.json"}, dir / "f.rtrace");
+  EXPECT_NE(foreign.find("text.json"), std::string::npos) << foreign;
+  EXPECT_NE(foreign.find("not a ringtrace trace"), std::string::npos) << foreign;
+  EXPECT_FALSE(fs::exists(dir / "f.rtrace"));
+  EXPECT_FALSE(fs::exists(dir / "f.rtrace.partial"));
+  EXPECT_NE(error_of({dir / "missing.rtrace"}, dir / "g.rtrace").find("missing.rtrace"), std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Writes a few small, valid binary trace files into the folder given: the fuzzer's
-// seeds (every frame type, packed records of every kind, texts).
+// seeds (every frame type, packed records of every kind, texts), and a merged file of
+// two of them (format version 2: process frames and sections).
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
@@ -39,5 +41,7 @@ int main(int argc, char** argv) {
     other.join();
     session.stop();
   }
+  const std::vector<std::filesystem::path> two = {dir / "seed0.rtrace", dir / "seed1.rtrace"};
+  ringtrace::merge_files(two, dir / "seed_merged.rtrace");
   return 0;
 }

@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>  // getpid
+
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
@@ -43,8 +45,11 @@ int main(int argc, char** argv) {
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
   session.start();
   std::vector<std::thread> threads;
+  // Flow ids unique to this process: a merge of two runs (tool_tests.sh) keeps flows
+  // apart, as the README asks of programs whose files are merged.
+  const std::uint64_t flow_base = static_cast<std::uint64_t>(::getpid()) << 32;
   for (int w = 0; w < 3; ++w) {
-    threads.emplace_back([w] {
+    threads.emplace_back([w, flow_base] {
       ringtrace::set_thread_name("worker-" + std::to_string(w));
       for (int i = 0; i < 2000; ++i) {
         RINGTRACE_ZONE("step");
@@ -59,8 +64,8 @@ int main(int argc, char** argv) {
           RINGTRACE_ZONE_SAMPLED("sampled", 4);  // 500 of 2000 recorded per thread
           RINGTRACE_ZONE("under");
         }
-        if (w == 0) RINGTRACE_FLOW_OUT(i + 1);
-        if (w == 1) RINGTRACE_FLOW_IN(i + 1);
+        if (w == 0) RINGTRACE_FLOW_OUT(flow_base + i + 1);
+        if (w == 1) RINGTRACE_FLOW_IN(flow_base + i + 1);
       }
     });
   }

@@ -38,7 +38,8 @@ grep -q 'step;eager;sampled;under 6000$' "${work}/file_estimated.folded" || fail
 grep -q 'step;eager;sampled 1500$' <("${tool}" convert "${work}/run.rtrace" --folded-value calls --folded -) \
   || fail "recorded calls of the sampled site"
 grep -q '^Estimates: ' "${work}/file_estimated_table.txt" || fail "the estimated table does not say so"
-"${tool}" report "${work}/run.rtrace" --estimate-sampled | grep -q '^Estimates: ' || fail "report --estimate-sampled"
+"${tool}" report "${work}/run.rtrace" --estimate-sampled >"${work}/report_estimated.txt" || fail "report --estimate-sampled exits $?"
+grep -q '^Estimates: ' "${work}/report_estimated.txt" || fail "report --estimate-sampled does not say it estimates"
 
 # '-' is standard output.
 "${tool}" convert "${work}/run.rtrace" --folded - >"${work}/stdout.folded" || fail "convert to stdout"
@@ -52,7 +53,7 @@ grep -q '^Captured ops: ' "${work}/report.txt" || fail "report has no summary"
 grep -q '^status: *complete$' "${work}/info.txt" || fail "info: $(cat "${work}/info.txt")"
 grep -q 'process: *tool test (pid ' "${work}/info.txt" || fail "info names no process"
 grep -q 'worker-1 ' "${work}/info.txt" || fail "info lists no thread"
-for command in convert report info; do
+for command in convert report info merge; do
   "${tool}" "${command}" --help | grep -q "^usage: ringtrace ${command}" || fail "${command} --help"
 done
 "${tool}" --help | grep -q '^usage: ringtrace' || fail "--help"
@@ -81,6 +82,45 @@ done
 [[ $? -eq 1 ]] && grep -q '/nonexistent-dir/x.json' "${work}/unwritable.err" || fail "unwritable output: $(cat "${work}/unwritable.err")"
 "${tool}" convert "${work}/run.rtrace" --bogus 2>/dev/null; [[ $? -eq 2 ]] || fail "unknown option"
 "${tool}" frobnicate 2>/dev/null; [[ $? -eq 2 ]] || fail "unknown command"
+
+# merge: a second process's recording and the first on one timeline (one host and
+# boot: exact); every process's Chrome events are those of its own file.
+"${record}" "${work}/second" >/dev/null || fail "record_all (second process) failed"
+"${tool}" merge "${work}/run.rtrace" "${work}/second/run.rtrace" -o "${work}/merged.rtrace" >"${work}/merge.txt" \
+  || fail "merge exits $?: $(cat "${work}/merge.txt")"
+[[ $(grep -c 'same host and boot: exact' "${work}/merge.txt") -eq 2 ]] || fail "merge output: $(cat "${work}/merge.txt")"
+"${tool}" info "${work}/merged.rtrace" >"${work}/merged_info.txt" || fail "info of a merged file exits $?"
+grep -q 'format version 2' "${work}/merged_info.txt" && grep -q '^processes: *2, merged' "${work}/merged_info.txt" \
+  && grep -q '^status: *complete$' "${work}/merged_info.txt" || fail "info of a merged file: $(cat "${work}/merged_info.txt")"
+"${tool}" convert "${work}/second/run.rtrace" --chrome "${work}/second.json" || fail "convert of the second file"
+"${tool}" convert "${work}/merged.rtrace" --chrome "${work}/merged.json" --perfetto "${work}/merged.perfetto-trace" \
+  || fail "convert of the merged file exits $?"
+python3 - "${work}/merged.json" "${work}/file.json" "${work}/second.json" <<'PY' || fail "merged Chrome trace"
+import json, sys
+def zones(path):
+    by_pid = {}
+    for e in json.load(open(path)):
+        if e.get("ph") in ("X", "i", "C", "b", "e"):
+            by_pid.setdefault(e["pid"], []).append((e["tid"], e["ph"], e["name"], e["ts"], e.get("dur")))
+    return by_pid
+merged, first, second = zones(sys.argv[1]), zones(sys.argv[2]), zones(sys.argv[3])
+assert len(merged) == 2, sorted(merged)
+for single in (first, second):
+    (pid, events), = single.items()
+    assert sorted(merged[pid]) == sorted(events), pid
+names = {e["pid"]: e["args"]["name"] for e in json.load(open(sys.argv[1])) if e.get("name") == "process_name"}
+assert sorted(names) == sorted(merged), names
+PY
+head -c $(( $(stat -c %s "${work}/second/run.rtrace") / 2 )) "${work}/second/run.rtrace" >"${work}/second_cut.rtrace"
+"${tool}" merge "${work}/run.rtrace" "${work}/second_cut.rtrace" -o "${work}/merged_cut.rtrace" >/dev/null 2>"${work}/merge_cut.err"
+status=$?
+[[ ${status} -eq 1 && $(wc -l <"${work}/merge_cut.err") -eq 1 && -f "${work}/merged_cut.rtrace" ]] \
+  && grep -q 'second_cut.rtrace' "${work}/merge_cut.err" || fail "merge of a cut file: status ${status}, $(cat "${work}/merge_cut.err")"
+"${tool}" merge "${work}/run.rtrace" "${work}/foreign.rtrace" -o "${work}/merged_bad.rtrace" 2>"${work}/merge_bad.err"
+status=$?
+[[ ${status} -eq 1 && $(wc -l <"${work}/merge_bad.err") -eq 1 && ! -e "${work}/merged_bad.rtrace" ]] \
+  || fail "merge of a foreign file: status ${status}, $(cat "${work}/merge_bad.err")"
+"${tool}" merge "${work}/run.rtrace" 2>/dev/null; [[ $? -eq 2 ]] || fail "merge without -o"
 
 if ((failures > 0)); then echo "tool_tests: ${failures} failure(s)"; exit 1; fi
 echo "tool_tests: all checks passed"

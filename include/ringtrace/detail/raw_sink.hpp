@@ -37,7 +37,22 @@ struct RawSessionInfo {
   std::uint64_t monotonic_anchor_ns = 0;  // ...this CLOCK_MONOTONIC reading
   std::uint64_t merge_grace_ns = 0;    // how late a record may be published (Config::merge_grace)
   std::uint64_t ring_records = 0;      // Config::buffer_records, rounded as the rings are
+  std::uint64_t boundary_gap_ticks = 0;  // boundary_gap_ticks() of the session
 };
+
+// Zone boundaries (begins and ends) of one thread are at least this many ticks apart
+// once decoded: a boundary read within that of the thread's previous event is placed
+// there. It keeps every zone boundary of a thread in a nanosecond of its own on CPUs
+// whose TSC advances in coarse steps (two reads a few cycles apart can return the same
+// value), so that no reader has to guess the nesting of a zone that begins, or ends, in
+// the same nanosecond as the zone around it or before it. A clock with nanosecond
+// ticks needs 1; a TSC needs a little over one nanosecond's worth.
+inline std::uint64_t boundary_gap_ticks(bool tsc, double ticks_per_second) noexcept {
+  if (!tsc || !(ticks_per_second > 0) || ticks_per_second > 1e12) return 1;
+  const double per_ns = ticks_per_second * 1.001 / 1e9;  // a re-fit moves the rate by ppm
+  const auto whole = static_cast<std::uint64_t>(per_ns);
+  return whole + (static_cast<double>(whole) < per_ns ? 1 : 0);
+}
 
 class RawSink {
  public:

@@ -12,6 +12,7 @@
 #include <memory>      // the exporter is shared with the session
 #include <span>        // several exporters
 #include <string>      // problems
+#include <vector>      // processes
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter
@@ -33,6 +34,23 @@ struct BinaryTraceOptions {
 RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path,
                                                               BinaryTraceOptions options = {});
 
+// One recorded process of a file: a file from binary_trace_exporter holds one, a file
+// from `ringtrace merge` one per input process.
+struct ReplayProcess {
+  std::uint32_t pid = 0;       // as recorded (ThreadInfo::pid may differ when two collide)
+  std::string name;
+  std::string host;
+  std::string source;          // the file it was merged from ("" in a file of one process)
+  // Added to the process's CLOCK_MONOTONIC times to place them on the file's timeline
+  // (the first process's clock): 0 for processes of the first one's host and boot;
+  // else derived from both processes' CLOCK_REALTIME anchors, as exact as the hosts'
+  // clocks agree (ringtrace cannot know that; NTP typically keeps it to a millisecond).
+  std::int64_t offset_ns = 0;
+  bool realtime_aligned = false;  // offset_ns came from CLOCK_REALTIME anchors
+  bool complete = false;
+  std::string problem;            // as ReplayResult::problem, for this process
+};
+
 // What reading a file found.
 struct ReplayResult {
   bool complete = false;   // the file ends with its end frame (the session was stopped)
@@ -44,6 +62,8 @@ struct ReplayResult {
   std::uint32_t pid = 0;
   std::uint64_t realtime_start_ns = 0;
   std::uint64_t bytes = 0;
+  std::uint32_t version = 0;  // the file's format version (2: written by `ringtrace merge`)
+  std::vector<ReplayProcess> processes;
 };
 
 // Reads a binary trace file and feeds its merged, time-ordered stream to the exporters
@@ -56,5 +76,26 @@ struct ReplayResult {
 // merge grace of the newest one read, never the whole file.
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters);
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, Exporter& exporter);
+
+// What merge_files() wrote.
+struct MergeResult {
+  std::vector<ReplayProcess> processes;  // in the output's order, with their offsets
+  // One line per process whose input was cut short or damaged: what was complete of it
+  // is in the output, and replay_file() of the output reports it too.
+  std::vector<std::string> problems;
+};
+
+// Merges binary trace files of several processes (files of binary_trace_exporter, or of
+// an earlier merge) into `output`, format version 2: a section per process, on the
+// CLOCK_MONOTONIC timeline of the process that started first. Processes of one host and
+// boot share that clock exactly; others are placed through the CLOCK_REALTIME anchors
+// (ReplayProcess::realtime_aligned), as exact as the hosts' clocks agree. replay_file()
+// of the output delivers one stream, each thread with its process's pid
+// (ThreadInfo::pid). Frames are checked and copied, never decoded. Throws
+// std::runtime_error naming the file when an input cannot be read or is no ringtrace
+// file, or the output cannot be written (checked before reading any input); writes
+// `output`.partial and renames it at the end.
+RINGTRACE_API MergeResult merge_files(std::span<const std::filesystem::path> inputs,
+                                      const std::filesystem::path& output);
 
 }  // namespace ringtrace
