@@ -162,7 +162,8 @@ std::string process_frame(std::uint64_t bytes, const ReplayProcess& m) {
 
 }  // namespace
 
-MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std::filesystem::path& output) {
+MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std::filesystem::path& output,
+                        const ProgressFunction& progress) {
   const std::string out_path = output.string();
   const std::string partial = out_path + ".partial";
   for (const auto& in : inputs) {
@@ -209,6 +210,8 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
 
     MergeResult result;
     std::string payload;
+    std::uint64_t total = 0, done = 0, reported = 0;
+    for (const Source& s : sources) total += s.end - s.begin;
     for (Source& s : sources) {
       File in{std::fopen(s.path.c_str(), "rb")};
       if (in.f == nullptr) fail(s.path, std::string("cannot open: ") + std::strerror(errno));
@@ -232,6 +235,11 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
         write_all(out.f, payload.data(), payload.size(), partial);
         bytes += tf::kFrameHeaderBytes + payload.size();
         at += tf::kFrameHeaderBytes + payload.size();
+        done += tf::kFrameHeaderBytes + payload.size();
+        if (progress && done - reported >= (std::uint64_t{1} << 20)) {
+          reported = done;
+          progress(done, total);
+        }
         if (h[0] == tf::frame_end) complete = true;
       }
       if (s.meta.problem.empty() && !complete) s.meta.problem = "the recording did not stop (no end frame)";
@@ -244,6 +252,7 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
       if (!s.meta.complete) result.problems.push_back(s.path + ": process " + std::to_string(s.meta.pid) + ": " + s.meta.problem);
       result.processes.push_back(s.meta);
     }
+    if (progress) progress(total, total);
     if (std::fflush(out.f) != 0 || out.close() != 0) fail(partial, std::string("write failed: ") + std::strerror(errno));
     std::error_code ec;
     std::filesystem::rename(partial, output, ec);

@@ -168,6 +168,7 @@ class Section {
   const ClockInfo& clock() const { return clock_; }
   const SessionStats& stats() const { return stats_; }
   bool has_session() const { return have_session_; }
+  std::uint64_t bytes_read() const { return offset_ - begin_; }
   std::uint64_t realtime_start_ns() const {
     return realtime_anchor_ + (raw_start_ns_ >= monotonic_anchor_ ? raw_start_ns_ - monotonic_anchor_ : 0) -
            (raw_start_ns_ < monotonic_anchor_ ? monotonic_anchor_ - raw_start_ns_ : 0);
@@ -731,8 +732,8 @@ class Section {
 // side, their streams merged by time, delivered to the exporters.
 class FileReplay {
  public:
-  FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters)
-      : path_(path.string()), exporters_(exporters) {}
+  FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters, const ReplayOptions& options)
+      : path_(path.string()), exporters_(exporters), progress_(options.progress) {}
 
   ReplayResult run() {
     find_sections();
@@ -747,7 +748,13 @@ class FileReplay {
       if (next != nullptr) next->step();
       flush();
       if (next == nullptr) break;
+      if (progress_) {
+        std::uint64_t done = size_ - bytes_in_sections_;
+        for (auto& s : sections_) done += s->bytes_read();
+        progress_(done, size_);
+      }
     }
+    if (progress_) progress_(size_, size_);
     return finish();
   }
 
@@ -774,6 +781,7 @@ class FileReplay {
     std::memcpy(&version_, header + 8, 4);
     if (version_ == tf::kVersion) {
       sections_.push_back(std::make_unique<Section>(tables_, path_, tf::kHeaderBytes, size_, ReplayProcess{}));
+      bytes_in_sections_ = size_ - tf::kHeaderBytes;
       return;
     }
     if (version_ != tf::kVersionMerged) {
@@ -812,6 +820,7 @@ class FileReplay {
       const std::uint64_t begin = at + tf::kFrameHeaderBytes + h[1];
       const std::uint64_t end = bytes > size_ - begin ? size_ : begin + bytes;
       sections_.push_back(std::make_unique<Section>(tables_, path_, begin, end, std::move(meta)));
+      bytes_in_sections_ += end - begin;
       at = end;
     }
     if (sections_.empty() && problem_.empty()) problem_ = "a merged file with no process in it";
@@ -971,7 +980,9 @@ class FileReplay {
 
   std::string path_;
   std::span<Exporter* const> exporters_;
+  ProgressFunction progress_;
   std::uint64_t size_ = 0;
+  std::uint64_t bytes_in_sections_ = 0;  // of size_: the rest (headers) counts as done
   std::uint32_t version_ = 0;
   std::string problem_;
   Tables tables_;
@@ -984,9 +995,14 @@ class FileReplay {
 
 }  // namespace
 
-ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters) {
-  FileReplay replay(path, exporters);
+ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters,
+                         const ReplayOptions& options) {
+  FileReplay replay(path, exporters, options);
   return replay.run();
+}
+
+ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters) {
+  return replay_file(path, exporters, ReplayOptions{});
 }
 
 ReplayResult replay_file(const std::filesystem::path& path, Exporter& exporter) {

@@ -1,6 +1,8 @@
 // The `ringtrace` tool's subcommands, one file each, sharing these helpers.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -19,5 +21,24 @@ bool wants_help(const std::vector<std::string>& args);
 
 // Duration in readable units: 1.234 s, 12.345 ms, 123.456 us, 789 ns.
 std::string duration(std::uint64_t ns);
+
+// A progress bar on standard error for work that has lasted a second, only when standard
+// error is a terminal; erased when the work is done (done == total) or the bar destroyed.
+// Called as a ringtrace::ProgressFunction.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label);
+  ~ProgressBar() { erase(); }
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  void operator()(std::uint64_t done, std::uint64_t total);
+
+ private:
+  void erase();
+  std::string label_;
+  bool terminal_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_, drawn_;
+};
 
 }  // namespace ringtrace::tool

@@ -1,6 +1,7 @@
 // ringtrace convert: a binary trace file into any of the exporters' formats, in one
 // pass, through the same exporters a live session uses.
 #include <cstdio>
+#include <functional>  // std::ref
 #include <iostream>
 #include <memory>
 #include <string>
@@ -145,7 +146,10 @@ int convert(const std::vector<std::string>& args) {
   }
   std::vector<Exporter*> raw;
   for (const auto& x : exporters) raw.push_back(x.get());
-  const ReplayResult result = replay_file(input, raw);
+  ProgressBar bar("ringtrace convert");
+  ReplayOptions options;
+  options.progress = std::ref(bar);
+  const ReplayResult result = replay_file(input, raw, options);
   std::cout.flush();
   if (!result.problem.empty()) return error("convert", input + ": " + result.problem);
   return 0;

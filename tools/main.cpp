@@ -3,6 +3,8 @@
 //   ringtrace report FILE
 //   ringtrace info FILE
 //   ringtrace merge FILE... -o OUT.rtrace
+#include <unistd.h>  // isatty
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -56,6 +58,36 @@ std::string duration(std::uint64_t ns) {
     std::snprintf(text, sizeof text, "%llu ns", static_cast<unsigned long long>(ns));
   }
   return text;
+}
+
+ProgressBar::ProgressBar(std::string label)
+    : label_(std::move(label)), terminal_(::isatty(2) == 1), start_(std::chrono::steady_clock::now()) {}
+
+void ProgressBar::operator()(std::uint64_t done, std::uint64_t total) {
+  if (!terminal_) return;
+  if (done >= total) {
+    erase();
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now - start_ < std::chrono::seconds(1) || (shown_ && now - drawn_ < std::chrono::milliseconds(100))) return;
+  drawn_ = now;
+  constexpr int kWidth = 30;
+  const double part = total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total);
+  const int filled = static_cast<int>(part * kWidth);
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.append(static_cast<std::size_t>(kWidth - filled), '.');
+  std::fprintf(stderr, "\r%s [%s] %3d%%  %.1f / %.1f MB", label_.c_str(), bar.c_str(), static_cast<int>(part * 100),
+               static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6);
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void ProgressBar::erase() {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r%*s\r", static_cast<int>(label_.size()) + 64, "");
+  std::fflush(stderr);
+  shown_ = false;
 }
 
 }  // namespace ringtrace::tool

@@ -1,5 +1,6 @@
 // ringtrace merge: several processes' recordings into one file and one timeline.
 #include <cstdio>
+#include <functional>  // std::ref
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -43,7 +44,8 @@ int merge(const std::vector<std::string>& args) {
         wants_help(args) ? stdout : stderr);
     return wants_help(args) ? 0 : 2;
   }
-  const MergeResult r = merge_files(inputs, output);
+  ProgressBar bar("ringtrace merge");
+  const MergeResult r = merge_files(inputs, output, std::ref(bar));
   std::printf("%s: %zu processes\n", output.c_str(), r.processes.size());
   for (const ReplayProcess& p : r.processes) {
     std::printf("  pid %-8u %-20s host %-16s %s\n", p.pid, p.name.c_str(), p.host.c_str(),

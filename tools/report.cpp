@@ -1,6 +1,7 @@
 // ringtrace report: what users read first, in the terminal: the key-averages table and
 // the captured-ops summary of a binary trace file.
 #include <cstdio>
+#include <functional>  // std::ref
 #include <iostream>
 #include <string>
 #include <vector>
@@ -53,7 +54,10 @@ int report(const std::vector<std::string>& args) {
   auto table = table_exporter(std::cout, table_options);
   auto summary = ops_summary_exporter(std::cout, summary_options);
   Exporter* const both[] = {table.get(), summary.get()};
-  const ReplayResult result = replay_file(input, both);
+  ProgressBar bar("ringtrace report");
+  ReplayOptions options;
+  options.progress = std::ref(bar);
+  const ReplayResult result = replay_file(input, both, options);
   std::cout.flush();
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);
   return 0;

@@ -9,6 +9,7 @@
 #include <cstddef>     // sizes
 #include <cstdint>     // counts
 #include <filesystem>  // paths
+#include <functional>  // progress callbacks
 #include <memory>      // the exporter is shared with the session
 #include <span>        // several exporters
 #include <string>      // problems
@@ -77,6 +78,17 @@ struct ReplayResult {
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters);
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, Exporter& exporter);
 
+// Called with the bytes of the file done so far and its size: now and then while the
+// work runs (after each drainer pass read, at most every 1 MiB copied), last with
+// done == total. For a progress bar (the `ringtrace` tool draws one on a terminal).
+using ProgressFunction = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+struct ReplayOptions {
+  ProgressFunction progress;  // optional
+};
+RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters,
+                                       const ReplayOptions& options);
+
 // What merge_files() wrote.
 struct MergeResult {
   std::vector<ReplayProcess> processes;  // in the output's order, with their offsets
@@ -96,6 +108,6 @@ struct MergeResult {
 // file, or the output cannot be written (checked before reading any input); writes
 // `output`.partial and renames it at the end.
 RINGTRACE_API MergeResult merge_files(std::span<const std::filesystem::path> inputs,
-                                      const std::filesystem::path& output);
+                                      const std::filesystem::path& output, const ProgressFunction& progress = {});
 
 }  // namespace ringtrace
