@@ -101,6 +101,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   // --- RawSink ---------------------------------------------------------------------
   void on_raw_start(const detail::RawSessionInfo& info) override {
     raw_started_ = true;
+    per_thread_counters_ = info.per_thread_counters;
     std::string& p = begin_frame(tf::frame_session);
     tf::put_u32(p, static_cast<std::uint32_t>(::getpid()));
     tf::put_u8(p, info.tsc ? 1 : 0);
@@ -300,7 +301,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     std::string& p = begin_frame(tf::frame_site);
     tf::put_u64(p, address);
     tf::put_u8(p, static_cast<std::uint8_t>(site->kind));
-    tf::put_u8(p, site->options);
+    tf::put_u8(p, per_thread_counters_ && site->kind == SiteKind::counter
+                      ? static_cast<std::uint8_t>(site->options | SiteOptions::per_thread_track)
+                      : site->options);
     const std::uint32_t every = detail::effective_sample_every(*site);  // u16, little-endian
     tf::put_u8(p, static_cast<std::uint8_t>(every & 0xFF));
     tf::put_u8(p, static_cast<std::uint8_t>(every >> 8));
@@ -329,6 +332,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   std::string process_name_;
   std::uint64_t runs_ = 0;
   bool started_ = false;
+  bool per_thread_counters_ = false;  // Config::per_thread_counters: counter sites written per-thread
   bool raw_started_ = false;  // on_raw_start came: a live session, not a replayed stream
 };
 

@@ -90,6 +90,7 @@ class ChromeTraceExporter final : public Exporter {
     site_names_.clear();
     site_locations_.clear();
     site_categories_.clear();
+    site_per_thread_.clear();
     attached_.clear();
     args_without_zone_ = 0;
     args_over_limit_ = 0;
@@ -318,6 +319,7 @@ class ChromeTraceExporter final : public Exporter {
       std::string category;
       if (info.category != nullptr && info.category[0] != '\0') append_json_string(category, info.category);
       site_categories_.push_back(std::move(category));
+      site_per_thread_.push_back((info.options & SiteOptions::per_thread_track) != 0 ? 1 : 0);
     }
   }
 
@@ -614,7 +616,9 @@ class ChromeTraceExporter final : public Exporter {
   // <arg key>" and Catapult shows the key as the series name, so the key is the same
   // word for every counter rather than the counter's name again. Tracks belong to the
   // process in the format: samples of one name from several threads form one series,
-  // unless per_thread_counters gives each thread its own name (counter_name()).
+  // unless per_thread_counters, or the site's SiteOptions::per_thread_track
+  // (RINGTRACE_COUNTER_PER_THREAD, Config::per_thread_counters), gives each thread its
+  // own name (counter_name()).
   void write_counter(const Event& e, const TraceContext& context) {
     const bool is_double = (e.flags & EventFlags::counter_double) != 0;
     if (is_double && !std::isfinite(e.value.d)) [[unlikely]] {
@@ -622,8 +626,10 @@ class ChromeTraceExporter final : public Exporter {
       return;
     }
     const std::string_view ids = thread_ids(e.thread, context);
-    const std::string_view name =
-        options_.per_thread_counters ? counter_name(e.site, e.thread, context) : site_name(e.site, context);
+    if (e.site >= site_names_.size()) [[unlikely]] cache_sites(context);
+    const std::string_view name = options_.per_thread_counters || site_per_thread_[e.site]
+                                      ? counter_name(e.site, e.thread, context)
+                                      : site_name(e.site, context);
     char* p = room(kEventBytes + name.size() + ids.size());
     p = copy(p, ",\n{\"ph\":\"C\",\"cat\":\"counter\",\"name\":");
     p = copy(p, name);
@@ -708,6 +714,7 @@ class ChromeTraceExporter final : public Exporter {
   bool finished_ = false;
   std::string scratch_;           // cold paths: header, metadata, doubles
   std::uint32_t pid_ = 0;
+  std::vector<char> site_per_thread_;  // by site: SiteOptions::per_thread_track
   std::vector<std::uint32_t> named_pids_;  // other processes named so far (merged files)
   std::vector<std::vector<Deferred>> deferred_;  // per thread: zones waiting for their outer one
   std::uint64_t skipped_counters_ = 0;

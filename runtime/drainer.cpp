@@ -37,6 +37,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   const double tps = converter_.ticks_per_second();
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
   boundary_gap_ = boundary_gap_ticks(use_tsc_, tps);
+  sites_.set_per_thread_counters(config_.per_thread_counters);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   bool all_raw = !exporters_.empty();
@@ -90,6 +91,7 @@ void Drainer::run() {
     info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
     info.ring_records = std::bit_ceil(std::max<std::uint64_t>(config_.buffer_records, 64));
     info.boundary_gap_ticks = boundary_gap_;
+    info.per_thread_counters = config_.per_thread_counters;
     for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
     raw_segment();
   }

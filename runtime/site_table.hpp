@@ -22,6 +22,8 @@ void reset_intern_lock_after_fork();
 class SiteTable {
  public:
   SiteTable();
+  // Config::per_thread_counters: every counter site's copy gets SiteOptions::per_thread_track.
+  void set_per_thread_counters(bool on) { per_thread_counters_ = on; }
   SiteId id_of(const SiteInfo* site) {
     Slot& slot = cache_[(reinterpret_cast<std::uintptr_t>(site) >> 3) & (kCacheSize - 1)];
     if (slot.site == site) [[likely]] return slot.id;
@@ -49,6 +51,7 @@ class SiteTable {
   };
 
   std::vector<Slot> cache_;
+  bool per_thread_counters_ = false;
   std::unordered_map<const SiteInfo*, SiteId> ids_;
   std::unordered_map<std::uint64_t, SiteId> step_ids_;
   std::deque<Copy> copies_;  // by SiteId; a deque, so that `info`'s pointers stay valid

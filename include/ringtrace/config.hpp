@@ -82,6 +82,13 @@ struct Config {
   // recorded, per site and thread (1 to 65535). Other zones are never sampled.
   std::uint32_t sample_every = 1;
 
+  // Counter tracks: false, one track per counter name for the whole process (what
+  // RINGTRACE_COUNTER gives); true, one per counter name and thread, for every counter
+  // (what RINGTRACE_COUNTER_PER_THREAD gives one site), in every exporter, live and in
+  // the binary file. The exporters' own per_thread_counters options do the same for
+  // their output alone.
+  bool per_thread_counters = false;
+
   // Threads a session keeps a row for after they exit. The first max_thread_rows
   // threads of a session keep their row (stats, ThreadInfo) until stop(); a later
   // thread keeps it while it lives, and once it has exited and its last event is

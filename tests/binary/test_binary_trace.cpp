@@ -21,6 +21,7 @@
 
 #include "common/trace_file_format.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
@@ -157,6 +158,68 @@ TEST(BinaryTrace, ReplayGivesTheLiveStream) {
   }
   EXPECT_TRUE(fs::exists(dir / "run.rtrace"));
   EXPECT_FALSE(fs::exists(dir / "run.rtrace.partial"));
+}
+
+// Config::per_thread_counters gives every counter one track per thread, as
+// RINGTRACE_COUNTER_PER_THREAD gives its own site: in the live Chrome trace, in the
+// stream the exporters see, and in the file (a replay keeps the option).
+TEST(BinaryTrace, PerThreadCountersLiveAndInTheFile) {
+  const fs::path dir = temp_dir("per_thread_counters");
+  for (const bool per_thread : {false, true}) {
+    SCOPED_TRACE(per_thread);
+    Config config;
+    config.overflow = OverflowPolicy::block;
+    config.per_thread_counters = per_thread;
+    std::ostringstream json;
+    std::vector<std::uint64_t> tids(2);
+    {
+      Session session(config);
+      auto memory = std::make_shared<MemoryExporter>();
+      session.add_exporter(memory);
+      session.add_exporter(chrome_trace_exporter(json));
+      session.add_exporter(binary_trace_exporter(dir / "run.rtrace"));
+      session.start();
+      std::vector<std::thread> threads;
+      for (int w = 0; w < 2; ++w) {
+        threads.emplace_back([w, &tids] {
+          tids[static_cast<std::size_t>(w)] = static_cast<std::uint64_t>(::gettid());
+          for (int i = 0; i < 10; ++i) {
+            RINGTRACE_COUNTER("queue", i + 100 * w);
+            RINGTRACE_COUNTER_PER_THREAD("own", i);
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      session.stop();
+      ASSERT_TRUE(session.stats().exporter_errors.empty());
+      ReplayResult result;
+      const RecordedTrace back = replay_to_memory(dir / "run.rtrace", &result);
+      EXPECT_TRUE(result.complete) << result.problem;
+      const RecordedTrace live = memory->trace();
+      for (const RecordedTrace* t : {&live, &back}) {
+        int counters = 0;
+        for (const RecordedSite& site : t->sites) {
+          if (site.kind != SiteKind::counter) continue;
+          ++counters;
+          const bool own = site.name == "own";
+          EXPECT_EQ((site.options & SiteOptions::per_thread_track) != 0, per_thread || own) << site.name;
+        }
+        EXPECT_EQ(counters, 2);
+      }
+    }
+    const std::string text = json.str();
+    const auto count = [&](const std::string& needle) {
+      std::size_t n = 0;
+      for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+      return n;
+    };
+    for (const std::uint64_t tid : tids) {
+      const std::string t = std::to_string(tid);
+      EXPECT_EQ(count("\"name\":\"own (tid " + t + ")\",\"pid\":"), 10u) << text;
+      EXPECT_EQ(count("\"name\":\"queue (tid " + t + ")\",\"pid\":"), per_thread ? 10u : 0u);
+    }
+    EXPECT_EQ(count("\"name\":\"queue\",\"pid\":"), per_thread ? 0u : 20u);
+  }
 }
 
 // Alone, the file exporter makes the drainer copy records only; the file then holds

@@ -38,6 +38,7 @@ struct RawSessionInfo {
   std::uint64_t merge_grace_ns = 0;    // how late a record may be published (Config::merge_grace)
   std::uint64_t ring_records = 0;      // Config::buffer_records, rounded as the rings are
   std::uint64_t boundary_gap_ticks = 0;  // boundary_gap_ticks() of the session
+  bool per_thread_counters = false;      // Config::per_thread_counters
 };
 
 // Zone boundaries (begins and ends) of one thread are at least this many ticks apart
