@@ -4,9 +4,12 @@
 //
 // Like the Chrome exporter, zones are written when they end (their begin and end
 // packets together, the begin carrying what attached to the zone: debug annotations and
-// flow ids); trace_processor sorts packets by time when it loads a file. Memory: the
-// open zones per thread, the interning tables (one entry per site and thread), never
-// the number of events.
+// flow ids, which trace_processor v20.1 reads on a slice's begin only); trace_processor
+// sorts packets by time when it loads a file. Each thread's events are on a packet
+// sequence of their own: no track uuid on them (the sequence's TrackEventDefaults) and
+// times as deltas on an incremental clock, so that a zone takes about 20 bytes. Memory:
+// the open zones per thread, the interning tables (one entry per site, a bit per name
+// and thread), never the number of events.
 #include "ringtrace/exporters/perfetto.hpp"
 
 #include <unistd.h>  // getpid
@@ -15,6 +18,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -28,8 +32,13 @@ namespace {
 namespace f {
 constexpr unsigned trace_packet = 1;  // Trace
 // TracePacket
-constexpr unsigned timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12, sequence_flags = 13,
-                   incremental_state_cleared = 41, track_descriptor = 60;
+constexpr unsigned clock_snapshot = 6, timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
+                   sequence_flags = 13, incremental_state_cleared = 41, timestamp_clock_id = 58,
+                   trace_packet_defaults = 59, track_descriptor = 60;
+// TracePacketDefaults (its timestamp_clock_id is 58 too); TrackEventDefaults' track_uuid is 11
+constexpr unsigned track_event_defaults = 11;
+// ClockSnapshot; ClockSnapshot.Clock
+constexpr unsigned clocks = 1, clock_id = 1, clock_timestamp = 2, is_incremental = 3;
 // TrackEvent
 constexpr unsigned category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
                    counter_value = 30, flow_ids_old = 36, terminating_flow_ids_old = 42, double_counter_value = 44,
@@ -44,8 +53,17 @@ constexpr unsigned event_categories = 1, event_names = 2, debug_annotation_names
 constexpr unsigned da_name_iid = 1, bool_value = 2, int_value = 4, double_value = 5, string_value = 6;
 }  // namespace f
 
-constexpr std::uint64_t kSequenceId = 1;
-constexpr std::uint32_t kIncrementalStateCleared = 1, kNeedsIncrementalState = 2;
+// Sequence 1 carries the track descriptors and the session's counts; each thread's
+// events are on a sequence of their own (2 + ThreadId), where they need no track uuid
+// (TrackEventDefaults) and their times are short deltas (an incremental clock).
+constexpr std::uint64_t kGlobalSequence = 1;
+constexpr std::uint32_t kIncrementalStateCleared = 1;
+// Clocks: the trace's (BOOTTIME in trace_processor's default; ringtrace's CLOCK_MONOTONIC
+// nanoseconds are written as they are, as ever), and two sequence-scoped ones defined at
+// a thread sequence's start: 64 counts up by deltas from the sequence's base (the
+// default of the sequence's packets), 65 is the nanoseconds since the base (for a packet
+// earlier than the last one, which a delta cannot express).
+constexpr std::uint64_t kTraceClock = 6, kDeltaClock = 64, kSinceBaseClock = 65;
 constexpr std::uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
 
 // A growable byte buffer without std::string's per-append bookkeeping (terminator,
@@ -189,9 +207,12 @@ class PerfettoExporter final : public Exporter {
     name_iids_.clear();
     category_iids_.clear();
     key_iids_.clear();
+    definitions_.assign(1, std::string());
+    global_ = Sequence{};
+    global_.id = kGlobalSequence;
+    global_.started = true;
     threads_.clear();
     other_processes_.clear();
-    deferred_.clear();
     counter_tracks_.clear();
     async_tracks_.clear();
     attached_.clear();
@@ -200,8 +221,8 @@ class PerfettoExporter final : public Exporter {
     out_.clear();
     pid_ = options_.pid != 0 ? options_.pid : context.process_id();
     if (pid_ == 0) pid_ = static_cast<std::uint32_t>(::getpid());
-    // The process track, and the sequence's first packet: incremental state cleared.
-    const std::size_t packet = begin_packet();
+    // The process track, and the global sequence's first packet: incremental state cleared.
+    const std::size_t packet = begin_untimed(global_);
     Proto p(out_);
     p.uint(f::incremental_state_cleared, 1);
     p.uint(f::sequence_flags, kIncrementalStateCleared);
@@ -212,17 +233,20 @@ class PerfettoExporter final : public Exporter {
     p.str(f::process_name, context.process_name());
     p.end(process);
     p.end(track);
-    end_packet(packet);
+    end_packet(global_, packet);
   }
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
     for (const Event& e : events) {
       switch (e.kind) {
-        case EventKind::zone_begin:
-          see_thread(e.thread, context);
-          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+        case EventKind::zone_begin: {
+          see_thread(e.thread, context, e.time_ns);
+          Event begin = e;
+          begin.time_ns = begin_boundary(e.thread, e.time_ns);
+          tracker_.feed(begin, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
                         static_cast<std::uint32_t>(attached(e.thread).args.size()));
           break;
+        }
         case EventKind::zone_end:
           tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
             close_zone(zone, outer, context);
@@ -269,23 +293,26 @@ class PerfettoExporter final : public Exporter {
                           close_zone(zone, outer, context);
                         });
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
-      if (context.thread(t).id == t) see_thread(t, context);  // not a folded thread without events
+      if (context.thread(t).id == t) see_thread(t, context, context.clock().stop_ns);  // not a folded thread without events
     }
     write_renamed_threads(context);
-    // The session's counts: an instant on the process track at the stop time.
-    const std::size_t packet = begin_packet(context.clock().stop_ns);
+    // The session's counts: an instant on the process track at the stop time (the
+    // global sequence: the trace's clock, absolute).
     Proto p(out_);
+    const std::size_t packet = p.begin(f::trace_packet);
+    p.uint(f::timestamp, context.clock().stop_ns);
+    p.uint(f::sequence_id, global_.id);
     const std::size_t event = p.begin(f::track_event);
     p.uint(f::type, kInstant);
     p.uint(f::track_uuid, process_uuid());
-    p.uint(f::name_iid, intern_name(std::string_view("ringtrace_session"), packet));
-    annotate_uint(p, "recorded_events", stats.recorded, packet);
-    annotate_uint(p, "dropped_events", stats.dropped, packet);
-    annotate_uint(p, "late_events", stats.late_events, packet);
-    annotate_uint(p, "closed_at_stop", stats.closed_at_stop, packet);
-    annotate_uint(p, "args_without_zone", args_without_zone_, packet);
+    p.uint(f::name_iid, intern(global_, name_iids_, f::event_names, "ringtrace_session"));
+    annotate_uint(global_, p, "recorded_events", stats.recorded);
+    annotate_uint(global_, p, "dropped_events", stats.dropped);
+    annotate_uint(global_, p, "late_events", stats.late_events);
+    annotate_uint(global_, p, "closed_at_stop", stats.closed_at_stop);
+    annotate_uint(global_, p, "args_without_zone", args_without_zone_);
     p.end(event);
-    end_packet(packet);
+    end_packet(global_, packet);
     flush();
     sink_->close();
     started_ = false;
@@ -301,9 +328,21 @@ class PerfettoExporter final : public Exporter {
     Buffer args;  // encoded DebugAnnotation fields (field 4 of TrackEvent), innermost zone's last
     std::vector<Flow> flows;
   };
+  // What a sequence's incremental state holds so far, as written.
+  struct Sequence {
+    std::uint64_t id = 0;
+    bool started = false;                  // its first packet (state cleared, defaults, clocks) is out
+    std::uint64_t base = ~std::uint64_t{0};  // clock 65's zero: the thread's first event time
+    std::uint64_t last = 0;                // clock 64's value: the last delta-stamped packet's time
+    std::vector<std::uint64_t> defined;    // a bit per iid: defined on this sequence
+    Buffer pending;                        // InternedData entries for its next packet
+  };
   struct ThreadOut {
     bool described = false;
     std::string name;  // the name in its last descriptor
+    Sequence seq;   // its events, in the order written
+    Sequence back;  // the begins of zones written after the zones inside them
+    std::uint64_t next_begin = 0, next_end = 0;  // the earliest times of its next zone begin and end
   };
 
   // Track uuids, small so that their varints are short: the process 1, then threads,
@@ -329,7 +368,7 @@ class PerfettoExporter final : public Exporter {
     }
     const std::uint64_t uuid = other_process_uuid(other_processes_.size());
     other_processes_.push_back(pid);
-    const std::size_t packet = begin_packet();
+    const std::size_t packet = begin_untimed(global_);
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, uuid);
@@ -338,7 +377,7 @@ class PerfettoExporter final : public Exporter {
     p.str(f::process_name, context.process_name_of(pid));
     p.end(process);
     p.end(track);
-    end_packet(packet);
+    end_packet(global_, packet);
     return uuid;
   }
   // A key's suffix that keeps two processes' tracks of one name apart.
@@ -354,83 +393,166 @@ class PerfettoExporter final : public Exporter {
     return attached_[thread];
   }
 
-  // A TracePacket (field 1 of Trace): its time, the sequence, and "needs incremental
-  // state" when it refers to interned names (a slice's end does not).
-  std::size_t begin_packet(std::uint64_t time_ns, bool interned = true) {
+  // A thread's sequence, begun at its first timed packet: incremental state cleared,
+  // the thread's track as every event's default, and the clocks: 64 (deltas, the
+  // default) and 65 (since the base) both at the thread's first event time.
+  Sequence& sequence(ThreadId thread, bool back = false) {
+    Sequence& s = back ? threads_[thread].back : threads_[thread].seq;
+    if (!s.started) [[unlikely]] start_sequence(thread, s, back);
+    return s;
+  }
+  RINGTRACE_NOINLINE void start_sequence(ThreadId thread, Sequence& s, bool back) {
+    s.id = 2 + 2 * std::uint64_t{thread} + (back ? 1 : 0);
+    s.started = true;
+    if (s.base == ~std::uint64_t{0}) s.base = 0;
+    s.last = s.base;
+    Proto p(out_);
+    const std::size_t packet = p.begin(f::trace_packet);
+    p.uint(f::sequence_id, s.id);
+    p.uint(f::incremental_state_cleared, 1);
+    p.uint(f::sequence_flags, kIncrementalStateCleared);
+    const std::size_t defaults = p.begin(f::trace_packet_defaults);
+    p.uint(f::timestamp_clock_id, kDeltaClock);
+    const std::size_t track_defaults = p.begin(f::track_event_defaults);
+    p.uint(f::track_uuid, thread_uuid(thread));
+    p.end(track_defaults);
+    p.end(defaults);
+    const std::size_t snapshot = p.begin(f::clock_snapshot);
+    for (const auto& [clock, value, incremental] : {std::tuple{kDeltaClock, s.base, true},
+                                                    std::tuple{kSinceBaseClock, std::uint64_t{0}, false},
+                                                    std::tuple{kTraceClock, s.base, false}}) {
+      const std::size_t c = p.begin(f::clocks);
+      p.uint(f::clock_id, clock);
+      p.uint(f::clock_timestamp, value);
+      if (incremental) p.uint(f::is_incremental, 1);
+      p.end(c);
+    }
+    p.end(snapshot);
+    p.end(packet);
+  }
+
+  // A TracePacket (field 1 of Trace) at time_ns on one of a thread's two sequences,
+  // returned in `on`: on the main one, the delta from its last packet; a time before
+  // that (the begin of a zone, written after the zones inside it) on the second one, the
+  // delta from its own last packet; a time before both (a zone begun before its outer
+  // one's begin was written) on the main one with clock 65, the time since the base.
+  std::size_t begin_packet(ThreadId thread, std::uint64_t time_ns, Sequence*& on) {
+    Sequence* s = &sequence(thread);
+    std::uint64_t clock = kDeltaClock;
+    if (time_ns < s->last) [[unlikely]] {
+      Sequence& back = sequence(thread, true);
+      if (time_ns >= back.last) {
+        s = &back;
+      } else {
+        clock = time_ns >= s->base ? kSinceBaseClock : kTraceClock;
+      }
+    }
     Proto p(out_);
     const std::size_t at = p.begin(f::trace_packet);
-    p.uint(f::timestamp, time_ns);
-    p.uint(f::sequence_id, kSequenceId);
-    if (interned) p.uint(f::sequence_flags, kNeedsIncrementalState);
+    if (clock == kDeltaClock) [[likely]] {
+      p.uint(f::timestamp, time_ns - s->last);
+      s->last = time_ns;
+    } else {
+      p.uint(f::timestamp, clock == kSinceBaseClock ? time_ns - s->base : time_ns);
+      p.uint(f::timestamp_clock_id, clock);
+    }
+    p.uint(f::sequence_id, s->id);
+    on = s;
     return at;
   }
-  std::size_t begin_packet() {
+  // A packet without a time (descriptors, definitions).
+  std::size_t begin_untimed(Sequence& s) {
     Proto p(out_);
     const std::size_t at = p.begin(f::trace_packet);
-    p.uint(f::sequence_id, kSequenceId);
+    p.uint(f::sequence_id, s.id);
     return at;
   }
-  void end_packet(std::size_t at) {
-    if (!pending_interned_.empty()) {
-      // Interned entries first defined by this packet go into its own InternedData.
+  void end_packet(Sequence& s, std::size_t at) {
+    if (!s.pending.empty()) [[unlikely]] {
+      // Names this packet is the first on its sequence to use: its own InternedData.
       Proto p(out_);
-      p.bytes(f::interned_data, pending_interned_.view());
-      pending_interned_.clear();
+      p.bytes(f::interned_data, s.pending.view());
+      s.pending.clear();
     }
     Proto(out_).end(at);
   }
 
-  std::uint64_t intern(std::unordered_map<std::string, std::uint64_t>& table, unsigned field, std::string_view text) {
+  // A name's iid (one number on every sequence); its definition goes into the next
+  // packet of `s` the first time s uses it.
+  std::uint64_t intern(Sequence& s, std::unordered_map<std::string, std::uint64_t>& table, unsigned field,
+                       std::string_view text) {
     const auto it = table.find(std::string(text));
-    if (it != table.end()) return it->second;
+    if (it != table.end()) return use(s, it->second);
     const std::uint64_t iid = next_iid_++;
     table.emplace(std::string(text), iid);
-    Proto p(pending_interned_);
+    Buffer entry_bytes;
+    Proto p(entry_bytes);
     const std::size_t entry = p.begin(field);
     p.uint(f::iid, iid);
     p.str(f::iname, text);
     p.end(entry);
-    return iid;
+    definitions_.emplace_back(entry_bytes.view());
+    return use(s, iid);
   }
-  std::uint64_t intern_name(std::string_view name, std::size_t) { return intern(name_iids_, f::event_names, name); }
-  std::uint64_t site_name_iid(SiteId site, const TraceContext& context) {
-    if (site >= site_iids_.size()) site_iids_.resize(context.site_count(), 0);
-    if (site_iids_[site] == 0) site_iids_[site] = intern(name_iids_, f::event_names, context.site(site).name);
-    return site_iids_[site];
-  }
-  // "zone", "region" or the site's category, interned once per site.
-  std::uint64_t site_category_iid(SiteId site, bool region, const TraceContext& context) {
-    if (site >= site_categories_.size()) site_categories_.resize(context.site_count(), 0);
-    std::uint64_t& iid = site_categories_[site];
-    if (iid == 0) {
-      const SiteInfo& info = context.site(site);
-      iid = category_iid(region ? std::string_view("region")
-                                : (info.category != nullptr && info.category[0] != '\0' ? std::string_view(info.category)
-                                                                                        : std::string_view("zone")));
+  std::uint64_t use(Sequence& s, std::uint64_t iid) {
+    const std::size_t word = iid >> 6;
+    if (word >= s.defined.size()) [[unlikely]] s.defined.resize(word + 1, 0);
+    const std::uint64_t bit = std::uint64_t{1} << (iid & 63);
+    if ((s.defined[word] & bit) == 0) [[unlikely]] {
+      s.defined[word] |= bit;
+      s.pending.append(definitions_[iid]);
     }
     return iid;
   }
+  std::uint64_t site_name_iid(Sequence& s, SiteId site, const TraceContext& context) {
+    if (site >= site_iids_.size()) site_iids_.resize(context.site_count(), 0);
+    if (site_iids_[site] == 0) return site_iids_[site] = intern(s, name_iids_, f::event_names, context.site(site).name);
+    return use(s, site_iids_[site]);
+  }
+  // "region" or the site's category, interned once per site; 0 for a zone without a
+  // category, which carries none here (two bytes a zone; the Chrome trace, whose events
+  // have a "cat" by convention, says "zone").
+  std::uint64_t site_category_iid(Sequence& s, SiteId site, bool region, const TraceContext& context) {
+    constexpr std::uint64_t kNone = ~std::uint64_t{0};
+    if (site >= site_categories_.size()) site_categories_.resize(context.site_count(), 0);
+    std::uint64_t& iid = site_categories_[site];
+    if (iid == 0) [[unlikely]] {
+      const SiteInfo& info = context.site(site);
+      if (!region && (info.category == nullptr || info.category[0] == '\0')) {
+        iid = kNone;
+        return 0;
+      }
+      return iid = category_iid(s, region ? std::string_view("region") : std::string_view(info.category));
+    }
+    return iid == kNone ? 0 : use(s, iid);
+  }
   // An arg's key, interned once per site.
-  std::uint64_t site_key_iid(SiteId site, const TraceContext& context) {
+  std::uint64_t site_key_iid(Sequence& s, SiteId site, const TraceContext& context) {
     if (site >= site_keys_.size()) site_keys_.resize(context.site_count(), 0);
     std::uint64_t& iid = site_keys_[site];
-    if (iid == 0) iid = intern(key_iids_, f::debug_annotation_names, context.site(site).name);
-    return iid;
+    if (iid == 0) return iid = intern(s, key_iids_, f::debug_annotation_names, context.site(site).name);
+    return use(s, iid);
   }
-  std::uint64_t category_iid(std::string_view category) {
-    return intern(category_iids_, f::event_categories, category);
+  std::uint64_t category_iid(Sequence& s, std::string_view category) {
+    return intern(s, category_iids_, f::event_categories, category);
   }
 
-  void annotate_uint(Proto& p, std::string_view key, std::uint64_t v, std::size_t) {
+  void annotate_uint(Sequence& s, Proto& p, std::string_view key, std::uint64_t v) {
     const std::size_t a = p.begin(f::debug_annotations);
-    p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, key));
+    p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, key));
     p.uint(f::int_value, v);
     p.end(a);
   }
 
-  void see_thread(ThreadId thread, const TraceContext& context) {
+  // A thread's first sight: its track described; its sequence's base is its first event
+  // time (events of a thread come in time order).
+  void see_thread(ThreadId thread, const TraceContext& context, std::uint64_t time_ns) {
     if (thread >= threads_.size()) threads_.resize(thread + 1);
-    if (!threads_[thread].described) describe_thread(thread, context);
+    ThreadOut& out = threads_[thread];
+    if (!out.described) [[unlikely]] {
+      if (!out.seq.started && time_ns < out.seq.base) out.seq.base = out.back.base = time_ns;
+      describe_thread(thread, context);
+    }
   }
   void describe_thread(ThreadId thread, const TraceContext& context) {
     const ThreadInfo& info = context.thread(thread);
@@ -438,7 +560,7 @@ class PerfettoExporter final : public Exporter {
     out.described = true;
     out.name = info.name.empty() ? "thread " + std::to_string(info.os_tid) : info.name;
     const std::uint64_t parent = process_track(thread, context);
-    const std::size_t packet = begin_packet();
+    const std::size_t packet = begin_untimed(global_);
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, thread_uuid(thread));
@@ -449,7 +571,7 @@ class PerfettoExporter final : public Exporter {
     p.str(f::thread_name, out.name);
     p.end(td);
     p.end(track);
-    end_packet(packet);
+    end_packet(global_, packet);
   }
   void write_renamed_threads(const TraceContext& context) {
     for (ThreadId t = 0; t < threads_.size(); ++t) {
@@ -460,76 +582,60 @@ class PerfettoExporter final : public Exporter {
     }
   }
 
-  // A zone that began in the same nanosecond as the zone enclosing it (a coarse clock:
-  // two reads a few cycles apart) is written after that zone: trace_processor orders the
-  // packets of one time as the file does, and would otherwise nest the outer zone inside
-  // the inner one. Such a zone waits, with the zones that waited for it, until its
-  // enclosing one is out.
-  void close_zone(const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer,
-                  const TraceContext& context) {
-    const bool tie = !outer.empty() && outer.back().begin_ns == zone.begin_ns;
-    if (!tie && (zone.thread >= deferred_.size() || deferred_[zone.thread].empty())) [[likely]] {
-      write_zone(zone, context);
-      return;
-    }
-    close_zone_slow(zone, tie, context);
+  // trace_processor orders the events of one time as it likes, and a slice's end closes
+  // whichever slice is innermost then. So a zone's begin comes at least 1 ns after the
+  // thread's previous begin or end (else it could nest the wrong way, or open inside the
+  // zone that ended then), and an end at least 1 ns after the previous begin; ends may
+  // share a time. A boundary that would break this (a coarse clock in a stream built by
+  // hand or converted from elsewhere; live sessions never have one, the drainer keeps
+  // them apart) moves that much later.
+  std::uint64_t begin_boundary(ThreadId thread, std::uint64_t time_ns) {
+    ThreadOut& t = threads_[thread];
+    if (time_ns < t.next_begin) [[unlikely]] time_ns = t.next_begin;
+    t.next_begin = t.next_end = time_ns + 1;
+    return time_ns;
   }
-  // Every name a waiting zone's packets use is defined first, in a packet of its own that
-  // stays in place: a packet that moves later must not carry definitions that packets
-  // before it use.
-  RINGTRACE_NOINLINE void close_zone_slow(const detail::ClosedZone& zone, bool tie, const TraceContext& context) {
-    if (zone.thread >= deferred_.size()) deferred_.resize(zone.thread + 1);
-    std::string inside;  // the zones inside this one that waited for it, in order
-    std::vector<Deferred>& waiting = deferred_[zone.thread];
-    while (!waiting.empty() && waiting.back().depth > zone.depth) {
-      inside.insert(0, waiting.back().bytes);
-      waiting.pop_back();
-    }
-    if (!tie) {
-      write_zone(zone, context);
-      out_.append(inside);
+  void close_zone(const detail::ClosedZone& zone, std::span<const detail::OpenZone>, const TraceContext& context) {
+    ThreadOut& t = threads_[zone.thread];
+    if (zone.end_ns < t.next_end) [[unlikely]] {
+      detail::ClosedZone z = zone;
+      z.end_ns = t.next_end;
+      t.next_begin = z.end_ns + 1;
+      write_zone(z, context);
       return;
     }
-    const bool region = (zone.flags & EventFlags::region) != 0;
-    site_name_iid(zone.site, context);
-    site_category_iid(zone.site, region, context);
-    if (region) intern(key_iids_, f::debug_annotation_names, "region_id");
-    if ((zone.flags & EventFlags::closed_at_stop) != 0) intern(key_iids_, f::debug_annotation_names, "closed_at_stop");
-    if (!pending_interned_.empty()) end_packet(begin_packet());
-    const std::size_t from = out_.size();
+    t.next_begin = zone.end_ns + 1;
+    t.next_end = zone.end_ns;
     write_zone(zone, context);
-    deferred_[zone.thread].push_back(Deferred{zone.depth, std::string(out_.view(from)) + inside});
-    out_.resize(from);
   }
-  struct Deferred {
-    std::uint32_t depth;
-    std::string bytes;
-  };
 
+  // A zone's begin and end packets, on its thread's sequence, whose defaults give them
+  // the thread's track.
   void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
     Attached& a = attached(zone.thread);
     const std::string_view args =
         zone.tag < a.args.size() ? a.args.view(zone.tag) : std::string_view{};
     const bool region = (zone.flags & EventFlags::region) != 0;
-    const std::uint64_t name = site_name_iid(zone.site, context);
-    const std::uint64_t category = site_category_iid(zone.site, region, context);
-    std::size_t packet = begin_packet(zone.begin_ns);
+    Sequence* on = nullptr;
+    std::size_t packet = begin_packet(zone.thread, zone.begin_ns, on);
+    Sequence& s = *on;
+    const std::uint64_t name = site_name_iid(s, zone.site, context);
+    const std::uint64_t category = site_category_iid(s, zone.site, region, context);
     Proto p(out_);
     std::size_t event = p.begin(f::track_event);
     p.uint(f::type, kSliceBegin);
-    p.uint(f::track_uuid, thread_uuid(zone.thread));
     p.uint(f::name_iid, name);
-    p.uint(f::category_iids, category);
+    if (category != 0) p.uint(f::category_iids, category);
     out_.append(args);
     if (region) {
       const std::size_t d = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, "region_id"));
+      p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "region_id"));
       p.sint(f::int_value, zone.value);
       p.end(d);
     }
     if ((zone.flags & EventFlags::closed_at_stop) != 0) {
       const std::size_t d = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, "closed_at_stop"));
+      p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "closed_at_stop"));
       p.uint(f::bool_value, 1);
       p.end(d);
     }
@@ -542,14 +648,13 @@ class PerfettoExporter final : public Exporter {
       p.fixed64(flow.out ? f::flow_ids : f::terminating_flow_ids, flow.id);
     }
     p.end(event);
-    end_packet(packet);
+    end_packet(s, packet);
     if (zone.tag < a.args.size()) a.args.resize(zone.tag);
-    packet = begin_packet(zone.end_ns, !pending_interned_.empty());
+    packet = begin_packet(zone.thread, zone.end_ns, on);
     event = p.begin(f::track_event);
     p.uint(f::type, kSliceEnd);
-    p.uint(f::track_uuid, thread_uuid(zone.thread));
     p.end(event);
-    end_packet(packet);
+    end_packet(*on, packet);
   }
 
   // A value or text on the innermost open zone: encoded now as a DebugAnnotation.
@@ -560,11 +665,15 @@ class PerfettoExporter final : public Exporter {
     }
     Buffer& out = attached(e.thread).args;
     if (out.size() > (std::size_t{1} << 20)) return;  // bounded, as the Chrome exporter
-    // Interned key names go into the next packet's InternedData; the annotation keeps
-    // the iid. Packets are written at the zone's end, after any definition: the key's
-    // definition may end up in an earlier packet, which is what incremental state allows.
+    // Interned key names go into the next packet of the thread's sequence; the
+    // annotation keeps the iid. Packets are written at the zone's end, after any
+    // definition: the key's definition may end up in an earlier packet of the sequence,
+    // which is what incremental state allows.
+    // Defined on both of the thread's sequences: the zone's begin may go on either.
+    Sequence& s = sequence(e.thread);
+    Sequence& back = sequence(e.thread, true);
     const std::string_view key = context.site(e.site).name;
-    const std::uint64_t key_iid = site_key_iid(e.site, context);
+    const std::uint64_t key_iid = use(back, site_key_iid(s, e.site, context));
     Proto p(out);
     const std::size_t d = p.begin(f::debug_annotations);
     p.uint(f::da_name_iid, key_iid);
@@ -578,23 +687,27 @@ class PerfettoExporter final : public Exporter {
     p.end(d);
     if ((e.flags & EventFlags::truncated) != 0) {
       const std::size_t t = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid, intern(key_iids_, f::debug_annotation_names, std::string(key) + ".truncated"));
+      p.uint(f::da_name_iid,
+             use(back, intern(s, key_iids_, f::debug_annotation_names, std::string(key) + ".truncated")));
       p.uint(f::bool_value, 1);
       p.end(t);
     }
   }
 
   void write_instant(const Event& e, const TraceContext& context, std::string_view count_key) {
-    see_thread(e.thread, context);
-    const std::size_t packet = begin_packet(e.time_ns);
+    see_thread(e.thread, context, e.time_ns);
+    Sequence* on = nullptr;
+    const std::size_t packet = begin_packet(e.thread, e.time_ns, on);
+    Sequence& s = *on;
     Proto p(out_);
     const std::size_t event = p.begin(f::track_event);
     p.uint(f::type, kInstant);
-    p.uint(f::track_uuid, thread_uuid(e.thread));
-    p.uint(f::name_iid, site_name_iid(e.site, context));
-    if (!count_key.empty()) annotate_uint(p, count_key, e.value.u, packet);
+    p.uint(f::name_iid, site_name_iid(s, e.site, context));
+    // The Chrome trace's categories: "instant", "ringtrace" for a count of dropped events.
+    p.uint(f::category_iids, category_iid(s, count_key.empty() ? "instant" : "ringtrace"));
+    if (!count_key.empty()) annotate_uint(s, p, count_key, e.value.u);
     p.end(event);
-    end_packet(packet);
+    end_packet(s, packet);
   }
 
   std::uint64_t counter_track(const Event& e, const TraceContext& context) {
@@ -609,7 +722,7 @@ class PerfettoExporter final : public Exporter {
     const std::uint64_t uuid = counter_uuid(counter_tracks_.size());
     counter_tracks_.emplace(key, uuid);
     const std::uint64_t parent = per_thread ? thread_uuid(e.thread) : process_track(e.thread, context);
-    const std::size_t packet = begin_packet();
+    const std::size_t packet = begin_untimed(global_);
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, uuid);
@@ -620,14 +733,15 @@ class PerfettoExporter final : public Exporter {
     const std::size_t counter = p.begin(f::counter);
     p.end(counter);
     p.end(track);
-    end_packet(packet);
+    end_packet(global_, packet);
     return uuid;
   }
 
   void write_counter(const Event& e, const TraceContext& context) {
-    see_thread(e.thread, context);
+    see_thread(e.thread, context, e.time_ns);
     const std::uint64_t track = counter_track(e, context);
-    const std::size_t packet = begin_packet(e.time_ns);
+    Sequence* on = nullptr;
+    const std::size_t packet = begin_packet(e.thread, e.time_ns, on);
     Proto p(out_);
     const std::size_t event = p.begin(f::track_event);
     p.uint(f::type, kCounter);
@@ -638,7 +752,7 @@ class PerfettoExporter final : public Exporter {
       p.sint(f::counter_value, e.value.i);
     }
     p.end(event);
-    end_packet(packet);
+    end_packet(*on, packet);
   }
 
   // Async spans: a track per span name and id (its begin and end may be on different
@@ -652,26 +766,29 @@ class PerfettoExporter final : public Exporter {
       const std::uint64_t parent = process_track(e.thread, context);
       const std::uint64_t uuid = async_uuid(async_tracks_.size());
       it = async_tracks_.emplace(key, uuid).first;
-      const std::size_t packet = begin_packet();
+      const std::size_t packet = begin_untimed(global_);
       Proto p(out_);
       const std::size_t track = p.begin(f::track_descriptor);
       p.uint(f::uuid, uuid);
       p.uint(f::parent_uuid, parent);
       p.str(f::name, name);
       p.end(track);
-      end_packet(packet);
+      end_packet(global_, packet);
     }
-    const std::size_t packet = begin_packet(e.time_ns);
+    see_thread(e.thread, context, e.time_ns);
+    Sequence* on = nullptr;
+    const std::size_t packet = begin_packet(e.thread, e.time_ns, on);
+    Sequence& s = *on;
     Proto p(out_);
     const std::size_t event = p.begin(f::track_event);
     p.uint(f::type, e.kind == EventKind::async_begin ? kSliceBegin : kSliceEnd);
     p.uint(f::track_uuid, it->second);
     if (e.kind == EventKind::async_begin) {
-      p.uint(f::name_iid, site_name_iid(e.site, context));
-      p.uint(f::category_iids, category_iid("async"));
+      p.uint(f::name_iid, site_name_iid(s, e.site, context));
+      p.uint(f::category_iids, category_iid(s, "async"));
     }
     p.end(event);
-    end_packet(packet);
+    end_packet(s, packet);
   }
 
   void flush() {
@@ -687,7 +804,8 @@ class PerfettoExporter final : public Exporter {
   std::uint64_t runs_ = 0;
   bool started_ = false;
   Buffer out_;
-  Buffer pending_interned_;  // InternedData entries for the packet being written
+  Sequence global_;                   // sequence 1: descriptors, the session's counts
+  std::vector<std::string> definitions_;  // by iid: its encoded InternedData entry
   detail::ZoneTracker tracker_;
   std::vector<std::uint64_t> site_iids_, site_categories_, site_keys_;
   std::unordered_map<std::string, std::uint64_t> name_iids_, category_iids_, key_iids_;
@@ -697,7 +815,6 @@ class PerfettoExporter final : public Exporter {
   std::vector<Attached> attached_;
   std::uint32_t pid_ = 0;
   std::vector<std::uint32_t> other_processes_;  // pids of other_process_uuid(0, 1, ...)
-  std::vector<std::vector<Deferred>> deferred_;  // per thread: zones waiting for their outer one
   std::uint64_t args_without_zone_ = 0;
 };
 

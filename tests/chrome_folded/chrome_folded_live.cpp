@@ -11,6 +11,10 @@
 //                                 stream through tests' own reference computation:
 //                                 threads (in sort order) with their zones, counter
 //                                 samples
+//   ties.json, ties.perfetto-trace, ties_expected.json, ties_perfetto_expected.json
+//                                 a hand-built stream whose zones begin or end in the
+//                                 same nanosecond as the zone around them (a coarse
+//                                 clock), in both formats, and what each must hold
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -83,6 +87,9 @@ std::string json(std::string_view s) {
   return out;
 }
 
+bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::SessionStats& stats,
+                    const std::filesystem::path& path);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,8 +137,39 @@ int main(int argc, char** argv) {
   for (const auto& e : stats.exporter_errors) std::fprintf(stderr, "exporter error: %s\n", e.c_str());
   if (!stats.exporter_errors.empty() || stats.dropped != 0) return 1;
 
-  // expected.json: names as JSON strings (invalid UTF-8 already replaced), times in ns.
-  const ringtrace::RecordedTrace trace = memory->trace();
+  if (!write_expected(memory->trace(), stats, dir / "expected.json")) return 1;
+
+  // Zones that begin or end with the zone around them, even all three levels at once.
+  // The Perfetto file moves a begin to 1 ns after the thread's previous boundary and an
+  // end to 1 ns after the previous begin (`moved`: what the file must then hold).
+  const auto ties = [](bool moved) {
+    const std::uint64_t m = moved ? 1 : 0;
+    ringtrace::TraceBuilder b("ties");
+    const ringtrace::ThreadId a = b.thread("a", 501), c = b.thread("c", 502);
+    const ringtrace::SiteId outer = b.site("outer"), mid = b.site("mid"), leaf = b.site("leaf");
+    std::uint64_t now = 1'000'000;
+    for (int i = 0; i < 50; ++i, now += 10'000) {
+      b.begin(a, outer, now).begin(a, mid, now + m).begin(a, leaf, now + 2 * m).end(a, now + 100);
+      b.begin(a, leaf, now + 100 + m).end(a, now + 200).end(a, now + 300).begin(a, mid, now + 300 + m);
+      b.end(a, now + 400).end(a, now + 400);
+      b.begin(c, outer, now + 5).begin(c, mid, now + 5 + m).end(c, now + 50).end(c, now + 50);
+    }
+    return b.build();
+  };
+  const ringtrace::RecordedTrace exact = ties(false), moved = ties(true);
+  ringtrace::replay(exact, *ringtrace::chrome_trace_exporter((dir / "ties.json").string()));
+  ringtrace::replay(exact, *ringtrace::perfetto_exporter(dir / "ties.perfetto-trace"));
+  if (!write_expected(exact, exact.stats, dir / "ties_expected.json")) return 1;
+  if (!write_expected(moved, moved.stats, dir / "ties_perfetto_expected.json")) return 1;
+  std::printf("live session and ties: files in %s\n", dir.c_str());
+  return 0;
+}
+
+namespace {
+
+// expected.json: names as JSON strings (invalid UTF-8 already replaced), times in ns.
+bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::SessionStats& stats,
+                    const std::filesystem::path& path) {
   const std::vector<ringtrace::testing::RefZone> zones = ringtrace::testing::reference_zones(trace);
   std::string out = std::string("{\"process_name\":") + json(trace.process_name) + ",\n\"threads\":[";
   // Threads in the session's order (ThreadInfo::sort_index: first event first).
@@ -182,12 +220,12 @@ int main(int argc, char** argv) {
          ",\"top_level_total_ns\":" + std::to_string(ringtrace::testing::top_level_total(trace)) +
          ",\"closed_at_stop\":" + std::to_string(stats.closed_at_stop) + ",\"recorded\":" +
          std::to_string(stats.recorded) + "}\n";
-  std::FILE* file = std::fopen((dir / "expected.json").c_str(), "wb");
+  std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr || std::fwrite(out.data(), 1, out.size(), file) != out.size() || std::fclose(file) != 0) {
-    std::fprintf(stderr, "cannot write expected.json\n");
-    return 1;
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return false;
   }
-  std::printf("live session: %zu zones on %zu threads, files in %s\n", zones.size(), trace.threads.size(),
-              dir.c_str());
-  return 0;
+  return true;
 }
+
+}  // namespace

@@ -55,7 +55,7 @@ for (const cut of cuts) {
         `${where}: trace_processor import errors`);
   const tpZones = tp.query(
       `select thread.tid as tid, s.name as name, s.ts as ts, s.dur as dur from slice s
-       join thread_track tt on s.track_id = tt.id join thread using (utid) where s.category in ('zone', 'region')`)
+       join thread_track tt on s.track_id = tt.id join thread using (utid) where coalesce(s.category, 'zone') in ('zone', 'region')`)
       .map(r => key(r.tid, r.name, r.ts, r.dur));
   equalMultiset(tpZones, zones, `${where}: trace_processor zones [tid, name, start ns, duration ns]`);
   for (const [tid, name] of names) {

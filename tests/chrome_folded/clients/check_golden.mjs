@@ -52,7 +52,7 @@ for (const file of ['basic.json', 'basic_nolocations.json']) {
           `${file}: trace_processor thread ${tid} name`);
     const actual = tp.query(
         `select s.name as name, s.ts as ts, s.dur as dur, s.depth as depth from slice s join thread_track tt
-         on s.track_id = tt.id join thread using (utid) where tid = ${tid} and s.category in ('zone', 'region')`)
+         on s.track_id = tt.id join thread using (utid) where tid = ${tid} and coalesce(s.category, 'zone') in ('zone', 'region')`)
         .map(r => JSON.stringify([r.name, r.ts, r.dur, r.depth]));
     const depth = z => (z[3] === null ? 0 : 1 + depth(zones[tid].find(p => p[0] === z[3])));
     equalMultiset(actual, zones[tid].map(z => JSON.stringify([z[0], z[1], z[2], depth(z)])),

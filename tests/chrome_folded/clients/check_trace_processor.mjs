@@ -30,7 +30,7 @@ for (const thread of expected.threads) {
   const actual = tp.query(
       `select s.name as name, s.ts as ts, s.dur as dur, s.depth as depth from slice s
        join thread_track tt on s.track_id = tt.id join thread using (utid)
-       where thread.tid = ${thread.tid} and s.category in ('zone', 'region')`)
+       where thread.tid = ${thread.tid} and coalesce(s.category, 'zone') in ('zone', 'region')`)
       .map(r => JSON.stringify([r.name, r.ts, r.dur, r.depth]));
   const want = thread.zones.map(z => {
     let depth = 0;
