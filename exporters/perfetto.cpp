@@ -108,10 +108,9 @@ class Buffer {
   std::size_t size_ = 0, capacity_ = 0;
 };
 
-// Protobuf wire format into a Buffer. A nested message gets room for a 4-byte length
-// when it begins; when it ends, a message shorter than 128 bytes (almost all) is moved
-// back over the unused 3 bytes and gets a 1-byte length, the others keep the 4-byte
-// length written as a redundant varint (which every protobuf reader accepts).
+// Protobuf wire format into a Buffer. A nested message gets a 1-byte length when it
+// begins, filled in when it ends; one of 128 bytes or more (rare: long texts, many
+// annotations) then moves on to make room for its longer varint.
 class Proto {
  public:
   explicit Proto(Buffer& out) : out_(out) {}
@@ -152,21 +151,32 @@ class Proto {
   }
   std::size_t begin(unsigned field) {
     tag(field, 2);
-    out_.append("\x80\x80\x80\x00", 4);
+    out_.push_back(0);
     return out_.size();
   }
   void end(std::size_t at) {
-    std::size_t n = out_.size() - at;
-    char* p = out_.data() + at - 4;
-    if (n < 0x80) {
-      p[0] = static_cast<char>(n);
-      std::memmove(p + 1, p + 4, n);
-      out_.resize(out_.size() - 3);
+    const std::size_t n = out_.size() - at;
+    if (n < 0x80) [[likely]] {
+      out_.data()[at - 1] = static_cast<char>(n);
       return;
     }
-    for (int i = 0; i < 3; ++i, n >>= 7) p[i] = static_cast<char>((n & 0x7F) | 0x80);
-    p[3] = static_cast<char>(n & 0x7F);
+    end_long(at, n);
   }
+
+ private:
+  RINGTRACE_NOINLINE void end_long(std::size_t at, std::size_t n) {
+    std::size_t bytes = 1;
+    for (std::size_t v = n; v >= 0x80; v >>= 7) ++bytes;
+    out_.room(bytes - 1);  // may move the buffer
+    char* body = out_.data() + at;
+    std::memmove(body + bytes - 1, body, n);
+    char* p = body - 1;
+    for (; n >= 0x80; n >>= 7) *p++ = static_cast<char>((n & 0x7F) | 0x80);
+    *p = static_cast<char>(n);
+    out_.resize(out_.size() + bytes - 1);
+  }
+
+ public:
 
  private:
   Buffer& out_;

@@ -297,6 +297,38 @@ TEST(Perfetto, CountersOnCounterTracks) {
                          {"queue_depth", "-2"}, {"queue_depth", "5"}, {"load", "0.250000"}}));
 }
 
+// Messages of 128 bytes or more get longer length varints: texts up to the longest a
+// zone may carry (65,535 bytes: a 3-byte length, in messages with one too) decode whole.
+TEST(Perfetto, LongMessagesKeepEveryByte) {
+  TraceBuilder b;
+  const ThreadId t = b.thread("main", 10);
+  const SiteId zone = b.site("z"), key = b.site("path", SiteKind::value);
+  const std::vector<std::size_t> lengths = {0, 1, 100, 113, 114, 115, 127, 128, 129, 200, 16383, 16384, 65535};
+  std::uint64_t now = 1000;
+  for (const std::size_t n : lengths) {
+    std::string text(n, 'x');
+    for (std::size_t i = 0; i < n; ++i) text[i] = static_cast<char>('a' + i % 26);
+    b.begin(t, zone, now).text(t, key, now, text).end(t, now + 10);
+    now += 100;
+  }
+  const Decoded d = decode_trace(perfetto(b.build()));
+  std::vector<std::size_t> got;
+  for (const Message& p : d.packets) {
+    if (p.bytes.count(11) == 0) continue;
+    const Message event = decode(p.one(11));
+    for (const std::string& a : event.all_bytes(4)) {
+      const Message annotation = decode(a);
+      if (annotation.bytes.count(6) == 0) continue;  // the session's counts
+      const std::string text = annotation.one(6);
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        ASSERT_EQ(text[i], static_cast<char>('a' + i % 26)) << text.size() << " at " << i;
+      }
+      got.push_back(text.size());
+    }
+  }
+  EXPECT_EQ(got, lengths);
+}
+
 // Smaller than the Chrome trace of the same stream: names interned, no text numbers.
 TEST(Perfetto, SizeAgainstTheChromeTrace) {
   TraceBuilder b;
