@@ -51,6 +51,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     started_ = true;
     raw_started_ = false;
     sites_.clear();
+    last_site_ = last_index_ = 0;
     site_count_ = 0;
     buffer_.clear();
     buffer_.reserve(options_.buffer_bytes + 4096);
@@ -159,47 +160,66 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       // site is new, or a text, ends the chunk and is handled on its own.
       begin_chunk(thread);
       const std::size_t start = buffer_.size();
-      // Room for what is left (30 bytes per record at most), up to a chunk: a pass with
-      // few records does not clear a whole chunk's worth of buffer.
-      const std::size_t room = std::min(kChunkBytes, (n - i) * kMaxPackedRecord);
-      buffer_.resize(start + room + kMaxPackedRecord);
-      char* const base = buffer_.data();
-      char* p = base + start;
-      char* const limit = p + room;
       std::uint64_t last = 0;
       std::uint64_t new_site = 0;
-      while (i < n && p < limit) {
-        const Record& r = at(i);
-        const std::uint64_t kind = r.word & detail::record_kind_mask;
-        if (kind == detail::record_text) [[unlikely]] break;
-        std::uint64_t index = 0;
-        if (kind != detail::record_dropped) {
-          index = sites_.find(r.word & ~detail::record_kind_mask, 0);
-          if (index == 0) [[unlikely]] {
-            new_site = r.word & ~detail::record_kind_mask;
+      bool stopped = false;  // at a text or a new call site
+      std::size_t used = start;
+      // The chunk grows in steps of room for kStepRecords records (30 bytes each at
+      // most), which stay in the core's cache: room for a whole pass at once (up to a
+      // megabyte, zero-filled by std::string and then written over) cost more than the
+      // packing itself.
+      while (!stopped && i < n && used - start < kChunkBytes) {
+        const std::size_t step = std::min(kStepRecords, n - i);
+        buffer_.resize(used + step * kMaxPackedRecord);
+        char* p = buffer_.data() + used;
+        const std::size_t end = i + step;
+        while (i < end) {
+          const Record& r = at(i);
+          const std::uint64_t kind = r.word & detail::record_kind_mask;
+          if (kind == detail::record_text) [[unlikely]] {
+            stopped = true;
             break;
           }
-          ++events;
+          std::uint64_t index = 0;
+          if (kind != detail::record_dropped) {
+            const std::uint64_t site = r.word & ~detail::record_kind_mask;
+            if (site == last_site_) [[likely]] {  // a zone's begin and end, a loop's records
+              index = last_index_;
+            } else {
+              index = sites_.find(site, 0);
+              if (index == 0) [[unlikely]] {
+                new_site = site;
+                stopped = true;
+                break;
+              }
+              last_site_ = site;
+              last_index_ = index;
+            }
+            ++events;
+          }
+          const bool no_time = r.ticks == 0;
+          p = varint(p, kind | (no_time ? 8u : 0u) | (index << 4));
+          if (!no_time) {
+            p = varint(p, zigzag(static_cast<std::int64_t>(r.ticks - last)));
+            last = r.ticks;
+          }
+          if (kind <= detail::record_instant) {
+            i += 1;
+            continue;
+          }
+          const std::uint64_t payload = at(i + 1).ticks;
+          if (kind == detail::record_value_double) {
+            std::memcpy(p, &payload, 8);
+            p += 8;
+          } else {  // integer values, region ids, drop counts
+            p = varint(p, zigzag(static_cast<std::int64_t>(payload)));
+          }
+          i += 2;
         }
-        const bool no_time = r.ticks == 0;
-        p = varint(p, kind | (no_time ? 8u : 0u) | (index << 4));
-        if (!no_time) {
-          p = varint(p, zigzag(static_cast<std::int64_t>(r.ticks - last)));
-          last = r.ticks;
-        }
-        if (kind <= detail::record_instant) {
-          i += 1;
-          continue;
-        }
-        const std::uint64_t payload = at(i + 1).ticks;
-        if (kind == detail::record_value_double) {
-          std::memcpy(p, &payload, 8);
-          p += 8;
-        } else {  // integer values, region ids, drop counts
-          p = varint(p, zigzag(static_cast<std::int64_t>(payload)));
-        }
-        i += 2;
+        used = static_cast<std::size_t>(p - buffer_.data());
       }
+      char* const base = buffer_.data();
+      char* const p = base + used;
       if (p == base + start) {
         buffer_.resize(frame_at_);  // nothing in it: no frame
       } else {
@@ -247,6 +267,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
 
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
   static constexpr std::size_t kMaxPackedRecord = 30;  // three varints of 10 bytes at most
+  static constexpr std::size_t kStepRecords = 2048;
 
   void begin_chunk(ThreadId thread) {
     begin_frame(tf::frame_chunk);
@@ -328,6 +349,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   std::string buffer_;
   std::size_t frame_at_ = 0;
   detail::U64Map sites_;       // address -> index
+  std::uint64_t last_site_ = 0, last_index_ = 0;  // the last site packed, and its index
   std::uint64_t site_count_ = 0;
   std::string process_name_;
   std::uint64_t runs_ = 0;

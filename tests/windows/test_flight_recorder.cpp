@@ -97,7 +97,9 @@ TEST(FlightRecorder, ASlowZoneWritesOneSnapshotOfWhatLedToIt) {
   session.stop();
   const SessionStats stats = session.stats();
   EXPECT_EQ(stats.snapshots, 1u);
-  EXPECT_EQ(stats.snapshots_suppressed, 1u);
+  // The second outlier is suppressed; on a loaded machine a 500 us sleep may also
+  // overrun 8 ms and trigger (the first of them is then the outlier the snapshot holds).
+  EXPECT_GE(stats.snapshots_suppressed, 1u);
   ASSERT_EQ(snapshots.infos.size(), 1u);
   EXPECT_EQ(snapshots.infos[0].reason.rfind("zone 'request' took ", 0), 0u) << snapshots.infos[0].reason;
 
