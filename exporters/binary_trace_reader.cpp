@@ -604,15 +604,34 @@ class Section {
   // by time across threads, as the live merge does.
   void deliver(std::uint64_t watermark) {
     const std::size_t from = out.size();
+    runs_.clear();  // where each thread's events start in `out`
+    bool runs_sorted = true;
     for (Thread& t : threads_) {
+      const std::size_t run = out.size();
       while (!t.pending.empty() && t.pending.front().time_ns <= watermark) {
-        out.push_back(t.pending.front());
+        const Event& e = t.pending.front();
+        if (out.size() > run && e.time_ns < out.back().time_ns) runs_sorted = false;
+        out.push_back(e);
         t.pending.pop_front();
       }
+      if (out.size() > run) runs_.push_back(run);
     }
     if (out.size() == from) return;
-    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
-                     [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; });
+    // By time, ties in thread order then each thread's own: the threads' runs (each in
+    // time order, as a ring holds it) merged pairwise, or sorted if one is not in order.
+    const auto by_time = [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; };
+    const auto at = [&](std::size_t i) { return out.begin() + static_cast<std::ptrdiff_t>(i); };
+    if (!runs_sorted) {
+      std::stable_sort(at(from), out.end(), by_time);
+    } else {
+      const std::size_t k = runs_.size();
+      runs_.push_back(out.size());
+      for (std::size_t width = 1; width < k; width *= 2) {
+        for (std::size_t r = 0; r + width < k; r += 2 * width) {
+          std::inplace_merge(at(runs_[r]), at(runs_[r + width]), at(runs_[std::min(r + 2 * width, k)]), by_time);
+        }
+      }
+    }
     for (std::size_t i = from; i < out.size(); ++i) {
       Event& e = out[i];
       if (e.time_ns < last_emitted_) {  // published later than the grace allows: raised, as live
@@ -725,6 +744,7 @@ class Section {
   std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
   std::unordered_map<std::uint64_t, SiteId> step_sites_;
   std::uint64_t last_emitted_ = 0;
+  std::vector<std::size_t> runs_;  // deliver(): where each thread's run starts
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
 };
 
