@@ -18,6 +18,9 @@ int merge(const std::vector<std::string>& args);
 // One line on standard error, "ringtrace <command>: <message>"; returns 1 or 2.
 int error(std::string_view command, std::string_view message, int status = 1);
 bool wants_help(const std::vector<std::string>& args);
+// A subcommand's usage text: on standard output with status 0 when asked for (--help),
+// else (a usage error) on standard error with status 2.
+int usage(const std::vector<std::string>& args, const char* text);
 
 // Duration in readable units: 1.234 s, 12.345 ms, 123.456 us, 789 ns.
 std::string duration(std::uint64_t ns);

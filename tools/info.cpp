@@ -49,15 +49,13 @@ class Census final : public Exporter {
 
 int info(const std::vector<std::string>& args) {
   if (wants_help(args) || args.size() != 1) {
-    std::fputs(
+    return usage(args,
         "usage: ringtrace info FILE\n"
         "\n"
         "Prints what a binary trace file holds: process, host, start and duration, threads\n"
         "with names and event counts, call sites, drops, and whether the file is complete\n"
         "(a file cut short, e.g. by a killed process, is read up to its last complete chunk\n"
-        "and info says where it ends; info still exits 0).\n",
-        wants_help(args) ? stdout : stderr);
-    return wants_help(args) ? 0 : 2;
+        "and info says where it ends; info still exits 0).\n");
   }
   Census census;
   const ReplayResult r = replay_file(args[0], census);

@@ -46,6 +46,12 @@ bool wants_help(const std::vector<std::string>& args) {
   return false;
 }
 
+int usage(const std::vector<std::string>& args, const char* text) {
+  const bool help = wants_help(args);
+  std::fputs(text, help ? stdout : stderr);
+  return help ? 0 : 2;
+}
+
 std::string duration(std::uint64_t ns) {
   char text[64];
   if (ns >= 1000000000u) {

@@ -25,7 +25,7 @@ int merge(const std::vector<std::string>& args) {
     }
   }
   if (wants_help(args) || inputs.empty() || output.empty()) {
-    std::fputs(
+    return usage(args,
         "usage: ringtrace merge FILE... -o OUT.rtrace\n"
         "\n"
         "Merges the binary trace files of several processes (or earlier merges) into one\n"
@@ -40,9 +40,7 @@ int merge(const std::vector<std::string>& args) {
         "clocks agree (ringtrace cannot measure that; NTP usually keeps it near a millisecond).\n"
         "\n"
         "A file cut short (a killed process) gives what it holds up to its last complete\n"
-        "frame; merge then still writes OUT, names the file on standard error and exits 1.\n",
-        wants_help(args) ? stdout : stderr);
-    return wants_help(args) ? 0 : 2;
+        "frame; merge then still writes OUT, names the file on standard error and exits 1.\n");
   }
   ProgressBar bar("ringtrace merge");
   const MergeResult r = merge_files(inputs, output, std::ref(bar));
