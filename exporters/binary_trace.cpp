@@ -322,9 +322,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     std::string& p = begin_frame(tf::frame_site);
     tf::put_u64(p, address);
     tf::put_u8(p, static_cast<std::uint8_t>(site->kind));
-    tf::put_u8(p, per_thread_counters_ && site->kind == SiteKind::counter
-                      ? static_cast<std::uint8_t>(site->options | SiteOptions::per_thread_track)
-                      : site->options);
+    tf::put_u8(p, detail::effective_options(*site, per_thread_counters_));
     const std::uint32_t every = detail::effective_sample_every(*site);  // u16, little-endian
     tf::put_u8(p, static_cast<std::uint8_t>(every & 0xFF));
     tf::put_u8(p, static_cast<std::uint8_t>(every >> 8));

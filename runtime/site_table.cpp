@@ -21,11 +21,9 @@ SiteId SiteTable::miss(const SiteInfo* site, Slot& slot) {
   auto [it, inserted] = ids_.try_emplace(site, static_cast<SiteId>(copies_.size()));
   if (inserted) {
     Copy& copy = copies_.emplace_back(Copy{site->name, site->function, site->file, site->category, {}});
-    const std::uint8_t options =
-        per_thread_counters_ && site->kind == SiteKind::counter ? site->options | SiteOptions::per_thread_track
-                                                                : site->options;
     copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), site->line, site->kind,
-                         options, copy.category.c_str(), effective_sample_every(*site)};
+                         effective_options(*site, per_thread_counters_), copy.category.c_str(),
+                         effective_sample_every(*site)};
   }
   slot = Slot{site, it->second};
   return it->second;

@@ -241,6 +241,15 @@ inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
   return rate < 1 ? 1 : (rate > kMaxSampleEvery ? kMaxSampleEvery : rate);
 }
 
+// The options in effect at a site in the running session: a counter gets its own track
+// per thread under Config::per_thread_counters.
+inline std::uint8_t effective_options(const SiteInfo& site, bool per_thread_counters) noexcept {
+  if (per_thread_counters && site.kind == SiteKind::counter) {
+    return static_cast<std::uint8_t>(site.options | SiteOptions::per_thread_track);
+  }
+  return site.options;
+}
+
 // A zone in a category (RINGTRACE_ZONE_IN): with no session, the same single compare as
 // any zone; in a session, two loads more decide whether the category is on.
 RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_in(const SiteInfo* site, CategorySlot& slot) noexcept {
