@@ -342,7 +342,6 @@ class PerfettoExporter final : public Exporter {
   struct Sequence {
     std::uint64_t id = 0;
     bool started = false;                  // its first packet (state cleared, defaults, clocks) is out
-    std::uint64_t base = ~std::uint64_t{0};  // clock 65's zero: the thread's first event time
     std::uint64_t last = 0;                // clock 64's value: the last delta-stamped packet's time
     std::vector<std::uint64_t> defined;    // a bit per iid: defined on this sequence
     Buffer pending;                        // InternedData entries for its next packet
@@ -352,6 +351,7 @@ class PerfettoExporter final : public Exporter {
     std::string name;  // the name in its last descriptor
     Sequence seq;   // its events, in the order written
     Sequence back;  // the begins of zones written after the zones inside them
+    std::uint64_t base = 0;  // its first event's time: where both sequences' clocks start
     std::uint64_t next_begin = 0, next_end = 0;  // the earliest times of its next zone begin and end
   };
 
@@ -414,8 +414,8 @@ class PerfettoExporter final : public Exporter {
   RINGTRACE_NOINLINE void start_sequence(ThreadId thread, Sequence& s, bool back) {
     s.id = 2 + 2 * std::uint64_t{thread} + (back ? 1 : 0);
     s.started = true;
-    if (s.base == ~std::uint64_t{0}) s.base = 0;
-    s.last = s.base;
+    const std::uint64_t base = threads_[thread].base;
+    s.last = base;
     Proto p(out_);
     const std::size_t packet = p.begin(f::trace_packet);
     p.uint(f::sequence_id, s.id);
@@ -428,9 +428,9 @@ class PerfettoExporter final : public Exporter {
     p.end(track_defaults);
     p.end(defaults);
     const std::size_t snapshot = p.begin(f::clock_snapshot);
-    for (const auto& [clock, value, incremental] : {std::tuple{kDeltaClock, s.base, true},
+    for (const auto& [clock, value, incremental] : {std::tuple{kDeltaClock, base, true},
                                                     std::tuple{kSinceBaseClock, std::uint64_t{0}, false},
-                                                    std::tuple{kTraceClock, s.base, false}}) {
+                                                    std::tuple{kTraceClock, base, false}}) {
       const std::size_t c = p.begin(f::clocks);
       p.uint(f::clock_id, clock);
       p.uint(f::clock_timestamp, value);
@@ -448,13 +448,14 @@ class PerfettoExporter final : public Exporter {
   // one's begin was written) on the main one with clock 65, the time since the base.
   std::size_t begin_packet(ThreadId thread, std::uint64_t time_ns, Sequence*& on) {
     Sequence* s = &sequence(thread);
+    const std::uint64_t base = threads_[thread].base;
     std::uint64_t clock = kDeltaClock;
     if (time_ns < s->last) [[unlikely]] {
       Sequence& back = sequence(thread, true);
       if (time_ns >= back.last) {
         s = &back;
       } else {
-        clock = time_ns >= s->base ? kSinceBaseClock : kTraceClock;
+        clock = time_ns >= base ? kSinceBaseClock : kTraceClock;
       }
     }
     Proto p(out_);
@@ -463,7 +464,7 @@ class PerfettoExporter final : public Exporter {
       p.uint(f::timestamp, time_ns - s->last);
       s->last = time_ns;
     } else {
-      p.uint(f::timestamp, clock == kSinceBaseClock ? time_ns - s->base : time_ns);
+      p.uint(f::timestamp, clock == kSinceBaseClock ? time_ns - base : time_ns);
       p.uint(f::timestamp_clock_id, clock);
     }
     p.uint(f::sequence_id, s->id);
@@ -554,13 +555,13 @@ class PerfettoExporter final : public Exporter {
     p.end(a);
   }
 
-  // A thread's first sight: its track described; its sequence's base is its first event
+  // A thread's first sight: its track described; its sequences' base is its first event
   // time (events of a thread come in time order).
   void see_thread(ThreadId thread, const TraceContext& context, std::uint64_t time_ns) {
     if (thread >= threads_.size()) threads_.resize(thread + 1);
     ThreadOut& out = threads_[thread];
     if (!out.described) [[unlikely]] {
-      if (!out.seq.started && time_ns < out.seq.base) out.seq.base = out.back.base = time_ns;
+      out.base = time_ns;
       describe_thread(thread, context);
     }
   }
