@@ -41,7 +41,19 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     }
   }
 
-  std::vector<std::filesystem::path> output_paths() const override { return {path_}; }
+  std::vector<std::filesystem::path> output_paths() const override {
+    if (options_.rings_in_file) return {path_, rings_path()};
+    return {path_};
+  }
+  std::filesystem::path rings_path() const override {
+    return options_.rings_in_file ? std::filesystem::path(path_ + ".rings") : std::filesystem::path();
+  }
+  // Rings in a file: the drainer reuses ring slots only after this returns.
+  void on_raw_persist() override {
+    if (!started_) return;
+    write_buffer();
+    sink_->flush();
+  }
 
   void on_start(const TraceContext& context) override {
     if (runs_++ > 0) {

@@ -18,6 +18,7 @@
 #include "common/trace_file_format.hpp"
 #include "windows.hpp"  // is_step_marker, step_zone_name
 #include "ringtrace/detail/raw_sink.hpp"
+#include "ringtrace/detail/ring_file.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 
 namespace ringtrace {
@@ -150,6 +151,7 @@ class Section {
     while (!done_) {
       if (!next_frame(type, payload) || !apply(type, payload)) {
         done_ = true;
+        if (!complete_ && have_session_ && !rings_path_.empty()) recover();
         finish();
         return;
       }
@@ -158,6 +160,11 @@ class Section {
   }
 
   bool done() const { return done_; }
+  // A version-1 file's ring file (BinaryTraceOptions::rings_in_file), read if the file
+  // turns out cut short.
+  void set_rings(std::string path) { rings_path_ = std::move(path); }
+  // The ring file was of this recording and read.
+  bool rings_read() const { return rings_read_; }
   // Every event this section delivers from now on is at or after this time.
   std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : last_emitted_; }
 
@@ -190,6 +197,10 @@ class Section {
     std::uint64_t recorded = 0;
     std::uint64_t reported_drops = 0;
     bool past_stop = false;  // a record after the stop time was read: the rest are too
+    // Ring slots (records, payloads and text slots) of the thread read from the file: where
+    // its ring, kept in a ring file, holds what comes next.
+    std::uint64_t ring_slots = 0;
+    bool named = false;  // a thread frame named it
   };
 
   SiteId step_zone(std::uint64_t step) {
@@ -308,12 +319,12 @@ class Section {
         s.file = f.str();
         s.category = f.str();
         if (f.bad() || kind > static_cast<std::uint8_t>(SiteKind::async_end)) return malformed("call site");
-        (void)address;  // informational: chunks refer to sites by index
         Site& stored = tables_.sites.emplace_back(std::move(s));
         stored.info = SiteInfo{stored.name.c_str(), stored.function.c_str(), stored.file.c_str(), line,
                                static_cast<SiteKind>(kind), options, stored.category.c_str(),
                                every == 0 ? 1u : static_cast<std::uint32_t>(every)};
         site_by_index_.push_back(static_cast<SiteId>(tables_.sites.size() - 1));  // index = position + 1
+        index_by_address_.emplace(address, site_by_index_.size());  // for records read from a ring file
         return true;
       }
       case tf::frame_thread: {
@@ -321,7 +332,9 @@ class Section {
         const auto os_tid = f.get<std::uint64_t>();
         std::string name = f.str();
         if (f.bad()) return malformed("thread");
-        ThreadInfo& info = tables_.threads[thread_of(id).id];
+        Thread& t = thread_of(id);
+        t.named = true;
+        ThreadInfo& info = tables_.threads[t.id];
         info.os_tid = os_tid;
         info.name = std::move(name);
         return true;
@@ -336,7 +349,9 @@ class Section {
           return false;
         }
         Thread& t = thread_of(id);
+        const std::size_t before = t.tail.size();
         if (!unpack(f.rest(), t.tail)) return malformed("chunk");
+        t.ring_slots += t.tail.size() - before;  // one unpacked record per ring slot
         return decode(t);
       }
       case tf::frame_pass: {
@@ -702,6 +717,132 @@ class Section {
     if (!complete_ && meta_.problem.empty()) {
       meta_.problem = "file cut short at byte " + std::to_string(offset_) + " (the recording did not stop)";
     }
+    meta_.recovered = recovered_;
+    if (!rings_note_.empty()) meta_.problem += (meta_.problem.empty() ? "" : "; ") + rings_note_;
+  }
+
+  // Reads the rings a recording kept in a file (runtime/ring_file.hpp, docs/file-format.md)
+  // after the trace file ended early: each thread's records from where the file's end
+  // (its ring position: the slots read for it) to the write index the thread published,
+  // decoded like the file's. A ring whose slots from there on have been overwritten
+  // (more than a ring's worth behind: the file lost data) is left alone and named.
+  void recover() {
+    namespace rf = detail::ring_file;
+    std::FILE* file = std::fopen(rings_path_.c_str(), "rb");
+    if (file == nullptr) return;  // no ring file: nothing to add
+    struct Closer {
+      std::FILE* f;
+      ~Closer() { std::fclose(f); }
+    } closer{file};
+    const auto ignored = [&](const std::string& why) { rings_note_ = "ring file " + rings_path_ + " ignored: " + why; };
+    std::fseek(file, 0, SEEK_END);
+    const auto size = static_cast<std::uint64_t>(std::ftell(file));
+    char header[48] = {};
+    std::fseek(file, 0, SEEK_SET);
+    if (std::fread(header, 1, sizeof header, file) != sizeof header || std::memcmp(header, rf::kMagic, 8) != 0) {
+      return ignored("not a ringtrace ring file");
+    }
+    const auto field = [](const char* at, auto value) {
+      std::memcpy(&value, at, sizeof value);
+      return value;
+    };
+    if (field(header + 8, std::uint32_t{}) != rf::kVersion) return ignored("a ring file version this reader does not know");
+    if (field(header + rf::kHeaderPidOffset, std::uint32_t{}) != meta_.pid ||
+        field(header + rf::kHeaderStartOffset, std::uint64_t{}) != raw_start_ns_) {
+      return ignored("it belongs to another recording");
+    }
+    const auto records = field(header + rf::kHeaderRingRecordsOffset, std::uint64_t{});
+    const auto slot_bytes = field(header + rf::kHeaderSlotBytesOffset, std::uint64_t{});
+    if (records < 64 || records > (std::uint64_t{1} << 30) || (records & (records - 1)) != 0 ||
+        slot_bytes != rf::slot_bytes(records)) {
+      return ignored("malformed header");
+    }
+    rings_read_ = true;
+    const std::uint64_t slots = std::min(field(header + rf::kHeaderSlotsOffset, std::uint64_t{}),
+                                         size < rf::kPage ? 0 : (size - rf::kPage) / slot_bytes);
+    const std::uint64_t mask = records - 1;
+    std::vector<Record> ring;  // sized when a slot is read: the file is then at least that long
+    std::uint64_t left_out = 0, overwritten = 0;
+    for (std::uint64_t k = 0; k < slots; ++k) {
+      const std::uint64_t at = rf::kPage + k * slot_bytes;
+      char slot[rf::kSlotWriteIndexOffset + 8];
+      std::fseek(file, static_cast<long>(at), SEEK_SET);
+      if (std::fread(slot, 1, sizeof slot, file) != sizeof slot) break;
+      if (field(slot + rf::kSlotStateOffset, std::uint32_t{}) != rf::kSlotBound) continue;
+      const auto id = field(slot + rf::kSlotThreadOffset, std::uint32_t{});
+      const auto write = field(slot + rf::kSlotWriteIndexOffset, std::uint64_t{});
+      // A thread the drainer had not seen yet: an id no thread of the file has.
+      Thread& t = thread_of(id != rf::kUnknownThread ? id : 0x80000000u + static_cast<std::uint32_t>(k));
+      if (!t.named) {
+        ThreadInfo& info = tables_.threads[t.id];
+        info.os_tid = field(slot + rf::kSlotTidOffset, std::uint64_t{});
+        const auto bytes = std::min<std::uint32_t>(field(slot + rf::kSlotNameBytesOffset, std::uint32_t{}),
+                                                   static_cast<std::uint32_t>(rf::kMaxName));
+        info.name.assign(slot + rf::kSlotNameOffset, bytes);
+        t.named = true;
+      }
+      const std::uint64_t from = t.ring_slots;
+      if (write <= from) continue;
+      if (write - from > records) {
+        ++overwritten;
+        continue;
+      }
+      if (ring.empty()) ring.resize(records);
+      std::fseek(file, static_cast<long>(at + rf::kPage), SEEK_SET);
+      if (std::fread(ring.data(), sizeof(Record), records, file) != records) break;
+      std::uint64_t pos = from;
+      while (pos < write) {
+        const Record& r = ring[pos & mask];
+        const std::uint64_t kind = r.word & detail::record_kind_mask;
+        const std::uint64_t n = detail::record_slots(ring.data(), mask, pos);
+        if (n > records || pos + n > write) break;  // a torn header: nothing after it is whole
+        std::uint64_t index = 0;
+        if (kind != detail::record_dropped) {
+          index = site_index(r.word & ~detail::record_kind_mask, kind);
+          if (index == 0) {  // a value or text of a call site the file never described
+            ++left_out;
+            pos += n;
+            continue;
+          }
+        }
+        t.tail.push_back(Record{r.ticks, (index << 3) | kind});
+        for (std::uint64_t j = 1; j < n; ++j) t.tail.push_back(ring[(pos + j) & mask]);
+        pos += n;
+      }
+      t.ring_slots = pos;
+      const std::uint64_t before = t.recorded;
+      if (!decode(t)) return;
+      recovered_ += t.recorded - before;
+    }
+    rings_note_ = std::to_string(recovered_) + " events recovered from " + rings_path_;
+    if (left_out > 0) {
+      rings_note_ += " (" + std::to_string(left_out) +
+                     " values or texts of call sites first used after the last drainer pass left out)";
+    }
+    if (overwritten > 0) {
+      rings_note_ += "; " + std::to_string(overwritten) + " ring(s) no longer held what the file lacks";
+    }
+  }
+
+  // The site index of a call site's address, for a record read from a ring. A zone or
+  // instant of a call site that the file never described (first used after the
+  // drainer's last pass: its name was in the dead process's memory) gets a placeholder
+  // named after its address; a value or text of one gets 0 (it cannot be interpreted).
+  std::uint64_t site_index(std::uint64_t address, std::uint64_t kind) {
+    const auto it = index_by_address_.find(address);
+    if (it != index_by_address_.end()) return it->second;
+    const bool zone = kind == detail::record_zone_begin || kind == detail::record_zone_end ||
+                      kind == detail::record_region_begin;
+    if (!zone && kind != detail::record_instant) return 0;
+    char name[64];
+    std::snprintf(name, sizeof name, "(call site 0x%llx)", static_cast<unsigned long long>(address));
+    Site& s = tables_.sites.emplace_back();
+    s.name = name;
+    s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), 0,
+                      zone ? SiteKind::zone : SiteKind::instant, 0, s.category.c_str()};
+    site_by_index_.push_back(static_cast<SiteId>(tables_.sites.size() - 1));
+    index_by_address_.emplace(address, site_by_index_.size());
+    return site_by_index_.size();
   }
 
   // The drops the footer counts for a thread (its row carries the file's thread id).
@@ -739,6 +880,11 @@ class Section {
   ClockInfo clock_;
   std::vector<detail::ClockSegment> segments_;
   std::vector<SiteId> site_by_index_;  // by site frame order - 1
+  std::unordered_map<std::uint64_t, std::uint64_t> index_by_address_;  // call site address -> index
+  std::string rings_path_;   // the ring file to read if the section is cut short
+  std::string rings_note_;   // what reading it gave, for the problem line
+  bool rings_read_ = false;
+  std::uint64_t recovered_ = 0;
   std::vector<Thread> threads_;
   std::vector<std::uint32_t> file_thread_;  // threads_[i]'s id in the file
   std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
@@ -753,10 +899,13 @@ class Section {
 class FileReplay {
  public:
   FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters, const ReplayOptions& options)
-      : path_(path.string()), exporters_(exporters), progress_(options.progress) {}
+      : path_(path.string()), exporters_(exporters), progress_(options.progress) {
+    if (options.recover_rings) rings_ = options.rings.empty() ? default_rings(path_) : options.rings.string();
+  }
 
   ReplayResult run() {
     find_sections();
+    if (version_ == tf::kVersion && !rings_.empty()) sections_.front()->set_rings(rings_);
     for (auto& s : sections_) s->open_session();
     name_processes();
     for (Exporter* x : exporters_) x->on_start(tables_);
@@ -780,6 +929,16 @@ class FileReplay {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(path_ + ": " + what); }
+
+  // run.rtrace or run.rtrace.partial: run.rtrace.rings (BinaryTraceExporter::rings_path).
+  static std::string default_rings(const std::string& path) {
+    const std::string_view partial = ".partial";
+    std::string base = path;
+    if (base.size() > partial.size() && base.compare(base.size() - partial.size(), partial.size(), partial) == 0) {
+      base.resize(base.size() - partial.size());
+    }
+    return base + ".rings";
+  }
 
   // Version 1: the file is one process. Version 2 (`ringtrace merge`): a process frame,
   // then that process's frames, for each process.
@@ -981,6 +1140,8 @@ class FileReplay {
     for (auto& s : sections_) {
       const ReplayProcess& m = s->meta();
       r.processes.push_back(m);
+      r.recovered += m.recovered;
+      if (s->rings_read()) r.rings = rings_;
       if (!m.complete) r.complete = false;
       if (r.problem.empty() && !m.problem.empty()) {
         r.problem = sections_.size() == 1 ? m.problem
@@ -999,6 +1160,7 @@ class FileReplay {
   }
 
   std::string path_;
+  std::string rings_;  // the ring file to read if the file is cut short ("" never)
   std::span<Exporter* const> exporters_;
   ProgressFunction progress_;
   std::uint64_t size_ = 0;

@@ -94,6 +94,9 @@ void Drainer::run() {
     info.per_thread_counters = config_.per_thread_counters;
     for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
     raw_segment();
+    // A process killed before the first pass still leaves the session and its clock in
+    // the trace file, to read the rings with.
+    if (rings_in_file_) persist_raw();
   }
   last_refit_ticks_ = read_ticks(use_tsc_);
   while (!stop_.load(std::memory_order_acquire)) {
@@ -128,6 +131,8 @@ void Drainer::accept_registrations() {
     } else {
       row = &sparse_rows_[cursor->thread];
     }
+    // The slot's reader finds the thread's records in the trace file under this id.
+    if (buffer->slot != nullptr) buffer->slot->thread.store(cursor->thread, std::memory_order_release);
     row->info.id = cursor->thread;
     row->info.os_tid = buffer->os_tid;
     row->info.name = buffer->read_name();
@@ -606,10 +611,17 @@ void Drainer::flush() {
 }
 
 void Drainer::publish_read_positions() {
-  for (auto& c : cursors_) {
-    if (!raw_sinks_.empty() && c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
-    c->buffer->read_index.store(c->read_pos, std::memory_order_release);
+  if (!raw_sinks_.empty()) {
+    for (auto& c : cursors_) {
+      if (c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
+    }
+    if (rings_in_file_) persist_raw();
   }
+  for (auto& c : cursors_) c->buffer->read_index.store(c->read_pos, std::memory_order_release);
+}
+
+void Drainer::persist_raw() {
+  for_each_raw("on_raw_persist", [](RawSink& r) { r.on_raw_persist(); });
 }
 
 void Drainer::maybe_refit() {
@@ -645,7 +657,7 @@ void Drainer::pass(bool final) {
   for (auto& c : cursors_) {
     // Retired before the write index: a retired thread's last writes are then visible.
     c->retired = (c->buffer->flags.load(std::memory_order_acquire) & kRetired) != 0;
-    c->end = c->buffer->write_index.load(std::memory_order_acquire);
+    c->end = c->buffer->published->load(std::memory_order_acquire);
     update_names(*c);
   }
   if (raw_only_) {
@@ -671,6 +683,9 @@ void Drainer::pass(bool final) {
                      EventFlags::closed_at_stop);
       }
       flush();
+      // Rings in a file: the released ring may be bound to another thread at once, so
+      // its records must be in the trace file first.
+      if (rings_in_file_) publish_read_positions();
       registry_.release(c.buffer);
       // Every event of the thread is delivered: a thread past the first
       // max_thread_rows gives its row up (its counts stay in the folded totals).

@@ -22,6 +22,8 @@
 #include "clock_calibration.hpp"
 #include "drainer.hpp"
 #include "flight_recorder.hpp"
+#include "ring_file.hpp"
+#include "ringtrace/detail/raw_sink.hpp"
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "thread_registry.hpp"
@@ -62,6 +64,7 @@ struct Session::Impl {
   // Steps and windows.
   std::vector<WindowExporterFactory> window_factories;
   detail::FlightRecorderHandle recorder;  // the run's flight recorder (kept after stop for stats())
+  std::unique_ptr<detail::RingFile> ring_file;  // the run's rings, when a binary file asks for a mapping
   std::atomic<std::uint64_t> step{0};
   bool steps_recorded = false;  // a schedule or window exporters: steps are zones
   bool recording = true;        // the current step records (else the epoch is paused)
@@ -111,6 +114,12 @@ void Session::Impl::stop() {
   step_epoch = detail::kNoSession;
   detail::Registry::instance().retract_epoch();
   drainer->finish(detail::read_ticks(use_tsc));
+  // Every record is in the trace file now: the rings' file is not needed any more (the
+  // slots stay mapped until their threads bind rings of another session).
+  if (ring_file) {
+    ring_file->remove();
+    ring_file.reset();
+  }
   SessionStats stats = drainer->stats();
   std::lock_guard<std::mutex> lock(g_session_mutex);
   last_stats = std::move(stats);
@@ -206,6 +215,27 @@ void Session::start() {
   auto drainer = std::make_unique<detail::Drainer>(config, exporters, converter, clock, use_tsc, 0);
   for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
   detail::g_sample_every.store(config.sample_every, std::memory_order_relaxed);
+  // Rings in a file mapping, when the binary file asks for it (one exporter at most).
+  std::unique_ptr<detail::RingFile> ring_file;
+  {
+    std::filesystem::path rings;
+    for (const auto& exporter : exporters) {
+      const auto* raw = dynamic_cast<const detail::RawSink*>(exporter.get());
+      const std::filesystem::path asked = raw != nullptr ? raw->rings_path() : std::filesystem::path();
+      if (asked.empty()) continue;
+      if (!rings.empty()) {
+        throw std::invalid_argument("ringtrace: two exporters ask for the rings in a file (" + rings.string() +
+                                    " and " + asked.string() + "); a session has one set of rings");
+      }
+      rings = asked;
+    }
+    if (!rings.empty()) {
+      ring_file = detail::RingFile::create(rings, static_cast<std::uint32_t>(::getpid()), clock.start_ns,
+                                           config.buffer_records);
+      params.ring_file = ring_file.get();
+      drainer->set_rings_in_file(true);
+    }
+  }
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);
@@ -214,9 +244,11 @@ void Session::start() {
   } catch (...) {
     registry.retract_epoch();
     registry.release_pending_registrations();
+    if (ring_file) ring_file->remove();
     throw;
   }
   impl_->drainer = std::move(drainer);
+  impl_->ring_file = std::move(ring_file);
   impl_->recorder = std::move(flight);
   impl_->use_tsc = use_tsc;
   impl_->pid = ::getpid();
