@@ -4,7 +4,8 @@
 //   raw clock read        one TSC read
 //   zone floor            two TSC reads and two 16-byte stores into a thread-local ring
 //   zone, no session      RINGTRACE_ZONE compiled in, no session running
-//   zone, enabled         RINGTRACE_ZONE with a session and a null exporter (1 and 2 threads)
+//   zone, enabled         RINGTRACE_ZONE with a session and a null exporter (1 and 2 threads);
+//                         and with the binary file's rings in a file mapping (rings_in_file)
 //   drain                 stop() draining N threads' full rings into a null exporter
 #include <benchmark/benchmark.h>
 
@@ -15,7 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include <filesystem>
+
 #include "ringtrace/exporter.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
 namespace {
@@ -105,6 +109,8 @@ void BM_ZoneEnabled(benchmark::State& state) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   BM_Zone(state);
 }
+// The same with the ring in a shared file mapping (BinaryTraceOptions::rings_in_file).
+void BM_ZoneEnabledRingsInFile(benchmark::State& state) { BM_ZoneEnabled(state); }
 
 // Session::step(): in wait steps (no window boundary, nothing recorded) and in active
 // steps (each step a zone "step #N" on the calling thread).
@@ -141,6 +147,7 @@ BENCHMARK(BM_ZoneNoSession);
 // Bursts that fit the ring (1M records) and repetitions between which the drainer
 // empties it: every iteration takes the fast path, none is dropped.
 BENCHMARK(BM_ZoneEnabled)->Threads(1)->Threads(2)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneEnabledRingsInFile)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
 
 // The drainer: threads fill their rings (timing paused), then stop() merges and
 // delivers everything on the drainer thread; items/s is events merged per second.
@@ -234,13 +241,27 @@ int main(int argc, char** argv) {
     ringtrace::Session session(config);
     session.add_exporter(std::make_shared<NullExporter>());
     session.start();
-    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled|BM_ZoneWithValue");
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled/|BM_ZoneWithValue");
     ringtrace::set_category_enabled("bench_off", false);
     benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneInCategoryOff|BM_ZoneSampledOut");
     session.stop();
     const auto stats = session.stats();
     std::printf("enabled-zone runs: %llu events recorded, %llu dropped (block policy: must be 0)\n",
                 static_cast<unsigned long long>(stats.recorded), static_cast<unsigned long long>(stats.dropped));
+  }
+  {
+    ringtrace::Config config;
+    config.buffer_records = std::size_t{1} << 20;
+    config.overflow = ringtrace::OverflowPolicy::block;
+    ringtrace::Session session(config);
+    ringtrace::BinaryTraceOptions options;
+    options.rings_in_file = true;
+    const std::filesystem::path file = std::filesystem::temp_directory_path() / "ringtrace-bench-core.rtrace";
+    session.add_exporter(ringtrace::binary_trace_exporter(file, options));
+    session.start();
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabledRingsInFile");
+    session.stop();
+    std::filesystem::remove(file);
   }
   benchmark::RunSpecifiedBenchmarks(&reporter, "BM_DrainMerge|BM_Step");
   benchmark::Shutdown();
@@ -271,6 +292,9 @@ int main(int argc, char** argv) {
   std::printf("  sampled zone left out, net        %8.2f   %7.2f   %7.2f   <= 1 ns (session running)\n",
               sampled_out - loop, (sampled_out - loop) / clock, (sampled_out - loop) / floor);
   std::printf("  zone, enabled, 1 thread           %8.2f   %7.2f   %7.2f   <= 1.15 x floor\n", one, one / clock, one / floor);
+  const double in_file = find(reporter.ns, "BM_ZoneEnabledRingsInFile", "_median");
+  std::printf("  zone, enabled, ring in a file     %8.2f   %7.2f   %7.2f   (rings_in_file: %.2f x heap ring)\n", in_file,
+              in_file / clock, in_file / floor, in_file / one);
   std::printf("  zone + value, enabled, 1 thread   %8.2f   %7.2f   %7.2f   (value: +1 record, no clock)\n", with_value,
               with_value / clock, with_value / floor);
   std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
