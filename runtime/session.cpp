@@ -70,10 +70,12 @@ struct Session::Impl {
   bool recording = true;        // the current step records (else the epoch is paused)
   const SiteInfo* step_site = detail::step_marker_site();
   std::uint32_t step_epoch = detail::kNoSession;
+  std::uint64_t phase_until = 0;  // steps before this one are in the current step's phase
 
   // Begins step `n`: switches recording by the schedule, opens its zone.
   void begin_step(std::uint64_t n) {
     const detail::StepPlan plan = detail::plan_step(config.schedule, n);
+    phase_until = plan.until;
     const bool rec = detail::records(plan.phase);
     if (rec != recording) {
       detail::Registry::instance().set_paused(!rec);
@@ -271,8 +273,16 @@ void Session::add_window_exporter(WindowExporterFactory factory) {
 
 void Session::step() {
   Impl& s = *impl_;
-  const std::uint64_t next = s.step.fetch_add(1, std::memory_order_relaxed) + 1;
+  // One thread at a time calls step(): a load and a store, not a read-modify-write.
+  const std::uint64_t next = s.step.load(std::memory_order_relaxed) + 1;
+  s.step.store(next, std::memory_order_relaxed);
   if (!s.steps_recorded || !s.running) return;
+  if (next < s.phase_until) [[likely]] {
+    // No window boundary: nothing to switch. A recording step closes the step that ends
+    // and opens the next with one clock read (wait and skip steps have no zone).
+    if (s.recording) s.step_epoch = detail::zone_switch(s.step_site, s.step_epoch, next);
+    return;
+  }
   detail::zone_close(s.step_site, s.step_epoch);  // the step that ends
   s.begin_step(next);
 }
