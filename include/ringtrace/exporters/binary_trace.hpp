@@ -37,9 +37,13 @@ struct BinaryTraceOptions {
 // Writes `path` + ".partial" while the session runs and renames it to `path` at stop();
 // a process killed before leaves the .partial file, which replay_file() and the tool
 // read up to its last complete chunk. A path that cannot be opened throws
-// std::runtime_error naming it. Each later run of the session rewrites the file. It
-// records a live session's rings: fed a recorded stream (replay(), a window exporter), it
-// throws std::logic_error at on_finish and writes nothing.
+// std::runtime_error naming it. Each later run of the session rewrites the file. In a
+// live session it stores the rings' records as they are (the drainer neither decodes
+// nor merges for it). Fed a stream instead (a window or snapshot of
+// Session::add_window_exporter, replay()), it writes that stream's events, times exact;
+// zones the stream closed at its end (closed_at_stop, closed_at_window_end) are closed
+// at the file's end when read, flagged closed_at_stop. A stream of several processes (a
+// merged file replayed) is refused with std::logic_error: merge files with merge_files().
 RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path,
                                                               BinaryTraceOptions options = {});
 
