@@ -7,6 +7,8 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <mutex>
+#include <new>
 
 #include <unistd.h>
 
@@ -21,6 +23,31 @@ constexpr std::uint32_t kUnsorted = ~std::uint32_t{0};
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
+
+namespace {
+// Held by a drainer while it works (a pass, the exporters' start), not while it sleeps.
+std::timed_mutex g_pass_mutex;
+bool g_fork_holds_pass = false;  // written by the forking thread only, between prepare and parent/child
+}  // namespace
+
+void drainer_fork_prepare() noexcept {
+  g_fork_holds_pass = false;
+  if (t_drainer_thread) return;
+  // Bounded: a drainer stuck in an exporter (or waiting for a lock this thread holds)
+  // must not make fork() hang; the child then merely runs the risk it ran before.
+  g_fork_holds_pass = g_pass_mutex.try_lock_for(std::chrono::milliseconds(100));
+}
+
+void drainer_fork_parent() noexcept {
+  if (g_fork_holds_pass) g_pass_mutex.unlock();
+  g_fork_holds_pass = false;
+}
+
+void drainer_fork_child() noexcept {
+  // The child has no drainer: a fresh, unlocked mutex (the parent's copy may be held).
+  new (&g_pass_mutex) std::timed_mutex();
+  g_fork_holds_pass = false;
+}
 
 Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
                  ClockInfo clock_info, bool use_tsc, std::uint32_t epoch)
@@ -77,6 +104,7 @@ void Drainer::start() {
 void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
   t_drainer_thread = true;
+  std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
   for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
   if (!raw_sinks_.empty()) {
     RawSessionInfo info;
@@ -101,7 +129,9 @@ void Drainer::run() {
   last_refit_ticks_ = read_ticks(use_tsc_);
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
+    working.unlock();
     registry_.wait_for_wake(config_.drain_interval, stop_);
+    working.lock();
   }
   pass(true);
 }

@@ -26,6 +26,15 @@ namespace ringtrace::detail {
 // True on a drainer's own thread: inside an exporter's callback.
 bool on_drainer_thread() noexcept;
 
+// fork() while a drainer works: the prepare handler waits (at most 100 ms) until the
+// drainer is between passes, so that the child's copy of every lock the drainer takes
+// in a pass (the allocator's, an exporter's) is free: a pass holds a global lock that
+// fork's prepare handler takes and its parent and child handlers give back. Skipped on
+// the drainer thread itself (an exporter that forks).
+void drainer_fork_prepare() noexcept;
+void drainer_fork_parent() noexcept;
+void drainer_fork_child() noexcept;
+
 class Drainer final : public TraceContext {
  public:
   Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,

@@ -372,6 +372,7 @@ void signal_watcher() {
 // --- fork: the child has one thread and none of the parent's drainer. It records
 // nothing, touches nothing of the parent's, and may start a session of its own.
 void after_fork_in_child() {
+  detail::drainer_fork_child();
   detail::g_epoch.store(0, std::memory_order_relaxed);
   detail::ThreadWriter& t = detail::t_writer;
   t = detail::ThreadWriter{};  // the parent's ring stays the parent's
@@ -388,7 +389,7 @@ void install_process_hooks() {
   std::call_once(once, [] {
     std::atexit(stop_active_at_exit);
     std::at_quick_exit(stop_active_at_exit);
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    pthread_atfork(detail::drainer_fork_prepare, detail::drainer_fork_parent, after_fork_in_child);
   });
 }
 
