@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <sched.h>
+
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -120,6 +122,7 @@ std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   std::lock_guard<std::mutex> lock(mutex_);
   params_ = params;
   grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
+  yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);
   last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
   g_epoch.store(last_epoch_, std::memory_order_release);
@@ -201,9 +204,13 @@ bool Registry::wait_for_wake(std::chrono::microseconds timeout, const std::atomi
   }
 }
 
-void Registry::wake_drainer() {
+void Registry::wake_drainer(bool yield) {
   if (wake_.exchange(1, std::memory_order_acq_rel) == 0) {
-    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    const long woken =
+        ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    // The drainer was asleep: on a busy machine it would wait for this thread's time
+    // slice to end while the rings fill; give it the CPU now (async-signal-safe).
+    if (yield && woken > 0) ::sched_yield();
   }
 }
 
@@ -338,7 +345,7 @@ Reserve reserve_slow(std::uint64_t need, std::uint32_t bound, std::uint32_t epoc
     const std::uint64_t marker = b.pending_drops != 0 ? 2 : 0;
     std::uint64_t limit = read + b.high_water;
     if (t.write_pos + need + marker + reserved > limit) {
-      registry.wake_drainer();
+      registry.wake_drainer(registry.yield_to_drainer());
       limit = read + b.capacity;
     }
     if (t.write_pos + need + reserved <= limit) {

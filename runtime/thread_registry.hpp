@@ -74,6 +74,7 @@ struct ActiveParams {
   bool use_tsc = false;
   std::uint64_t grace_ns = 0;  // the drainer holds back records younger than this
   RingFile* ring_file = nullptr;  // rings in this file mapping (BinaryTraceOptions::rings_in_file), else the heap
+  bool yield_to_drainer = true;   // Config::yield_to_drainer
 };
 
 class Registry {
@@ -102,8 +103,10 @@ class Registry {
   bool wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop);
   void clear_wake() { wake_.store(0, std::memory_order_relaxed); }
   // Producer slow path and stop(): an atomic exchange and, at most once per drainer
-  // pass, a futex wake. No lock, so a signal handler may call it at any point.
-  void wake_drainer();
+  // pass, a futex wake (and, if it woke the drainer and `yield` is set, sched_yield: see
+  // Config::yield_to_drainer). No lock, so a signal handler may call it at any point.
+  void wake_drainer(bool yield = false);
+  bool yield_to_drainer() const { return yield_.load(std::memory_order_relaxed); }
 
   // Events lost by threads that have no ring in the active session (the ring could not
   // be allocated, or a nested call arrived while the thread was binding).
@@ -140,6 +143,7 @@ class Registry {
   std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> grace_ns_{0};
+  std::atomic<bool> yield_{true};  // Config::yield_to_drainer of the active session
 };
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free,
               "the wake word is used as a futex");

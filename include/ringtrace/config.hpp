@@ -69,6 +69,13 @@ struct Config {
   // A thread whose ring is fuller than this fraction wakes the drainer early.
   double high_water = 0.5;
 
+  // The thread that wakes the sleeping drainer (its ring past high_water) then yields
+  // its CPU once (sched_yield): on a machine whose cores are all busy the drainer runs
+  // at once rather than after that thread's time slice, and rings do not overflow
+  // meanwhile. At most once per drainer pass; with a core free it returns at once. false:
+  // never yield (the thread then only makes the futex call that wakes the drainer).
+  bool yield_to_drainer = true;
+
   // Events younger than this are held back one pass so that a thread that was
   // preempted between reading the clock and publishing can still be merged in order.
   std::chrono::microseconds merge_grace{1000};
