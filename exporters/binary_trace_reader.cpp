@@ -60,6 +60,46 @@ class Fields {
   bool bad_ = false;
 };
 
+// A growable array of events, as std::vector<Event> but grown without writing the new
+// slots first: the merge writes each event once where resize() would zero it before.
+class Events {
+ public:
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Event* data() { return data_.get(); }
+  const Event* data() const { return data_.get(); }
+  Event& operator[](std::size_t i) { return data_[i]; }
+  const Event& operator[](std::size_t i) const { return data_[i]; }
+  Event& back() { return data_[size_ - 1]; }
+  void clear() { size_ = 0; }
+  void push_back(const Event& e) {
+    if (size_ == capacity_) grow(1);
+    data_[size_++] = e;
+  }
+  // Room for `n` more events after the last: the caller writes them there, then keeps
+  // those it wrote with resize().
+  Event* reserve_more(std::size_t n) {
+    if (capacity_ - size_ < n) grow(n);
+    return data_.get() + size_;
+  }
+  void resize(std::size_t n) { size_ = n; }  // n <= the room reserved
+  void erase_front(std::size_t n) {
+    std::memmove(data_.get(), data_.get() + n, (size_ - n) * sizeof(Event));
+    size_ -= n;
+  }
+
+ private:
+  void grow(std::size_t n) {
+    capacity_ = std::max({size_ + n, 2 * capacity_, std::size_t{1024}});
+    auto fresh = std::make_unique_for_overwrite<Event[]>(capacity_);
+    if (size_ != 0) std::memcpy(fresh.get(), data_.get(), size_ * sizeof(Event));
+    data_ = std::move(fresh);
+  }
+
+  std::unique_ptr<Event[]> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
 struct Site {
   std::string name, function, file, category;
   SiteInfo info{};
@@ -161,7 +201,7 @@ class Section {
   // Every event this section delivers from now on is at or after this time.
   std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : last_emitted_; }
 
-  std::vector<Event> out;  // delivered by the section's merge, in time order
+  Events out;  // delivered by the section's merge, in time order
   std::size_t out_pos = 0;  // out[out_pos..] not yet handed to the exporters
 
   const ReplayProcess& meta() const { return meta_; }
@@ -184,7 +224,10 @@ class Section {
     ThreadId id = 0;           // in the file's tables
     std::vector<Record> tail;  // records not yet complete (a record split across chunks)
     std::vector<Open> open;
-    std::deque<Event> pending;  // decoded, not yet delivered; in time order
+    // Decoded, not yet delivered: pending[taken..]. In time order: decode() never lets a
+    // thread's time go back.
+    Events pending;
+    std::size_t taken = 0;
     std::uint64_t last_ticks = 0;
     std::uint64_t last_ns = 0;
     std::uint64_t recorded = 0;
@@ -601,49 +644,94 @@ class Section {
 
   // Moves every pending event at or before `watermark` (a pass frame's time, before
   // which every record is in the file already; everything at the end) to `out`, ordered
-  // by time across threads, as the live merge does.
+  // by time across threads, as the live merge does: ties in thread order, then each
+  // thread's own.
   void deliver(std::uint64_t watermark) {
+    runs_.clear();
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+      Thread& t = threads_[i];
+      const Event* first = t.pending.data() + t.taken;
+      const Event* end = t.pending.data() + t.pending.size();
+      const Event* cut = std::upper_bound(first, end, watermark,
+                                          [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
+      if (cut == first) continue;
+      runs_.push_back(Run{first, cut, i});
+      total += static_cast<std::size_t>(cut - first);
+    }
+    if (total == 0) return;
     const std::size_t from = out.size();
-    runs_.clear();  // where each thread's events start in `out`
-    bool runs_sorted = true;
-    for (Thread& t : threads_) {
-      const std::size_t run = out.size();
-      while (!t.pending.empty() && t.pending.front().time_ns <= watermark) {
-        const Event& e = t.pending.front();
-        if (out.size() > run && e.time_ns < out.back().time_ns) runs_sorted = false;
-        out.push_back(e);
-        t.pending.pop_front();
-      }
-      if (out.size() > run) runs_.push_back(run);
+    Event* const merged = out.reserve_more(total);
+    merge_runs(merged);
+    out.resize(from + total);
+    for (const Run& r : runs_) {
+      Thread& t = threads_[r.thread];
+      consume(t, static_cast<std::size_t>(r.end - (t.pending.data() + t.taken)));
     }
-    if (out.size() == from) return;
-    // By time, ties in thread order then each thread's own: the threads' runs (each in
-    // time order, as a ring holds it) merged pairwise, or sorted if one is not in order.
-    const auto by_time = [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; };
-    const auto at = [&](std::size_t i) { return out.begin() + static_cast<std::ptrdiff_t>(i); };
-    if (!runs_sorted) {
-      std::stable_sort(at(from), out.end(), by_time);
-    } else {
-      const std::size_t k = runs_.size();
-      runs_.push_back(out.size());
-      for (std::size_t width = 1; width < k; width *= 2) {
-        for (std::size_t r = 0; r + width < k; r += 2 * width) {
-          std::inplace_merge(at(runs_[r]), at(runs_[r + width]), at(runs_[std::min(r + 2 * width, k)]), by_time);
-        }
+    // Published later than the grace allows: raised, as live. Being in time order, only
+    // a first stretch of the merged events can be before the last delivered.
+    for (Event* e = merged; e != merged + total && e->time_ns < last_emitted_; ++e) {
+      e->time_ns = last_emitted_;
+      // Values, texts and flows carry no time of their own (they take their thread's
+      // previous one): raised silently, as live.
+      if (e->kind != EventKind::arg && e->kind != EventKind::flow_out && e->kind != EventKind::flow_in) {
+        e->flags |= EventFlags::late;
+        ++late_;
       }
     }
-    for (std::size_t i = from; i < out.size(); ++i) {
-      Event& e = out[i];
-      if (e.time_ns < last_emitted_) {  // published later than the grace allows: raised, as live
-        e.time_ns = last_emitted_;
-        // Values, texts and flows carry no time of their own (they take their thread's
-        // previous one): raised silently, as live.
-        if (e.kind != EventKind::arg && e.kind != EventKind::flow_out && e.kind != EventKind::flow_in) {
-          e.flags |= EventFlags::late;
-          ++late_;
-        }
+    last_emitted_ = merged[total - 1].time_ns;
+  }
+
+  // One thread's events in a delivery: [next, end) of its pending ones.
+  struct Run {
+    const Event* next;
+    const Event* end;
+    std::size_t thread;  // in threads_
+  };
+
+  // Merges runs_ (in thread order) into `to`: each time the run whose next event comes
+  // first (by time, then run) copies every event that precedes the other runs' next
+  // ones, which a heap of the runs' next times gives. Threads take turns on the CPUs,
+  // so a run mostly copies many events at a time.
+  void merge_runs(Event* to) {
+    heads_.clear();
+    for (std::size_t i = 0; i < runs_.size(); ++i) heads_.push_back(Head{runs_[i].next->time_ns, i});
+    const auto later = [](const Head& a, const Head& b) { return a.time != b.time ? a.time > b.time : a.run > b.run; };
+    std::make_heap(heads_.begin(), heads_.end(), later);
+    while (heads_.size() > 1) {
+      std::pop_heap(heads_.begin(), heads_.end(), later);
+      Head& head = heads_.back();
+      const Head& next = heads_.front();
+      // Up to the next run's first event; a run before it in thread order goes first on
+      // a tie (and one after it has head.time < next.time: no underflow).
+      const std::uint64_t until = head.run < next.run ? next.time : next.time - 1;
+      Run& r = runs_[head.run];
+      const Event* p = r.next;
+      do {
+        *to++ = *p++;
+      } while (p != r.end && p->time_ns <= until);
+      r.next = p;
+      if (p == r.end) {
+        heads_.pop_back();
+      } else {
+        head.time = p->time_ns;
+        std::push_heap(heads_.begin(), heads_.end(), later);
       }
-      last_emitted_ = e.time_ns;
+    }
+    const Run& last = runs_[heads_.front().run];
+    std::memcpy(to, last.next, static_cast<std::size_t>(last.end - last.next) * sizeof(Event));
+  }
+
+  // Drops a thread's first `n` pending events (delivered); the rest moves to the front
+  // once it is no longer than what went, so that a thread's events move about once.
+  static void consume(Thread& t, std::size_t n) {
+    t.taken += n;
+    if (t.taken == t.pending.size()) {
+      t.pending.clear();
+      t.taken = 0;
+    } else if (t.taken >= t.pending.size() - t.taken) {
+      t.pending.erase_front(t.taken);
+      t.taken = 0;
     }
   }
 
@@ -744,7 +832,12 @@ class Section {
   std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
   std::unordered_map<std::uint64_t, SiteId> step_sites_;
   std::uint64_t last_emitted_ = 0;
-  std::vector<std::size_t> runs_;  // deliver(): where each thread's run starts
+  struct Head {  // merge_runs(): a run's next time
+    std::uint64_t time;
+    std::size_t run;
+  };
+  std::vector<Run> runs_;  // deliver()'s, in thread order
+  std::vector<Head> heads_;
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
 };
 
@@ -882,7 +975,7 @@ class FileReplay {
     if (sections_.size() == 1) {
       Section& s = *sections_.front();
       if (s.out.empty()) return;
-      emit(s.out);
+      emit(std::span<const Event>(s.out.data(), s.out.size()));
       s.out.clear();
       return;
     }
@@ -909,7 +1002,7 @@ class FileReplay {
     if (!batch_.empty()) emit(batch_);
   }
 
-  void emit(const std::vector<Event>& events) {
+  void emit(std::span<const Event> events) {
     place_threads(events);
     for (std::size_t i = 0; i < events.size(); i += 16384) {
       const std::span<const Event> part(events.data() + i, std::min<std::size_t>(16384, events.size() - i));
@@ -922,12 +1015,13 @@ class FileReplay {
   }
 
   // Sort indices, as live: by the time of each thread's first event, ties by OS tid.
-  void place_threads(const std::vector<Event>& events) {
+  void place_threads(std::span<const Event> events) {
     if (seen_.size() < tables_.threads.size()) seen_.resize(tables_.threads.size(), 0);
     std::vector<std::pair<std::uint64_t, ThreadId>> fresh;
     for (const Event& e : events) {
       if (seen_[e.thread] == 0) {
         seen_[e.thread] = 1;
+        ++seen_count_;
         fresh.emplace_back(e.time_ns, e.thread);
       }
     }
@@ -1009,6 +1103,7 @@ class FileReplay {
   std::vector<std::unique_ptr<Section>> sections_;
   std::vector<Event> batch_;
   std::vector<char> seen_;
+  std::size_t seen_count_ = 0;  // of seen_, set
   std::uint32_t next_sort_index_ = 0;
   ReplayResult result_;
 };
