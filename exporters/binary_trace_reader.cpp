@@ -24,7 +24,6 @@ namespace ringtrace {
 namespace {
 
 namespace tf = detail::trace_file;
-using detail::Record;
 
 // Reads fields from a frame's payload; any read past its end marks it malformed.
 class Fields {
@@ -222,7 +221,6 @@ class Section {
   };
   struct Thread {
     ThreadId id = 0;           // in the file's tables
-    std::vector<Record> tail;  // records not yet complete (a record split across chunks)
     std::vector<Open> open;
     // Decoded, not yet delivered: pending[taken..]. In time order: decode() never lets a
     // thread's time go back.
@@ -378,9 +376,7 @@ class Section {
                           std::to_string(encoding) + ", which this reader does not know";
           return false;
         }
-        Thread& t = thread_of(id);
-        if (!unpack(f.rest(), t.tail)) return malformed("chunk");
-        return decode(t);
+        return decode(thread_of(id), f.rest());
       }
       case tf::frame_pass: {
         const auto complete = f.get<std::uint64_t>();
@@ -461,87 +457,121 @@ class Section {
     return shift(back > s.base_ns ? 0 : s.base_ns - back);
   }
 
-  // Unpacked records carry the site's index (1, 2, ...) where the ring had its address.
-  SiteId site_id(std::uint64_t word) const {
-    const std::uint64_t index = word >> 3;
+  // A packed record's site index (1 for the first call-site frame, ...) as the file's
+  // SiteId; 0xFFFFFFFF for an index no call-site frame gave.
+  SiteId site_id(std::uint64_t index) const {
     return index == 0 || index > site_by_index_.size() ? SiteId{0xFFFFFFFFu} : site_by_index_[index - 1];
   }
 
-  // Packed records (docs/file-format.md) back into ring records. False if malformed.
-  static bool unpack(std::string_view in, std::vector<Record>& out) {
-    const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-    const auto* const end = p + in.size();
-    const auto varint = [&](std::uint64_t& v) {
-      v = 0;
-      for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (p == end) return false;
-        const unsigned char b = *p++;
-        v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
-        if ((b & 0x80) == 0) return true;
-      }
-      return false;
-    };
-    const auto unzigzag = [](std::uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); };
-    std::uint64_t last = 0;
-    while (p < end) {
-      std::uint64_t header, ticks = 0;
-      if (!varint(header)) return false;
-      const std::uint64_t kind = header & 7;
-      if ((header & 8) == 0) {
-        std::uint64_t delta;
-        if (!varint(delta)) return false;
-        ticks = last + unzigzag(delta);
-        last = ticks;
-      }
-      out.push_back(Record{ticks, ((header >> 4) << 3) | kind});
-      if (kind <= detail::record_instant) continue;
-      std::uint64_t payload;
-      if (kind == detail::record_value_double) {
-        if (end - p < 8) return false;
-        std::memcpy(&payload, p, 8);
-        p += 8;
-        out.push_back(Record{payload, 0});
-      } else if (kind == detail::record_text) {
-        std::uint64_t original;
-        if (!varint(payload) || !varint(original)) return false;
-        const std::uint64_t bytes = payload & ~(std::uint64_t{1} << 63);
-        if (bytes > 0xFFFF || static_cast<std::uint64_t>(end - p) < bytes) return false;
-        out.push_back(Record{payload, original});
-        const std::size_t at = out.size();
-        out.resize(at + (bytes + sizeof(Record) - 1) / sizeof(Record), Record{0, 0});
-        if (bytes != 0) std::memcpy(out.data() + at, p, bytes);
-        p += bytes;
-      } else {
-        if (!varint(payload)) return false;
-        out.push_back(Record{unzigzag(payload), 0});
-      }
+  // One packed record of a chunk (docs/file-format.md).
+  struct Packed {
+    std::uint64_t kind;
+    std::uint64_t site;     // the call site's index
+    std::uint64_t ticks;    // 0 for a record without a time
+    std::uint64_t payload;  // kinds 3 to 6; kind 7: the text's size | truncated << 63
+    const unsigned char* text;  // kind 7: the text's bytes
+  };
+
+  // An unsigned LEB128 varint; false at the chunk's end or past ten bytes. Most are one
+  // byte (headers of the first sites, deltas of nearby ticks): that case first.
+  static bool varint(const unsigned char*& p, const unsigned char* end, std::uint64_t& v) {
+    if (p != end && *p < 0x80) [[likely]] {
+      v = *p++;
+      return true;
+    }
+    v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const unsigned char b = *p++;
+      v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  }
+  static std::uint64_t unzigzag(std::uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); }
+
+  // Reads the record at p and moves p past it; `last` is the ticks of the chunk's
+  // previous record that had a time (deltas are from it). False if malformed.
+  static bool read_packed(const unsigned char*& p, const unsigned char* end, std::uint64_t& last, Packed& r) {
+    std::uint64_t header;
+    if (!varint(p, end, header)) return false;
+    r.kind = header & detail::record_kind_mask;
+    r.site = header >> 4;
+    r.ticks = 0;
+    if ((header & 8) == 0) {
+      std::uint64_t delta;
+      if (!varint(p, end, delta)) return false;
+      r.ticks = last + unzigzag(delta);
+      last = r.ticks;
+    }
+    if (r.kind <= detail::record_instant) return true;
+    if (r.kind == detail::record_value_double) {
+      if (end - p < 8) return false;
+      std::memcpy(&r.payload, p, 8);
+      p += 8;
+    } else if (r.kind == detail::record_text) {
+      std::uint64_t original;  // the size before truncation: not kept
+      if (!varint(p, end, r.payload) || !varint(p, end, original)) return false;
+      const std::uint64_t bytes = r.payload & ~(std::uint64_t{1} << 63);
+      if (bytes > 0xFFFF || static_cast<std::uint64_t>(end - p) < bytes) return false;
+      r.text = p;
+      p += bytes;
+    } else {
+      if (!varint(p, end, r.payload)) return false;
+      r.payload = unzigzag(r.payload);
     }
     return true;
   }
 
-  // Decodes t's complete records into t.pending; keeps an incomplete last record.
-  bool decode(Thread& t) {
-    const Record* r = t.tail.data();
-    const std::size_t n = t.tail.size();
-    std::size_t i = 0;
+  // What decoding a chunk changes, kept to undo it: a chunk that does not unpack whole
+  // is malformed and gives nothing, though its records decode as they are read.
+  struct Undo {
+    std::size_t pending, sites;
+    std::uint64_t last_ticks, last_ns, recorded, reported_drops, unbalanced, next_text;
+    bool past_stop;
+  };
+  Undo mark(const Thread& t) {
+    open_before_ = t.open;
+    return Undo{t.pending.size(), tables_.sites.size(), t.last_ticks, t.last_ns, t.recorded,
+                t.reported_drops, unbalanced_, tables_.next_text, t.past_stop};
+  }
+  void undo(Thread& t, const Undo& u) {
+    t.pending.resize(u.pending);
+    t.open = open_before_;
+    t.last_ticks = u.last_ticks;
+    t.last_ns = u.last_ns;
+    t.recorded = u.recorded;
+    t.reported_drops = u.reported_drops;
+    t.past_stop = u.past_stop;
+    unbalanced_ = u.unbalanced;
+    for (std::uint64_t id = u.next_text; id < tables_.next_text; ++id) tables_.texts.erase(id);
+    tables_.next_text = u.next_text;
+    if (tables_.sites.size() > u.sites) {  // step zones named by the chunk
+      std::erase_if(step_sites_, [&](const auto& step) { return step.second >= u.sites; });
+      tables_.sites.resize(u.sites);
+    }
+  }
+
+  // Decodes a chunk's packed records straight into t.pending, as the drainer decodes a
+  // ring's records live.
+  bool decode(Thread& t, std::string_view chunk) {
+    const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
+    const auto* const end = p + chunk.size();
+    const Undo before = mark(t);
+    // Room for the chunk's events (a record packs into a byte at least), within bounds:
+    // a damaged frame may claim 64 MiB.
+    const std::size_t room = std::min<std::size_t>(chunk.size(), std::size_t{1} << 18);
+    Event* out = t.pending.reserve_more(room);
+    Event* limit = out + room;
     const ThreadId thread = t.id;
-    while (i < n) {
-      const std::uint64_t kind = r[i].word & detail::record_kind_mask;
-      std::size_t slots = kind <= detail::record_instant ? 1 : 2;
-      if (kind == detail::record_text) {
-        if (i + 1 >= n) break;
-        const std::uint64_t bytes = r[i + 1].ticks & ~(std::uint64_t{1} << 63);
-        if (bytes > 0xFFFF) {
-          meta_.problem = "text record of " + std::to_string(bytes) + " bytes in the chunk ending at byte " +
-                            std::to_string(offset_) + ": damaged file";
-          return false;
-        }
-        slots = 2 + (bytes + sizeof(Record) - 1) / sizeof(Record);
+    std::uint64_t last = 0;
+    Packed rec{};
+    while (p < end) {
+      if (!read_packed(p, end, last, rec)) {
+        undo(t, before);
+        return malformed("chunk");
       }
-      if (i + slots > n) break;  // the rest is in the thread's next chunk
-      const Record& rec = r[i];
-      const std::size_t at = i;
-      i += slots;
+      const std::uint64_t kind = rec.kind;
       // Past the stop time: not part of the capture (a live session delivers nothing
       // stamped after it); values and texts carry no time and go with their zone.
       // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
@@ -559,19 +589,27 @@ class Section {
       if (e.time_ns < t.last_ns) e.time_ns = t.last_ns;  // a thread's time never goes back
       t.last_ns = e.time_ns;
       const auto unknown_site = [&] {
+        // The whole chunk unpacks before its records count: malformed, if the rest does not.
+        for (Packed rest{}; p < end;) {
+          if (!read_packed(p, end, last, rest)) {
+            undo(t, before);
+            return malformed("chunk");
+          }
+        }
+        t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
         meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
-                          std::to_string(offset_) + "): damaged file";
+                        std::to_string(offset_) + "): damaged file";
         return false;
       };
       switch (kind) {
         case detail::record_zone_begin:
         case detail::record_region_begin: {
-          e.site = site_id(rec.word);
+          e.site = site_id(rec.site);
           if (e.site == 0xFFFFFFFFu) return unknown_site();
           e.kind = EventKind::zone_begin;
           if (kind == detail::record_region_begin) {
             e.flags = EventFlags::region;
-            e.value.u = r[at + 1].ticks;
+            e.value.u = rec.payload;
             if (detail::is_step_marker(tables_.sites[e.site].info)) [[unlikely]] {
               e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
               e.flags = 0;
@@ -596,12 +634,12 @@ class Section {
           break;
         }
         case detail::record_instant:
-          e.site = site_id(rec.word);
+          e.site = site_id(rec.site);
           if (e.site == 0xFFFFFFFFu) return unknown_site();
           break;
         case detail::record_value_int:
         case detail::record_value_double: {
-          e.site = site_id(rec.word);
+          e.site = site_id(rec.site);
           if (e.site == 0xFFFFFFFFu) return unknown_site();
           switch (tables_.sites[e.site].info.kind) {
             case SiteKind::value: e.kind = EventKind::arg; break;
@@ -612,33 +650,35 @@ class Section {
             default: e.kind = EventKind::counter; break;
           }
           if (kind == detail::record_value_double) e.flags = EventFlags::value_double;
-          e.value.u = r[at + 1].ticks;
+          e.value.u = rec.payload;
           break;
         }
         case detail::record_text: {
-          e.site = site_id(rec.word);
+          e.site = site_id(rec.site);
           if (e.site == 0xFFFFFFFFu) return unknown_site();
-          const std::uint64_t header = r[at + 1].ticks;
-          const std::uint64_t bytes = header & ~(std::uint64_t{1} << 63);
+          const std::uint64_t bytes = rec.payload & ~(std::uint64_t{1} << 63);
           e.kind = EventKind::arg;
-          e.flags = EventFlags::text | ((header >> 63) != 0 ? EventFlags::truncated : 0);
+          e.flags = EventFlags::text | ((rec.payload >> 63) != 0 ? EventFlags::truncated : 0);
           e.text_size = static_cast<std::uint16_t>(bytes);
           e.value.u = tables_.next_text;
-          tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(&r[at + 2]), bytes));
+          tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(rec.text), bytes));
           break;
         }
-        case detail::record_dropped:
+        default:  // record_dropped
           e.kind = EventKind::dropped;
-          e.value.u = r[at + 1].ticks;
+          e.value.u = rec.payload;
           t.reported_drops += e.value.u;
           break;
-        default:
-          continue;
       }
       if (e.kind != EventKind::dropped) ++t.recorded;
-      t.pending.push_back(e);
+      if (out == limit) [[unlikely]] {  // more events than the room made
+        t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
+        out = t.pending.reserve_more(room);
+        limit = out + room;
+      }
+      *out++ = e;
     }
-    t.tail.erase(t.tail.begin(), t.tail.begin() + static_cast<std::ptrdiff_t>(std::min(i, n)));
+    t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
     return true;
   }
 
@@ -836,6 +876,7 @@ class Section {
     std::uint64_t time;
     std::size_t run;
   };
+  std::vector<Open> open_before_;  // decode(): the thread's open zones before the chunk
   std::vector<Run> runs_;  // deliver()'s, in thread order
   std::vector<Head> heads_;
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
