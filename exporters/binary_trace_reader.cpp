@@ -1050,13 +1050,17 @@ class FileReplay {
       for (Exporter* x : exporters_) x->on_events(part, tables_);
       result_.events += part.size();
     }
+    // Texts are kept until their event is handed over (a trace without texts skips the pass).
+    if (tables_.texts.empty()) return;
     for (const Event& e : events) {
       if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) tables_.texts.erase(e.value.u);
     }
   }
 
   // Sort indices, as live: by the time of each thread's first event, ties by OS tid.
+  // Once every thread known has had an event, no event can be a thread's first.
   void place_threads(std::span<const Event> events) {
+    if (seen_count_ == tables_.threads.size()) return;
     if (seen_.size() < tables_.threads.size()) seen_.resize(tables_.threads.size(), 0);
     std::vector<std::pair<std::uint64_t, ThreadId>> fresh;
     for (const Event& e : events) {
