@@ -140,6 +140,24 @@ class Tables final : public TraceContext {
   ClockInfo clock_info;
 };
 
+// Events per Exporter::on_events() call: a batch of events is handed over in spans of
+// this many (the last one shorter).
+constexpr std::size_t kSpan = 16384;
+
+// Where a section can hand its deliveries when nothing merges them with another's: straight
+// to the exporters (FileReplay, for a file of one process). A delivery is its threads'
+// first events (by time, then thread; the time each is delivered at), then its events
+// in spans of kSpan, then its end.
+class Delivery {
+ public:
+  virtual void first_events(std::span<const std::pair<std::uint64_t, ThreadId>> firsts) = 0;
+  virtual void events(std::span<const Event> span) = 0;
+  virtual void end() = 0;
+
+ protected:
+  ~Delivery() = default;
+};
+
 // The frames of one recorded process (a whole version-1 file, or one section of a merged
 // file), decoded and merged across its threads as the drainer merges them live, into
 // `out`: time-ordered events, not yet delivered.
@@ -175,6 +193,9 @@ class Section {
     finish();
     return false;
   }
+
+  // Deliveries go to `to` from now on, instead of to `out` (but the last one).
+  void deliver_to(Delivery* to) { direct_ = to; }
 
   // Called once every section's session is read: the pid and name its threads carry.
   void place(std::uint32_t pid, std::string name, bool tag_threads) {
@@ -682,36 +703,77 @@ class Section {
     return true;
   }
 
-  // Moves every pending event at or before `watermark` (a pass frame's time, before
-  // which every record is in the file already; everything at the end) to `out`, ordered
-  // by time across threads, as the live merge does: ties in thread order, then each
-  // thread's own.
-  void deliver(std::uint64_t watermark) {
+  // Delivers every pending event at or before `watermark` (a pass frame's time, before
+  // which every record is in the file already; everything at the end), ordered by time
+  // across threads, as the live merge does: ties in thread order, then each thread's
+  // own. To `direct_` if the section has one (but at its end, where the section's last
+  // events follow in the same batch), else to `out`.
+  void deliver(std::uint64_t watermark, bool at_end = false) {
     runs_.clear();
     std::size_t total = 0;
     for (std::size_t i = 0; i < threads_.size(); ++i) {
       Thread& t = threads_[i];
-      const Event* first = t.pending.data() + t.taken;
-      const Event* end = t.pending.data() + t.pending.size();
-      const Event* cut = std::upper_bound(first, end, watermark,
-                                          [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
+      Event* first = t.pending.data() + t.taken;
+      Event* end = t.pending.data() + t.pending.size();
+      Event* cut = std::upper_bound(first, end, watermark, [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
       if (cut == first) continue;
       runs_.push_back(Run{first, cut, i});
       total += static_cast<std::size_t>(cut - first);
     }
     if (total == 0) return;
-    const std::size_t from = out.size();
-    Event* const merged = out.reserve_more(total);
-    merge_runs(merged);
-    out.resize(from + total);
-    for (const Run& r : runs_) {
-      Thread& t = threads_[r.thread];
-      consume(t, static_cast<std::size_t>(r.end - (t.pending.data() + t.taken)));
+    const std::uint64_t floor = last_emitted_;  // what comes before it is raised to it
+    std::uint64_t last = 0;
+    if (direct_ == nullptr || at_end) {
+      const std::size_t from = out.size();
+      Event* const merged = out.reserve_more(total);
+      start_merge();
+      merge(merged, total);
+      out.resize(from + total);
+      raise(merged, merged + total, floor);
+      last = out.back().time_ns;
+    } else {
+      // Each thread's first event, in the order the merge gives them (by time, then
+      // thread), at the time it is delivered: where its thread is placed.
+      firsts_.clear();
+      for (const Run& r : runs_) firsts_.emplace_back(r.next->time_ns, threads_[r.thread].id);
+      std::stable_sort(firsts_.begin(), firsts_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto& f : firsts_) f.first = std::max(f.first, floor);
+      direct_->first_events(firsts_);
+      if (runs_.size() == 1) {
+        // One thread's events are in order already: handed over from where they are.
+        const Run& r = runs_.front();
+        for (Event* e = r.first; e != r.end;) {
+          Event* const part_end = e + std::min<std::ptrdiff_t>(kSpan, r.end - e);
+          raise(e, part_end, floor);
+          direct_->events(std::span<const Event>(e, part_end));
+          e = part_end;
+        }
+        last = (r.end - 1)->time_ns;
+      } else {
+        // A span's worth at a time, in a buffer that stays in the cache while the
+        // exporters read it.
+        Event* const part = span_.reserve_more(kSpan);
+        start_merge();
+        for (std::size_t left = total; left != 0;) {
+          const std::size_t n = std::min(left, kSpan);
+          merge(part, n);
+          raise(part, part + n, floor);
+          direct_->events(std::span<const Event>(part, n));
+          last = part[n - 1].time_ns;
+          left -= n;
+        }
+      }
+      direct_->end();
     }
-    // Published later than the grace allows: raised, as live. Being in time order, only
-    // a first stretch of the merged events can be before the last delivered.
-    for (Event* e = merged; e != merged + total && e->time_ns < last_emitted_; ++e) {
-      e->time_ns = last_emitted_;
+    for (const Run& r : runs_) consume(threads_[r.thread], static_cast<std::size_t>(r.end - r.first));
+    last_emitted_ = last;
+  }
+
+  // Published later than the grace allows: raised, as live. The events being in time
+  // order, only a first stretch of a delivery can be before the last delivered.
+  void raise(Event* e, Event* end, std::uint64_t floor) {
+    for (; e != end && e->time_ns < floor; ++e) {
+      e->time_ns = floor;
       // Values, texts and flows carry no time of their own (they take their thread's
       // previous one): raised silently, as live.
       if (e->kind != EventKind::arg && e->kind != EventKind::flow_out && e->kind != EventKind::flow_in) {
@@ -719,26 +781,35 @@ class Section {
         ++late_;
       }
     }
-    last_emitted_ = merged[total - 1].time_ns;
   }
 
-  // One thread's events in a delivery: [next, end) of its pending ones.
+  // One thread's events in a delivery: [first, end) of its pending ones, [next, end)
+  // not merged yet.
   struct Run {
-    const Event* next;
-    const Event* end;
+    Event* first;
+    Event* end;
     std::size_t thread;  // in threads_
+    Event* next = first;
   };
+  struct Head {  // merge(): a run's next time
+    std::uint64_t time;
+    std::size_t run;
+  };
+  static bool later(const Head& a, const Head& b) { return a.time != b.time ? a.time > b.time : a.run > b.run; }
 
-  // Merges runs_ (in thread order) into `to`: each time the run whose next event comes
-  // first (by time, then run) copies every event that precedes the other runs' next
-  // ones, which a heap of the runs' next times gives. Threads take turns on the CPUs,
-  // so a run mostly copies many events at a time.
-  void merge_runs(Event* to) {
+  void start_merge() {
     heads_.clear();
     for (std::size_t i = 0; i < runs_.size(); ++i) heads_.push_back(Head{runs_[i].next->time_ns, i});
-    const auto later = [](const Head& a, const Head& b) { return a.time != b.time ? a.time > b.time : a.run > b.run; };
     std::make_heap(heads_.begin(), heads_.end(), later);
-    while (heads_.size() > 1) {
+  }
+
+  // Merges the next `n` events of runs_ (in thread order) into `to`: each time the run
+  // whose next event comes first (by time, then run) copies every event that precedes
+  // the other runs' next ones, which a heap of the runs' next times gives. Threads take
+  // turns on the CPUs, so a run mostly copies many events at a time.
+  void merge(Event* to, std::size_t n) {
+    Event* const stop = to + n;
+    while (to != stop && heads_.size() > 1) {
       std::pop_heap(heads_.begin(), heads_.end(), later);
       Head& head = heads_.back();
       const Head& next = heads_.front();
@@ -746,10 +817,10 @@ class Section {
       // a tie (and one after it has head.time < next.time: no underflow).
       const std::uint64_t until = head.run < next.run ? next.time : next.time - 1;
       Run& r = runs_[head.run];
-      const Event* p = r.next;
+      Event* p = r.next;
       do {
         *to++ = *p++;
-      } while (p != r.end && p->time_ns <= until);
+      } while (to != stop && p != r.end && p->time_ns <= until);
       r.next = p;
       if (p == r.end) {
         heads_.pop_back();
@@ -758,8 +829,12 @@ class Section {
         std::push_heap(heads_.begin(), heads_.end(), later);
       }
     }
-    const Run& last = runs_[heads_.front().run];
-    std::memcpy(to, last.next, static_cast<std::size_t>(last.end - last.next) * sizeof(Event));
+    if (to != stop) {  // one run left
+      Run& r = runs_[heads_.front().run];
+      const auto k = static_cast<std::size_t>(stop - to);
+      std::memcpy(to, r.next, k * sizeof(Event));
+      r.next += k;
+    }
   }
 
   // Drops a thread's first `n` pending events (delivered); the rest moves to the front
@@ -783,7 +858,7 @@ class Section {
       meta_.complete = false;
       return;
     }
-    deliver(std::numeric_limits<std::uint64_t>::max());
+    deliver(std::numeric_limits<std::uint64_t>::max(), true);
     const std::uint64_t end_ns =
         std::max(has_stop_ ? to_ns(stop_ticks_) : 0, std::max(last_emitted_, clock_.start_ns));
     clock_.stop_ns = end_ns;
@@ -872,19 +947,18 @@ class Section {
   std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
   std::unordered_map<std::uint64_t, SiteId> step_sites_;
   std::uint64_t last_emitted_ = 0;
-  struct Head {  // merge_runs(): a run's next time
-    std::uint64_t time;
-    std::size_t run;
-  };
   std::vector<Open> open_before_;  // decode(): the thread's open zones before the chunk
   std::vector<Run> runs_;  // deliver()'s, in thread order
   std::vector<Head> heads_;
+  Delivery* direct_ = nullptr;
+  Events span_;  // deliver(): a span of merged events on their way to direct_
+  std::vector<std::pair<std::uint64_t, ThreadId>> firsts_;  // deliver(): each thread's first event
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
 };
 
 // A whole file: its process sections (one, or several in a merged file) read side by
 // side, their streams merged by time, delivered to the exporters.
-class FileReplay {
+class FileReplay final : private Delivery {
  public:
   FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters, const ReplayOptions& options)
       : path_(path.string()), exporters_(exporters), progress_(options.progress) {}
@@ -893,6 +967,8 @@ class FileReplay {
     find_sections();
     for (auto& s : sections_) s->open_session();
     name_processes();
+    // A file of one process: its deliveries go to the exporters as the merge gives them.
+    if (sections_.size() == 1) sections_.front()->deliver_to(this);
     for (Exporter* x : exporters_) x->on_start(tables_);
     for (;;) {
       Section* next = nullptr;
@@ -1045,35 +1121,57 @@ class FileReplay {
 
   void emit(std::span<const Event> events) {
     place_threads(events);
-    for (std::size_t i = 0; i < events.size(); i += 16384) {
-      const std::span<const Event> part(events.data() + i, std::min<std::size_t>(16384, events.size() - i));
-      for (Exporter* x : exporters_) x->on_events(part, tables_);
-      result_.events += part.size();
+    for (std::size_t i = 0; i < events.size(); i += kSpan) {
+      hand_over(std::span<const Event>(events.data() + i, std::min(kSpan, events.size() - i)));
     }
-    // Texts are kept until their event is handed over (a trace without texts skips the pass).
+    forget_texts();
+  }
+
+  // The same, from the section of a file of one process, as its merge goes.
+  void first_events(std::span<const std::pair<std::uint64_t, ThreadId>> firsts) override {
+    if (seen_count_ == tables_.threads.size()) return;
+    fresh_.clear();
+    for (const auto& [time, thread] : firsts) note_first(time, thread);
+    place_fresh();
+  }
+  void events(std::span<const Event> span) override { hand_over(span); }
+  void end() override { forget_texts(); }
+
+  void hand_over(std::span<const Event> span) {
+    for (Exporter* x : exporters_) x->on_events(span, tables_);
+    result_.events += span.size();
+    // Texts are kept until the batch of their event is handed over (a trace without
+    // texts skips the pass).
     if (tables_.texts.empty()) return;
-    for (const Event& e : events) {
-      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) tables_.texts.erase(e.value.u);
+    for (const Event& e : span) {
+      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) handed_texts_.push_back(e.value.u);
     }
+  }
+  void forget_texts() {
+    for (const std::uint64_t id : handed_texts_) tables_.texts.erase(id);
+    handed_texts_.clear();
   }
 
   // Sort indices, as live: by the time of each thread's first event, ties by OS tid.
   // Once every thread known has had an event, no event can be a thread's first.
   void place_threads(std::span<const Event> events) {
     if (seen_count_ == tables_.threads.size()) return;
+    fresh_.clear();
+    for (const Event& e : events) note_first(e.time_ns, e.thread);
+    place_fresh();
+  }
+  void note_first(std::uint64_t time, ThreadId thread) {
     if (seen_.size() < tables_.threads.size()) seen_.resize(tables_.threads.size(), 0);
-    std::vector<std::pair<std::uint64_t, ThreadId>> fresh;
-    for (const Event& e : events) {
-      if (seen_[e.thread] == 0) {
-        seen_[e.thread] = 1;
-        ++seen_count_;
-        fresh.emplace_back(e.time_ns, e.thread);
-      }
-    }
-    std::sort(fresh.begin(), fresh.end(), [&](const auto& a, const auto& b) {
+    if (seen_[thread] != 0) return;
+    seen_[thread] = 1;
+    ++seen_count_;
+    fresh_.emplace_back(time, thread);
+  }
+  void place_fresh() {
+    std::sort(fresh_.begin(), fresh_.end(), [&](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : tables_.threads[a.second].os_tid < tables_.threads[b.second].os_tid;
     });
-    for (const auto& [time, id] : fresh) tables_.threads[id].sort_index = next_sort_index_++;
+    for (const auto& [time, id] : fresh_) tables_.threads[id].sort_index = next_sort_index_++;
   }
 
   ReplayResult finish() {
@@ -1149,6 +1247,8 @@ class FileReplay {
   std::vector<Event> batch_;
   std::vector<char> seen_;
   std::size_t seen_count_ = 0;  // of seen_, set
+  std::vector<std::pair<std::uint64_t, ThreadId>> fresh_;  // place_threads(): threads first seen, by first event
+  std::vector<std::uint64_t> handed_texts_;  // texts of the events handed over in the batch so far
   std::uint32_t next_sort_index_ = 0;
   ReplayResult result_;
 };
