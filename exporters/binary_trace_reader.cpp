@@ -795,12 +795,14 @@ class Section {
     std::uint64_t time;
     std::size_t run;
   };
-  static bool later(const Head& a, const Head& b) { return a.time != b.time ? a.time > b.time : a.run > b.run; }
+  struct Later {  // the heap's order: the run whose next event comes first on top
+    bool operator()(const Head& a, const Head& b) const { return a.time != b.time ? a.time > b.time : a.run > b.run; }
+  };
 
   void start_merge() {
     heads_.clear();
     for (std::size_t i = 0; i < runs_.size(); ++i) heads_.push_back(Head{runs_[i].next->time_ns, i});
-    std::make_heap(heads_.begin(), heads_.end(), later);
+    std::make_heap(heads_.begin(), heads_.end(), Later{});
   }
 
   // Merges the next `n` events of runs_ (in thread order) into `to`: each time the run
@@ -810,7 +812,7 @@ class Section {
   void merge(Event* to, std::size_t n) {
     Event* const stop = to + n;
     while (to != stop && heads_.size() > 1) {
-      std::pop_heap(heads_.begin(), heads_.end(), later);
+      std::pop_heap(heads_.begin(), heads_.end(), Later{});
       Head& head = heads_.back();
       const Head& next = heads_.front();
       // Up to the next run's first event; a run before it in thread order goes first on
@@ -826,7 +828,7 @@ class Section {
         heads_.pop_back();
       } else {
         head.time = p->time_ns;
-        std::push_heap(heads_.begin(), heads_.end(), later);
+        std::push_heap(heads_.begin(), heads_.end(), Later{});
       }
     }
     if (to != stop) {  // one run left
