@@ -5,6 +5,7 @@
 // exporters/common/trace_file_format.hpp, docs/file-format.md.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -88,14 +89,21 @@ class Events {
   }
 
  private:
+  // realloc(): a large block grows where it is, or has its pages moved rather than
+  // copied to fresh ones that fault in again.
   void grow(std::size_t n) {
-    capacity_ = std::max({size_ + n, 2 * capacity_, std::size_t{1024}});
-    auto fresh = std::make_unique_for_overwrite<Event[]>(capacity_);
-    if (size_ != 0) std::memcpy(fresh.get(), data_.get(), size_ * sizeof(Event));
-    data_ = std::move(fresh);
+    const std::size_t capacity = std::max({size_ + n, 2 * capacity_, std::size_t{1024}});
+    void* grown = std::realloc(data_.get(), capacity * sizeof(Event));
+    if (grown == nullptr) throw std::bad_alloc();
+    (void)data_.release();
+    data_.reset(static_cast<Event*>(grown));
+    capacity_ = capacity;
   }
 
-  std::unique_ptr<Event[]> data_;
+  struct Free {
+    void operator()(Event* p) const { std::free(p); }
+  };
+  std::unique_ptr<Event[], Free> data_;
   std::size_t size_ = 0, capacity_ = 0;
 };
 
