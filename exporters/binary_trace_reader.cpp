@@ -464,10 +464,15 @@ class Section {
   }
 
   // The section's CLOCK_MONOTONIC nanoseconds on the file's timeline.
-  std::uint64_t shift(std::uint64_t ns) const {
-    if (meta_.offset_ns >= 0) return ns + static_cast<std::uint64_t>(meta_.offset_ns);
-    const auto back = static_cast<std::uint64_t>(-meta_.offset_ns);
+  std::uint64_t shift(std::uint64_t ns) const { return shift(ns, meta_.offset_ns); }
+  static std::uint64_t shift(std::uint64_t ns, std::int64_t offset) {
+    if (offset >= 0) return ns + static_cast<std::uint64_t>(offset);
+    const auto back = static_cast<std::uint64_t>(-offset);
     return ns > back ? ns - back : 0;
+  }
+  // Ticks since a segment's base in nanoseconds (the segment's 32.32 fixed-point scale).
+  static std::uint64_t scale(std::uint64_t d, std::uint64_t m) {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
   }
 
   // The clock segment a live drainer would have used: the newest one (of those read so
@@ -478,9 +483,6 @@ class Section {
     std::size_t i = segments_.size() - 1;
     while (i > 0 && ticks < segments_[i].base_ticks) --i;
     const detail::ClockSegment& s = segments_[i];
-    const auto scale = [](std::uint64_t d, std::uint64_t m) {
-      return static_cast<std::uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
-    };
     if (ticks >= s.base_ticks) return shift(s.base_ns + scale(ticks - s.base_ticks, s.mult));
     const std::uint64_t back = scale(s.base_ticks - ticks, s.mult);
     return shift(back > s.base_ns ? 0 : s.base_ns - back);
@@ -582,7 +584,8 @@ class Section {
   }
 
   // Decodes a chunk's packed records straight into t.pending, as the drainer decodes a
-  // ring's records live.
+  // ring's records live. The thread's state is kept in locals while it runs (stores of
+  // events could alias its fields), put back at the end.
   bool decode(Thread& t, std::string_view chunk) {
     const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
     const auto* const end = p + chunk.size();
@@ -593,6 +596,23 @@ class Section {
     Event* out = t.pending.reserve_more(room);
     Event* limit = out + room;
     const ThreadId thread = t.id;
+    std::uint64_t last_ticks = t.last_ticks, last_ns = t.last_ns, recorded = t.recorded;
+    bool past_stop = t.past_stop;
+    std::size_t depth = t.open.size();
+    const std::uint64_t gap = boundary_gap_;
+    const std::uint64_t stop = has_stop_ ? stop_ticks_ : std::numeric_limits<std::uint64_t>::max();
+    // Nearly every record is at or after the newest clock segment's base: converted
+    // here; to_ns() for the others.
+    const detail::ClockSegment newest = segments_.empty() ? detail::ClockSegment{} : segments_.back();
+    const std::uint64_t newest_from = segments_.empty() ? std::numeric_limits<std::uint64_t>::max() : newest.base_ticks;
+    const std::int64_t offset = meta_.offset_ns;
+    const auto keep = [&] {
+      t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
+      t.last_ticks = last_ticks;
+      t.last_ns = last_ns;
+      t.recorded = recorded;
+      t.past_stop = past_stop;
+    };
     std::uint64_t last = 0;
     Packed rec{};
     while (p < end) {
@@ -606,17 +626,23 @@ class Section {
       // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
       const bool boundary = kind == detail::record_zone_begin || kind == detail::record_zone_end ||
                             kind == detail::record_region_begin;
-      const std::uint64_t least = t.last_ticks + (boundary ? boundary_gap_ : 0);
+      const std::uint64_t least = last_ticks + (boundary ? gap : 0);
       const std::uint64_t ticks = rec.ticks < least ? least : rec.ticks;
-      if (has_stop_ && (t.past_stop || ticks > stop_ticks_)) {
-        t.past_stop = true;
+      if (past_stop || ticks > stop) {
+        past_stop = true;
         continue;
       }
-      t.last_ticks = ticks;
-      Event e{to_ns(ticks), 0, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(t.open.size()), {}};
+      last_ticks = ticks;
+      std::uint64_t ns;
+      if (ticks >= newest_from && ticks != std::numeric_limits<std::uint64_t>::max()) [[likely]] {
+        ns = shift(newest.base_ns + scale(ticks - newest.base_ticks, newest.mult), offset);
+      } else {
+        ns = to_ns(ticks);
+      }
+      if (ns < last_ns) ns = last_ns;  // a thread's time never goes back
+      last_ns = ns;
+      Event e{ns, 0, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(depth), {}};
       e.value.u = 0;
-      if (e.time_ns < t.last_ns) e.time_ns = t.last_ns;  // a thread's time never goes back
-      t.last_ns = e.time_ns;
       const auto unknown_site = [&] {
         // The whole chunk unpacks before its records count: malformed, if the rest does not.
         for (Packed rest{}; p < end;) {
@@ -625,7 +651,7 @@ class Section {
             return malformed("chunk");
           }
         }
-        t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
+        keep();
         meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
                         std::to_string(offset_) + "): damaged file";
         return false;
@@ -646,20 +672,22 @@ class Section {
             }
           }
           t.open.push_back(Open{e.site, e.flags, e.value.u});
+          ++depth;
           break;
         }
         case detail::record_zone_end: {
-          if (t.open.empty()) {
+          if (depth == 0) {
             ++unbalanced_;
             continue;
           }
           const Open open = t.open.back();
           t.open.pop_back();
+          --depth;
           e.kind = EventKind::zone_end;
           e.site = open.site;
           e.flags = open.flags;
           e.value.u = open.value;
-          e.depth = static_cast<std::uint32_t>(t.open.size());
+          e.depth = static_cast<std::uint32_t>(depth);
           break;
         }
         case detail::record_instant:
@@ -699,7 +727,7 @@ class Section {
           t.reported_drops += e.value.u;
           break;
       }
-      if (e.kind != EventKind::dropped) ++t.recorded;
+      if (e.kind != EventKind::dropped) ++recorded;
       if (out == limit) [[unlikely]] {  // more events than the room made
         t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
         out = t.pending.reserve_more(room);
@@ -707,7 +735,7 @@ class Section {
       }
       *out++ = e;
     }
-    t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
+    keep();
     return true;
   }
 
