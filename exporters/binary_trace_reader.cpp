@@ -584,98 +584,58 @@ class Section {
   }
 
   // Decodes a chunk's packed records straight into t.pending, as the drainer decodes a
-  // ring's records live. The thread's state is kept in locals while it runs (stores of
-  // events could alias its fields), put back at the end.
+  // ring's records live. The loop is the reader's hot path: the thread's state is in
+  // locals while it runs (stores of events could alias its fields), put back at the end,
+  // and whatever stops it early is handled after it, so that nothing in it takes the
+  // locals' addresses (they would live in memory).
   bool decode(Thread& t, std::string_view chunk) {
     const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
     const auto* const end = p + chunk.size();
     const Undo before = mark(t);
-    // Room for the chunk's events (a record packs into a byte at least), within bounds:
-    // a damaged frame may claim 64 MiB.
-    const std::size_t room = std::min<std::size_t>(chunk.size(), std::size_t{1} << 18);
-    Event* out = t.pending.reserve_more(room);
-    Event* limit = out + room;
     const ThreadId thread = t.id;
     std::uint64_t last_ticks = t.last_ticks, last_ns = t.last_ns, recorded = t.recorded;
-    bool past_stop = t.past_stop;
     std::size_t depth = t.open.size();
     const std::uint64_t gap = boundary_gap_;
     const std::uint64_t stop = has_stop_ ? stop_ticks_ : std::numeric_limits<std::uint64_t>::max();
-    // Nearly every record is at or after the newest clock segment's base: converted
-    // here; to_ns() for the others.
+    // Ticks from the newest clock segment's base on (nearly all) convert here, the
+    // section's offset added to the base (when it is not negative, as to_ns() would add
+    // it); to_ns() converts the others.
     const detail::ClockSegment newest = segments_.empty() ? detail::ClockSegment{} : segments_.back();
-    const std::uint64_t newest_from = segments_.empty() ? std::numeric_limits<std::uint64_t>::max() : newest.base_ticks;
-    const std::int64_t offset = meta_.offset_ns;
-    const auto keep = [&] {
-      t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
-      t.last_ticks = last_ticks;
-      t.last_ns = last_ns;
-      t.recorded = recorded;
-      t.past_stop = past_stop;
-    };
+    const std::uint64_t fast_from = segments_.empty() || meta_.offset_ns < 0 ? std::numeric_limits<std::uint64_t>::max()
+                                                                             : newest.base_ticks;
+    const std::uint64_t fast_base_ns = newest.base_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(meta_.offset_ns, 0));
+    enum class Stopped { no, malformed, past_stop, unknown_site };
+    Stopped stopped = t.past_stop ? Stopped::past_stop : Stopped::no;
     std::uint64_t last = 0;
     Packed rec{};
-    while (p < end) {
-      if (!read_packed(p, end, last, rec)) {
-        undo(t, before);
-        return malformed("chunk");
-      }
-      const std::uint64_t kind = rec.kind;
-      // Past the stop time: not part of the capture (a live session delivers nothing
-      // stamped after it); values and texts carry no time and go with their zone.
-      // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
-      const bool boundary = kind == detail::record_zone_begin || kind == detail::record_zone_end ||
-                            kind == detail::record_region_begin;
-      const std::uint64_t least = last_ticks + (boundary ? gap : 0);
-      const std::uint64_t ticks = rec.ticks < least ? least : rec.ticks;
-      if (past_stop || ticks > stop) {
-        past_stop = true;
-        continue;
-      }
-      last_ticks = ticks;
-      std::uint64_t ns;
-      if (ticks >= newest_from && ticks != std::numeric_limits<std::uint64_t>::max()) [[likely]] {
-        ns = shift(newest.base_ns + scale(ticks - newest.base_ticks, newest.mult), offset);
-      } else {
-        ns = to_ns(ticks);
-      }
-      if (ns < last_ns) ns = last_ns;  // a thread's time never goes back
-      last_ns = ns;
-      Event e{ns, 0, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(depth), {}};
-      e.value.u = 0;
-      const auto unknown_site = [&] {
-        // The whole chunk unpacks before its records count: malformed, if the rest does not.
-        for (Packed rest{}; p < end;) {
-          if (!read_packed(p, end, last, rest)) {
-            undo(t, before);
-            return malformed("chunk");
-          }
-        }
-        keep();
-        meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
-                        std::to_string(offset_) + "): damaged file";
-        return false;
-      };
-      switch (kind) {
-        case detail::record_zone_begin:
-        case detail::record_region_begin: {
-          e.site = site_id(rec.site);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          e.kind = EventKind::zone_begin;
-          if (kind == detail::record_region_begin) {
-            e.flags = EventFlags::region;
-            e.value.u = rec.payload;
-            if (detail::is_step_marker(tables_.sites[e.site].info)) [[unlikely]] {
-              e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
-              e.flags = 0;
-              e.value.u = 0;
-            }
-          }
-          t.open.push_back(Open{e.site, e.flags, e.value.u});
-          ++depth;
+    while (stopped == Stopped::no && p < end) {
+      // Room for the events of the records that start in the next block of bytes (a
+      // record packs into a byte at least); blocks, as a damaged frame may claim 64 MiB.
+      const auto* const block_end = p + std::min<std::size_t>(static_cast<std::size_t>(end - p), std::size_t{1} << 16);
+      Event* out = t.pending.reserve_more(static_cast<std::size_t>(block_end - p));
+      while (p < block_end) {
+        if (!read_packed(p, end, last, rec)) {
+          stopped = Stopped::malformed;
           break;
         }
-        case detail::record_zone_end: {
+        const std::uint64_t kind = rec.kind;
+        // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
+        const bool boundary = kind <= detail::record_zone_end || kind == detail::record_region_begin;
+        const std::uint64_t ticks = std::max(rec.ticks, last_ticks + (boundary ? gap : 0));
+        // Past the stop time: not part of the capture (a live session delivers nothing
+        // stamped after it), nor anything after it (values and texts go with their zone).
+        if (ticks > stop) {
+          stopped = Stopped::past_stop;
+          break;
+        }
+        last_ticks = ticks;
+        std::uint64_t ns = ticks - fast_from < std::numeric_limits<std::uint64_t>::max() - fast_from
+                               ? fast_base_ns + scale(ticks - newest.base_ticks, newest.mult)
+                               : to_ns(ticks);
+        ns = std::max(ns, last_ns);  // a thread's time never goes back
+        last_ns = ns;
+        Event e;
+        if (kind == detail::record_zone_end) {
           if (depth == 0) {
             ++unbalanced_;
             continue;
@@ -683,59 +643,92 @@ class Section {
           const Open open = t.open.back();
           t.open.pop_back();
           --depth;
-          e.kind = EventKind::zone_end;
-          e.site = open.site;
-          e.flags = open.flags;
+          e = Event{ns, open.site, thread, EventKind::zone_end, open.flags, 0, static_cast<std::uint32_t>(depth), {}};
           e.value.u = open.value;
-          e.depth = static_cast<std::uint32_t>(depth);
-          break;
-        }
-        case detail::record_instant:
-          e.site = site_id(rec.site);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          break;
-        case detail::record_value_int:
-        case detail::record_value_double: {
-          e.site = site_id(rec.site);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          switch (tables_.sites[e.site].info.kind) {
-            case SiteKind::value: e.kind = EventKind::arg; break;
-            case SiteKind::flow_out: e.kind = EventKind::flow_out; break;
-            case SiteKind::flow_in: e.kind = EventKind::flow_in; break;
-            case SiteKind::async_begin: e.kind = EventKind::async_begin; break;
-            case SiteKind::async_end: e.kind = EventKind::async_end; break;
-            default: e.kind = EventKind::counter; break;
+        } else {
+          const SiteId site = kind == detail::record_dropped ? 0 : site_id(rec.site);
+          if (site == 0xFFFFFFFFu) {
+            stopped = Stopped::unknown_site;
+            break;
           }
-          if (kind == detail::record_value_double) e.flags = EventFlags::value_double;
-          e.value.u = rec.payload;
-          break;
+          e = Event{ns, site, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(depth), {}};
+          e.value.u = 0;
+          switch (kind) {
+            case detail::record_zone_begin:
+              e.kind = EventKind::zone_begin;
+              t.open.push_back(Open{site, 0, 0});
+              ++depth;
+              break;
+            case detail::record_region_begin:
+              e.kind = EventKind::zone_begin;
+              e.flags = EventFlags::region;
+              e.value.u = rec.payload;
+              if (detail::is_step_marker(tables_.sites[site].info)) [[unlikely]] {
+                e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
+                e.flags = 0;
+                e.value.u = 0;
+              }
+              t.open.push_back(Open{e.site, e.flags, e.value.u});
+              ++depth;
+              break;
+            case detail::record_instant:
+              break;
+            case detail::record_value_int:
+            case detail::record_value_double:
+              switch (tables_.sites[site].info.kind) {
+                case SiteKind::value: e.kind = EventKind::arg; break;
+                case SiteKind::flow_out: e.kind = EventKind::flow_out; break;
+                case SiteKind::flow_in: e.kind = EventKind::flow_in; break;
+                case SiteKind::async_begin: e.kind = EventKind::async_begin; break;
+                case SiteKind::async_end: e.kind = EventKind::async_end; break;
+                default: e.kind = EventKind::counter; break;
+              }
+              if (kind == detail::record_value_double) e.flags = EventFlags::value_double;
+              e.value.u = rec.payload;
+              break;
+            case detail::record_text: {
+              const std::uint64_t bytes = rec.payload & ~(std::uint64_t{1} << 63);
+              e.kind = EventKind::arg;
+              e.flags = EventFlags::text | ((rec.payload >> 63) != 0 ? EventFlags::truncated : 0);
+              e.text_size = static_cast<std::uint16_t>(bytes);
+              e.value.u = tables_.next_text;
+              tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(rec.text), bytes));
+              break;
+            }
+            default:  // record_dropped
+              e.kind = EventKind::dropped;
+              e.value.u = rec.payload;
+              t.reported_drops += e.value.u;
+              break;
+          }
         }
-        case detail::record_text: {
-          e.site = site_id(rec.site);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          const std::uint64_t bytes = rec.payload & ~(std::uint64_t{1} << 63);
-          e.kind = EventKind::arg;
-          e.flags = EventFlags::text | ((rec.payload >> 63) != 0 ? EventFlags::truncated : 0);
-          e.text_size = static_cast<std::uint16_t>(bytes);
-          e.value.u = tables_.next_text;
-          tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(rec.text), bytes));
-          break;
-        }
-        default:  // record_dropped
-          e.kind = EventKind::dropped;
-          e.value.u = rec.payload;
-          t.reported_drops += e.value.u;
-          break;
+        if (kind != detail::record_dropped) ++recorded;  // a marker is not a recorded event
+        *out++ = e;
       }
-      if (e.kind != EventKind::dropped) ++recorded;
-      if (out == limit) [[unlikely]] {  // more events than the room made
-        t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
-        out = t.pending.reserve_more(room);
-        limit = out + room;
-      }
-      *out++ = e;
+      t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
     }
-    keep();
+    t.last_ticks = last_ticks;
+    t.last_ns = last_ns;
+    t.recorded = recorded;
+    if (stopped == Stopped::past_stop) t.past_stop = true;
+    // The whole chunk unpacks before its records count: malformed, if the rest does not.
+    if (stopped == Stopped::past_stop || stopped == Stopped::unknown_site) {
+      while (p < end) {
+        if (!read_packed(p, end, last, rec)) {
+          stopped = Stopped::malformed;
+          break;
+        }
+      }
+    }
+    if (stopped == Stopped::malformed) {
+      undo(t, before);
+      return malformed("chunk");
+    }
+    if (stopped == Stopped::unknown_site) {
+      meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
+                      std::to_string(offset_) + "): damaged file";
+      return false;
+    }
     return true;
   }
 
