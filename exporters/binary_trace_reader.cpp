@@ -250,7 +250,10 @@ class Section {
   };
   struct Thread {
     ThreadId id = 0;           // in the file's tables
+    // Zones open: open[0, depth). The slots above are kept for the next (decode() writes
+    // them without growing the vector).
     std::vector<Open> open;
+    std::size_t depth = 0;
     // Decoded, not yet delivered: pending[taken..]. In time order: decode() never lets a
     // thread's time go back.
     Events pending;
@@ -557,18 +560,19 @@ class Section {
   // What decoding a chunk changes, kept to undo it: a chunk that does not unpack whole
   // is malformed and gives nothing, though its records decode as they are read.
   struct Undo {
-    std::size_t pending, sites;
+    std::size_t pending, sites, depth;
     std::uint64_t last_ticks, last_ns, recorded, reported_drops, unbalanced, next_text;
     bool past_stop;
   };
   Undo mark(const Thread& t) {
-    open_before_ = t.open;
-    return Undo{t.pending.size(), tables_.sites.size(), t.last_ticks, t.last_ns, t.recorded,
+    open_before_.assign(t.open.begin(), t.open.begin() + static_cast<std::ptrdiff_t>(t.depth));
+    return Undo{t.pending.size(), tables_.sites.size(), t.depth, t.last_ticks, t.last_ns, t.recorded,
                 t.reported_drops, unbalanced_, tables_.next_text, t.past_stop};
   }
   void undo(Thread& t, const Undo& u) {
     t.pending.resize(u.pending);
-    t.open = open_before_;
+    std::copy(open_before_.begin(), open_before_.end(), t.open.begin());
+    t.depth = u.depth;
     t.last_ticks = u.last_ticks;
     t.last_ns = u.last_ns;
     t.recorded = u.recorded;
@@ -584,17 +588,18 @@ class Section {
   }
 
   // Decodes a chunk's packed records straight into t.pending, as the drainer decodes a
-  // ring's records live. The loop is the reader's hot path: the thread's state is in
-  // locals while it runs (stores of events could alias its fields), put back at the end,
-  // and whatever stops it early is handled after it, so that nothing in it takes the
-  // locals' addresses (they would live in memory).
+  // ring's records live. This is the reader's hot path: the thread's state is in locals
+  // while it runs (stores of events could alias its fields), put back at the end; zone
+  // begins and ends, the bulk of a trace, have a loop of their own that calls nothing,
+  // so that the compiler keeps that state in registers; whatever stops the decoding
+  // early is handled after the loops.
   bool decode(Thread& t, std::string_view chunk) {
     const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
     const auto* const end = p + chunk.size();
     const Undo before = mark(t);
     const ThreadId thread = t.id;
     std::uint64_t last_ticks = t.last_ticks, last_ns = t.last_ns, recorded = t.recorded;
-    std::size_t depth = t.open.size();
+    std::size_t depth = t.depth;
     const std::uint64_t gap = boundary_gap_;
     const std::uint64_t stop = has_stop_ ? stop_ticks_ : std::numeric_limits<std::uint64_t>::max();
     // Ticks from the newest clock segment's base on (nearly all) convert here, the
@@ -604,6 +609,9 @@ class Section {
     const std::uint64_t fast_from = segments_.empty() || meta_.offset_ns < 0 ? std::numeric_limits<std::uint64_t>::max()
                                                                              : newest.base_ticks;
     const std::uint64_t fast_base_ns = newest.base_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(meta_.offset_ns, 0));
+    const auto in_fast_range = [&](std::uint64_t ticks) {
+      return ticks - fast_from < std::numeric_limits<std::uint64_t>::max() - fast_from;  // and not the largest
+    };
     enum class Stopped { no, malformed, past_stop, unknown_site };
     Stopped stopped = t.past_stop ? Stopped::past_stop : Stopped::no;
     std::uint64_t last = 0;
@@ -614,6 +622,47 @@ class Section {
       const auto* const block_end = p + std::min<std::size_t>(static_cast<std::size_t>(end - p), std::size_t{1} << 16);
       Event* out = t.pending.reserve_more(static_cast<std::size_t>(block_end - p));
       while (p < block_end) {
+        // Zone begins and ends of the first 7 sites with a time (a one-byte header), at
+        // most as deep as the thread has been: decoded here, as the loop below would.
+        // Any other record, or one that stops the decoding, goes to that loop.
+        Event* const zones_from = out;
+        Open* const open = t.open.data();
+        const std::size_t open_slots = t.open.size();
+        const SiteId* const sites = site_by_index_.data();
+        const std::size_t site_count = site_by_index_.size();
+        while (p < block_end) {
+          const unsigned header = *p;
+          if ((header & 0x8E) != 0) break;  // more than a byte, no time, or another kind
+          const auto* q = p + 1;
+          std::uint64_t delta;
+          if (!varint(q, end, delta)) break;
+          const std::uint64_t record_ticks = last + unzigzag(delta);
+          const std::uint64_t ticks = std::max(record_ticks, last_ticks + gap);
+          if (ticks > stop || !in_fast_range(ticks)) break;
+          const bool zone_end = (header & 1) != 0;
+          const std::size_t index = header >> 4;
+          if (zone_end ? depth == 0 : depth == open_slots || index == 0 || index > site_count) break;
+          p = q;
+          last = record_ticks;
+          last_ticks = ticks;
+          last_ns = std::max(fast_base_ns + scale(ticks - newest.base_ticks, newest.mult), last_ns);
+          if (zone_end) {
+            const Open zone = open[--depth];
+            *out = Event{last_ns, zone.site, thread, EventKind::zone_end, zone.flags, 0, static_cast<std::uint32_t>(depth), {}};
+            out->value.u = zone.value;
+          } else {
+            const SiteId site = sites[index - 1];
+            open[depth] = Open{site, 0, 0};
+            *out = Event{last_ns, site, thread, EventKind::zone_begin, 0, 0, static_cast<std::uint32_t>(depth), {}};
+            out->value.u = 0;
+            ++depth;
+          }
+          ++out;
+        }
+        recorded += static_cast<std::size_t>(out - zones_from);
+        if (p >= block_end) break;
+
+        // Any record.
         if (!read_packed(p, end, last, rec)) {
           stopped = Stopped::malformed;
           break;
@@ -629,9 +678,8 @@ class Section {
           break;
         }
         last_ticks = ticks;
-        std::uint64_t ns = ticks - fast_from < std::numeric_limits<std::uint64_t>::max() - fast_from
-                               ? fast_base_ns + scale(ticks - newest.base_ticks, newest.mult)
-                               : to_ns(ticks);
+        std::uint64_t ns =
+            in_fast_range(ticks) ? fast_base_ns + scale(ticks - newest.base_ticks, newest.mult) : to_ns(ticks);
         ns = std::max(ns, last_ns);  // a thread's time never goes back
         last_ns = ns;
         Event e;
@@ -640,11 +688,9 @@ class Section {
             ++unbalanced_;
             continue;
           }
-          const Open open = t.open.back();
-          t.open.pop_back();
-          --depth;
-          e = Event{ns, open.site, thread, EventKind::zone_end, open.flags, 0, static_cast<std::uint32_t>(depth), {}};
-          e.value.u = open.value;
+          const Open zone = t.open[--depth];
+          e = Event{ns, zone.site, thread, EventKind::zone_end, zone.flags, 0, static_cast<std::uint32_t>(depth), {}};
+          e.value.u = zone.value;
         } else {
           const SiteId site = kind == detail::record_dropped ? 0 : site_id(rec.site);
           if (site == 0xFFFFFFFFu) {
@@ -655,21 +701,19 @@ class Section {
           e.value.u = 0;
           switch (kind) {
             case detail::record_zone_begin:
-              e.kind = EventKind::zone_begin;
-              t.open.push_back(Open{site, 0, 0});
-              ++depth;
-              break;
             case detail::record_region_begin:
               e.kind = EventKind::zone_begin;
-              e.flags = EventFlags::region;
-              e.value.u = rec.payload;
-              if (detail::is_step_marker(tables_.sites[site].info)) [[unlikely]] {
-                e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
-                e.flags = 0;
-                e.value.u = 0;
+              if (kind == detail::record_region_begin) {
+                e.flags = EventFlags::region;
+                e.value.u = rec.payload;
+                if (detail::is_step_marker(tables_.sites[site].info)) [[unlikely]] {
+                  e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
+                  e.flags = 0;
+                  e.value.u = 0;
+                }
               }
-              t.open.push_back(Open{e.site, e.flags, e.value.u});
-              ++depth;
+              if (depth == t.open.size()) t.open.emplace_back();
+              t.open[depth++] = Open{e.site, e.flags, e.value.u};
               break;
             case detail::record_instant:
               break;
@@ -710,6 +754,7 @@ class Section {
     t.last_ticks = last_ticks;
     t.last_ns = last_ns;
     t.recorded = recorded;
+    t.depth = depth;
     if (stopped == Stopped::past_stop) t.past_stop = true;
     // The whole chunk unpacks before its records count: malformed, if the rest does not.
     if (stopped == Stopped::past_stop || stopped == Stopped::unknown_site) {
@@ -916,12 +961,11 @@ class Section {
         std::max(has_stop_ ? to_ns(stop_ticks_) : 0, std::max(last_emitted_, clock_.start_ns));
     clock_.stop_ns = end_ns;
     for (Thread& t : threads_) {
-      while (!t.open.empty()) {
-        const Open open = t.open.back();
-        t.open.pop_back();
+      while (t.depth > 0) {
+        const Open open = t.open[--t.depth];
         Event e{end_ns, open.site, t.id, EventKind::zone_end,
                 static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_stop), 0,
-                static_cast<std::uint32_t>(t.open.size()), {}};
+                static_cast<std::uint32_t>(t.depth), {}};
         e.value.u = open.value;
         out.push_back(e);
         ++closed_at_stop_;
