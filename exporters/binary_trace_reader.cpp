@@ -602,16 +602,15 @@ class Section {
     std::size_t depth = t.depth;
     const std::uint64_t gap = boundary_gap_;
     const std::uint64_t stop = has_stop_ ? stop_ticks_ : std::numeric_limits<std::uint64_t>::max();
-    // Ticks from the newest clock segment's base on (nearly all) convert here, the
-    // section's offset added to the base (when it is not negative, as to_ns() would add
-    // it); to_ns() converts the others.
+    // Ticks from the newest clock segment's base to the stop time (nearly all) convert
+    // here, the section's offset added to the base (when it is not negative, as to_ns()
+    // would add it): `fast` if there are such ticks, those within fast_span of the base.
+    // to_ns() converts the others.
     const detail::ClockSegment newest = segments_.empty() ? detail::ClockSegment{} : segments_.back();
-    const std::uint64_t fast_from = segments_.empty() || meta_.offset_ns < 0 ? std::numeric_limits<std::uint64_t>::max()
-                                                                             : newest.base_ticks;
+    const std::uint64_t fast_last = std::min(stop, std::numeric_limits<std::uint64_t>::max() - 1);
+    const bool fast = !segments_.empty() && meta_.offset_ns >= 0 && newest.base_ticks <= fast_last;
+    const std::uint64_t fast_span = fast ? fast_last - newest.base_ticks : 0;
     const std::uint64_t fast_base_ns = newest.base_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(meta_.offset_ns, 0));
-    const auto in_fast_range = [&](std::uint64_t ticks) {
-      return ticks - fast_from < std::numeric_limits<std::uint64_t>::max() - fast_from;  // and not the largest
-    };
     enum class Stopped { no, malformed, past_stop, unknown_site };
     Stopped stopped = t.past_stop ? Stopped::past_stop : Stopped::no;
     std::uint64_t last = 0;
@@ -630,7 +629,7 @@ class Section {
         const std::size_t open_slots = t.open.size();
         const SiteId* const sites = site_by_index_.data();
         const std::size_t site_count = site_by_index_.size();
-        while (p < block_end) {
+        while (fast && p < block_end) {
           const unsigned header = *p;
           if ((header & 0x8E) != 0) break;  // more than a byte, no time, or another kind
           const auto* q = p + 1;
@@ -638,10 +637,10 @@ class Section {
           if (!varint(q, end, delta)) break;
           const std::uint64_t record_ticks = last + unzigzag(delta);
           const std::uint64_t ticks = std::max(record_ticks, last_ticks + gap);
-          if (ticks > stop || !in_fast_range(ticks)) break;
+          if (ticks - newest.base_ticks > fast_span) break;
           const bool zone_end = (header & 1) != 0;
-          const std::size_t index = header >> 4;
-          if (zone_end ? depth == 0 : depth == open_slots || index == 0 || index > site_count) break;
+          const std::size_t index = header >> 4;  // from 1 (0 wraps below)
+          if (zone_end ? depth == 0 : depth == open_slots || index - 1 >= site_count) break;
           p = q;
           last = record_ticks;
           last_ticks = ticks;
@@ -678,8 +677,9 @@ class Section {
           break;
         }
         last_ticks = ticks;
-        std::uint64_t ns =
-            in_fast_range(ticks) ? fast_base_ns + scale(ticks - newest.base_ticks, newest.mult) : to_ns(ticks);
+        std::uint64_t ns = fast && ticks - newest.base_ticks <= fast_span
+                               ? fast_base_ns + scale(ticks - newest.base_ticks, newest.mult)
+                               : to_ns(ticks);
         ns = std::max(ns, last_ns);  // a thread's time never goes back
         last_ns = ns;
         Event e;
@@ -911,14 +911,19 @@ class Section {
       const bool a_wins_ties = first < second;
       Event* pa = a.next;
       Event* pb = b.next;
-      for (;;) {
-        const bool take_a = pa->time_ns < pb->time_ns || (a_wins_ties && pa->time_ns == pb->time_ns);
-        const Event* e = take_a ? pa : pb;
-        if (e->time_ns > (take_a ? first_until : second_until)) break;
-        *to++ = *e;
-        pa += take_a ? 1 : 0;
-        pb += take_a ? 0 : 1;
-        if (pa == a.end || pb == b.end || to == stop) break;
+      for (bool more = true; more;) {
+        // So many events leave neither run empty nor `to` full: no check in between.
+        std::size_t n = std::min({static_cast<std::size_t>(a.end - pa), static_cast<std::size_t>(b.end - pb),
+                                  static_cast<std::size_t>(stop - to)});
+        for (; n != 0; --n) {
+          const bool take_a = pa->time_ns < pb->time_ns || (a_wins_ties && pa->time_ns == pb->time_ns);
+          const Event* e = take_a ? pa : pb;
+          if (e->time_ns > (take_a ? first_until : second_until)) break;
+          *to++ = *e;
+          pa += take_a ? 1 : 0;
+          pb += take_a ? 0 : 1;
+        }
+        more = n == 0 && pa != a.end && pb != b.end && to != stop;
       }
       a.next = pa;
       b.next = pb;
