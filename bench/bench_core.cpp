@@ -4,7 +4,8 @@
 //   raw clock read        one TSC read
 //   zone floor            two TSC reads and two 16-byte stores into a thread-local ring
 //   zone, no session      RINGTRACE_ZONE compiled in, no session running
-//   zone, enabled         RINGTRACE_ZONE with a session and a null exporter (1 and 2 threads)
+//   zone, enabled         RINGTRACE_ZONE with a session and a null exporter (1 and 2 threads);
+//                         and with the binary file's rings in a file mapping (rings_in_file)
 //   drain                 stop() draining N threads' full rings into a null exporter
 #include <benchmark/benchmark.h>
 
@@ -15,7 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include <filesystem>
+
 #include "ringtrace/exporter.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
 namespace {
@@ -105,6 +109,8 @@ void BM_ZoneEnabled(benchmark::State& state) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   BM_Zone(state);
 }
+// The same with the ring in a shared file mapping (BinaryTraceOptions::rings_in_file).
+void BM_ZoneEnabledRingsInFile(benchmark::State& state) { BM_ZoneEnabled(state); }
 
 // Session::step(): in wait steps (no window boundary, nothing recorded) and in active
 // steps (each step a zone "step #N" on the calling thread).
@@ -117,19 +123,30 @@ void BM_StepWait(benchmark::State& state) {
   for (auto _ : state) session.step();
   session.stop();
 }
+// Active steps: the ring's pages are touched (and drained) first, and the timed steps fit
+// it, so the figure is step()'s own, not the drainer's: it names each step's zone
+// ("step #N", a site of its own), which costs it far more per step than the step costs
+// the program (steps come at most thousands a second in real programs).
 void BM_StepActive(benchmark::State& state) {
   ringtrace::Config config;
+  config.buffer_records = std::size_t{1} << 20;
+  config.overflow = ringtrace::OverflowPolicy::block;
   config.schedule = ringtrace::Schedule{.skip_first = 0, .wait = 0, .warmup = 0, .active = 1 << 30, .repeat = 1};
   ringtrace::Session session(config);
   session.add_exporter(std::make_shared<NullExporter>());
   session.start();
+  for (int i = 0; i < (1 << 19); ++i) {
+    RINGTRACE_ZONE("warm");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   for (auto _ : state) session.step();
   session.stop();
+  if (session.stats().dropped != 0) state.SkipWithError("steps were dropped");
 }
 
 BENCHMARK(BM_EmptyLoop);
 BENCHMARK(BM_StepWait);
-BENCHMARK(BM_StepActive)->Iterations(200000);
+BENCHMARK(BM_StepActive)->Iterations(100000);
 BENCHMARK(BM_RawClockRead);
 BENCHMARK(BM_ZoneInCategoryNoSession);
 BENCHMARK(BM_ZoneInCategoryOff)->Repetitions(5)->ReportAggregatesOnly(true);
@@ -141,6 +158,7 @@ BENCHMARK(BM_ZoneNoSession);
 // Bursts that fit the ring (1M records) and repetitions between which the drainer
 // empties it: every iteration takes the fast path, none is dropped.
 BENCHMARK(BM_ZoneEnabled)->Threads(1)->Threads(2)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneEnabledRingsInFile)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
 
 // The drainer: threads fill their rings (timing paused), then stop() merges and
 // delivers everything on the drainer thread; items/s is events merged per second.
@@ -234,13 +252,27 @@ int main(int argc, char** argv) {
     ringtrace::Session session(config);
     session.add_exporter(std::make_shared<NullExporter>());
     session.start();
-    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled|BM_ZoneWithValue");
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled/|BM_ZoneWithValue");
     ringtrace::set_category_enabled("bench_off", false);
     benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneInCategoryOff|BM_ZoneSampledOut");
     session.stop();
     const auto stats = session.stats();
     std::printf("enabled-zone runs: %llu events recorded, %llu dropped (block policy: must be 0)\n",
                 static_cast<unsigned long long>(stats.recorded), static_cast<unsigned long long>(stats.dropped));
+  }
+  {
+    ringtrace::Config config;
+    config.buffer_records = std::size_t{1} << 20;
+    config.overflow = ringtrace::OverflowPolicy::block;
+    ringtrace::Session session(config);
+    ringtrace::BinaryTraceOptions options;
+    options.rings_in_file = true;
+    const std::filesystem::path file = std::filesystem::temp_directory_path() / "ringtrace-bench-core.rtrace";
+    session.add_exporter(ringtrace::binary_trace_exporter(file, options));
+    session.start();
+    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabledRingsInFile");
+    session.stop();
+    std::filesystem::remove(file);
   }
   benchmark::RunSpecifiedBenchmarks(&reporter, "BM_DrainMerge|BM_Step");
   benchmark::Shutdown();
@@ -271,13 +303,16 @@ int main(int argc, char** argv) {
   std::printf("  sampled zone left out, net        %8.2f   %7.2f   %7.2f   <= 1 ns (session running)\n",
               sampled_out - loop, (sampled_out - loop) / clock, (sampled_out - loop) / floor);
   std::printf("  zone, enabled, 1 thread           %8.2f   %7.2f   %7.2f   <= 1.15 x floor\n", one, one / clock, one / floor);
+  const double in_file = find(reporter.ns, "BM_ZoneEnabledRingsInFile", "_median");
+  std::printf("  zone, enabled, ring in a file     %8.2f   %7.2f   %7.2f   (rings_in_file: %.2f x heap ring)\n", in_file,
+              in_file / clock, in_file / floor, in_file / one);
   std::printf("  zone + value, enabled, 1 thread   %8.2f   %7.2f   %7.2f   (value: +1 record, no clock)\n", with_value,
               with_value / clock, with_value / floor);
   std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
               two / floor, two / one);
   std::printf("  step(), wait step (no boundary)   %8.2f   %7.2f              a few ns\n", find(reporter.ns, "BM_StepWait"),
               find(reporter.ns, "BM_StepWait") / clock);
-  std::printf("  step(), active step (step zone)   %8.2f   %7.2f\n", find(reporter.ns, "BM_StepActive"),
+  std::printf("  step(), active step (step zone)   %8.2f   %7.2f              one clock read\n", find(reporter.ns, "BM_StepActive"),
               find(reporter.ns, "BM_StepActive") / clock);
   for (const char* arg : {"1", "2", "4"}) {
     const double rate = find(reporter.rate, std::string("BM_DrainMerge/") + arg + "/0/", "");

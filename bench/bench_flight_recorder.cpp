@@ -20,8 +20,11 @@ namespace {
 
 struct Null final : ringtrace::Exporter {
   std::uint64_t n = 0;
+  // Reads every event once (what the cheapest real exporter does), so that the compiler
+  // cannot drop the feeding loop: BM_FeedNull measured 0 ms when this only counted.
   void on_events(std::span<const ringtrace::Event> events, const ringtrace::TraceContext&) override {
-    n += events.size();
+    for (const ringtrace::Event& e : events) n += e.time_ns;
+    benchmark::DoNotOptimize(n);
   }
 };
 

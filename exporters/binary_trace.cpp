@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>  // clock_gettime
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,7 +42,19 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     }
   }
 
-  std::vector<std::filesystem::path> output_paths() const override { return {path_}; }
+  std::vector<std::filesystem::path> output_paths() const override {
+    if (options_.rings_in_file) return {path_, rings_path()};
+    return {path_};
+  }
+  std::filesystem::path rings_path() const override {
+    return options_.rings_in_file ? std::filesystem::path(path_ + ".rings") : std::filesystem::path();
+  }
+  // Rings in a file: the drainer reuses ring slots only after this returns.
+  void on_raw_persist() override {
+    if (!started_) return;
+    write_buffer();
+    sink_->flush();
+  }
 
   void on_start(const TraceContext& context) override {
     if (runs_++ > 0) {
@@ -50,6 +63,10 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     }
     started_ = true;
     raw_started_ = false;
+    stream_started_ = false;
+    stream_last_ = 0;
+    stream_threads_.clear();
+    stream_sites_.clear();
     sites_.clear();
     last_site_ = last_index_ = 0;
     site_count_ = 0;
@@ -61,20 +78,30 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     process_name_ = context.process_name();
   }
 
-  // Raw sink only: decoded events are not needed (in a session with other exporters
-  // they arrive anyway, and are ignored).
-  void on_events(std::span<const Event>, const TraceContext&) override {}
+  // In a live session the records come through the raw side (on_raw_start first) and
+  // decoded events, which arrive when other exporters need them, are ignored. Fed a
+  // stream instead (a window, a snapshot, replay()), it encodes the events.
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
+    if (!raw_started_) encode_stream(events, context);
+  }
 
   void on_flush(const TraceContext&) override {
     write_buffer();
     sink_->flush();
   }
 
-  void on_finish(const TraceContext&, const SessionStats& stats) override {
+  void on_finish(const TraceContext& context, const SessionStats& stats) override {
     if (!raw_started_) {
-      started_ = false;  // nothing of this run is written
-      throw std::logic_error("binary_trace_exporter(" + path_ +
-                             ") records a live session's rings; it cannot be fed a recorded stream");
+      if (!stream_started_) begin_stream(context);
+      flush_stream_chunks();
+      // The end: zones the stream closed at its stop or a window's end were left open in
+      // the file (see encode_stream); the reader closes them at this time.
+      std::string& stop = begin_frame(tf::frame_stop);
+      tf::put_u64(stop, std::max(stream_last_, context.clock().stop_ns + 1));  // ticks: ns + 1
+      end_frame();
+      for (ThreadId id = 0; id < stream_threads_.size(); ++id) {
+        if (stream_threads_[id].described) describe_stream_thread(id, context);  // names as they are now
+      }
     }
     std::string& p = begin_frame(tf::frame_stats);
     tf::put_u64(p, stats.recorded);
@@ -319,20 +346,193 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     const auto index = static_cast<std::uint32_t>(++site_count_);
     sites_.find_or_insert(address, index);
     const auto* site = reinterpret_cast<const SiteInfo*>(address);
+    write_site_frame(address, *site, detail::effective_options(*site, per_thread_counters_),
+                     detail::effective_sample_every(*site));
+    return index;
+  }
+
+  void write_site_frame(std::uint64_t address, const SiteInfo& site, std::uint8_t options, std::uint32_t every) {
     std::string& p = begin_frame(tf::frame_site);
     tf::put_u64(p, address);
-    tf::put_u8(p, static_cast<std::uint8_t>(site->kind));
-    tf::put_u8(p, detail::effective_options(*site, per_thread_counters_));
-    const std::uint32_t every = detail::effective_sample_every(*site);  // u16, little-endian
+    tf::put_u8(p, static_cast<std::uint8_t>(site.kind));
+    tf::put_u8(p, options);
+    every = std::clamp<std::uint32_t>(every, 1, 0xFFFF);  // u16, little-endian
     tf::put_u8(p, static_cast<std::uint8_t>(every & 0xFF));
     tf::put_u8(p, static_cast<std::uint8_t>(every >> 8));
-    tf::put_u32(p, site->line);
-    tf::put_str(p, site->name);
-    tf::put_str(p, site->function);
-    tf::put_str(p, site->file);
-    tf::put_str(p, site->category != nullptr ? site->category : "");
+    tf::put_u32(p, site.line);
+    tf::put_str(p, site.name != nullptr ? site.name : "");
+    tf::put_str(p, site.function != nullptr ? site.function : "");
+    tf::put_str(p, site.file != nullptr ? site.file : "");
+    tf::put_str(p, site.category != nullptr ? site.category : "");
     end_frame();
-    return index;
+  }
+
+  // --- A stream (no live rings): the events encoded as the records a ring would have
+  // held, on a clock whose ticks are nanoseconds plus one (ticks 0 means "no time", the
+  // time of the thread's previous record, as values and flows have in a ring), with no
+  // boundary spacing (the stream's times are kept exactly). Each on_events call becomes
+  // chunks per thread and a pass frame. Ends that the stream made up (closed at its stop
+  // or at a window's end) are not written: the reader closes those zones at the stop
+  // frame's time, flagged closed_at_stop.
+  struct StreamThread {
+    std::string chunk;   // packed records not yet framed
+    std::uint64_t last = 0;  // ticks of the chunk's last timed record
+    bool described = false;
+  };
+
+  void begin_stream(const TraceContext& context) {
+    stream_started_ = true;
+    std::string& p = begin_frame(tf::frame_session);
+    tf::put_u32(p, context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()));
+    tf::put_u8(p, 0);  // ticks are nanoseconds
+    tf::put_u8(p, 0);
+    tf::put_u8(p, 0);
+    tf::put_u8(p, 0);
+    tf::put_f64(p, 1e9);
+    tf::put_u64(p, context.clock().start_ns);
+    timespec real{}, mono{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    tf::put_u64(p, static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec));
+    tf::put_u64(p, static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec));
+    tf::put_u64(p, 0);  // merge grace: the stream is ordered
+    tf::put_u64(p, 0);  // ring size: no ring
+    tf::put_str(p, context.process_name());
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    tf::put_str(p, host);
+    tf::put_u64(p, 0);  // boundary gap: none, times as the stream has them
+    end_frame();
+    std::string& segment = begin_frame(tf::frame_segment);
+    tf::put_u64(segment, 1);  // ns = ticks - 1
+    tf::put_u64(segment, 0);
+    tf::put_u64(segment, std::uint64_t{1} << 32);
+    end_frame();
+  }
+
+  void describe_stream_thread(ThreadId id, const TraceContext& context) {
+    const ThreadInfo& info = context.thread(id);
+    if (info.pid != 0 && context.process_id() != 0 && info.pid != context.process_id()) {
+      throw std::logic_error("binary_trace_exporter(" + path_ +
+                             "): a stream of several processes; write each process's file and merge them "
+                             "(ringtrace merge)");
+    }
+    on_raw_thread(id, info.os_tid, info.name);
+  }
+
+  std::uint64_t stream_site(SiteId id, const TraceContext& context) {
+    if (id >= stream_sites_.size()) stream_sites_.resize(id + 1, 0);
+    if (stream_sites_[id] == 0) {
+      const SiteInfo& site = context.site(id);
+      stream_sites_[id] = ++site_count_;
+      write_site_frame(id, site, site.options, site.sample_every);
+    }
+    return stream_sites_[id];
+  }
+
+  void encode_stream(std::span<const Event> events, const TraceContext& context) {
+    if (!stream_started_) begin_stream(context);
+    char record[32];
+    for (const Event& e : events) {
+      if (e.thread >= stream_threads_.size()) stream_threads_.resize(e.thread + 1);
+      StreamThread& t = stream_threads_[e.thread];
+      if (!t.described) {
+        describe_stream_thread(e.thread, context);
+        t.described = true;
+      }
+      const std::uint64_t ticks = e.time_ns + 1;
+      stream_last_ = std::max(stream_last_, ticks);
+      std::uint64_t kind = 0;
+      bool timed = true;
+      bool payload = false;
+      switch (e.kind) {
+        case EventKind::zone_begin:
+          kind = (e.flags & EventFlags::region) != 0 ? detail::record_region_begin : detail::record_zone_begin;
+          payload = kind == detail::record_region_begin;
+          break;
+        case EventKind::zone_end:
+          if ((e.flags & (EventFlags::closed_at_stop | EventFlags::closed_at_window_end)) != 0) continue;
+          kind = detail::record_zone_end;
+          break;
+        case EventKind::instant:
+          kind = detail::record_instant;
+          break;
+        case EventKind::counter:
+        case EventKind::async_begin:
+        case EventKind::async_end:
+          kind = (e.flags & EventFlags::value_double) != 0 ? detail::record_value_double : detail::record_value_int;
+          payload = true;
+          break;
+        case EventKind::dropped:
+          kind = detail::record_dropped;
+          payload = true;
+          break;
+        case EventKind::arg:
+          if ((e.flags & EventFlags::text) != 0) {
+            stream_text(t, e, context);
+            continue;
+          }
+          kind = (e.flags & EventFlags::value_double) != 0 ? detail::record_value_double : detail::record_value_int;
+          timed = false;
+          payload = true;
+          break;
+        case EventKind::flow_out:
+        case EventKind::flow_in:
+          kind = detail::record_value_int;
+          timed = false;
+          payload = true;
+          break;
+        default:
+          continue;
+      }
+      const std::uint64_t index = kind == detail::record_dropped ? 0 : stream_site(e.site, context);
+      char* p = record;
+      p = varint(p, kind | (timed ? 0u : 8u) | (index << 4));
+      if (timed) {
+        p = varint(p, zigzag(static_cast<std::int64_t>(ticks - t.last)));
+        t.last = ticks;
+      }
+      if (payload) {
+        if (kind == detail::record_value_double) {
+          std::memcpy(p, &e.value.u, 8);
+          p += 8;
+        } else {
+          p = varint(p, zigzag(e.value.i));
+        }
+      }
+      t.chunk.append(record, static_cast<std::size_t>(p - record));
+      if (t.chunk.size() >= kChunkBytes) flush_stream_chunk(e.thread);
+    }
+    flush_stream_chunks();
+    std::string& pass = begin_frame(tf::frame_pass);
+    tf::put_u64(pass, stream_last_);
+    end_frame();
+  }
+
+  void stream_text(StreamThread& t, const Event& e, const TraceContext& context) {
+    const std::string_view text = context.text(e);
+    const std::size_t bytes = std::min<std::size_t>(text.size(), 0xFFFF);  // what a reader accepts
+    const bool cut = bytes < text.size() || (e.flags & EventFlags::truncated) != 0;
+    char head[32];
+    char* p = head;
+    p = varint(p, detail::record_text | 8u | (stream_site(e.site, context) << 4));
+    p = varint(p, bytes | (cut ? std::uint64_t{1} << 63 : 0));
+    p = varint(p, std::max<std::uint64_t>(text.size(), e.text_size));
+    t.chunk.append(head, static_cast<std::size_t>(p - head));
+    t.chunk.append(text.substr(0, bytes));
+  }
+
+  void flush_stream_chunk(ThreadId id) {
+    StreamThread& t = stream_threads_[id];
+    if (t.chunk.empty()) return;
+    begin_chunk(id);
+    buffer_.append(t.chunk);
+    end_frame();
+    t.chunk.clear();
+    t.last = 0;  // every chunk decodes on its own
+  }
+  void flush_stream_chunks() {
+    for (ThreadId id = 0; id < stream_threads_.size(); ++id) flush_stream_chunk(id);
   }
 
   void write_buffer() {
@@ -354,6 +554,11 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   bool started_ = false;
   bool per_thread_counters_ = false;  // Config::per_thread_counters: counter sites written per-thread
   bool raw_started_ = false;  // on_raw_start came: a live session, not a replayed stream
+  // Fed a stream (windows, snapshots, replay()): its encoding state.
+  bool stream_started_ = false;
+  std::uint64_t stream_last_ = 0;  // the newest ticks written
+  std::vector<StreamThread> stream_threads_;  // by ThreadId
+  std::vector<std::uint64_t> stream_sites_;   // SiteId -> index (0: not described yet)
 };
 
 }  // namespace

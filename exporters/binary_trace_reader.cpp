@@ -21,12 +21,14 @@
 #include "common/trace_file_format.hpp"
 #include "windows.hpp"  // is_step_marker, step_zone_name
 #include "ringtrace/detail/raw_sink.hpp"
+#include "ringtrace/detail/ring_file.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 
 namespace ringtrace {
 namespace {
 
 namespace tf = detail::trace_file;
+using detail::Record;
 
 // Reads fields from a frame's payload; any read past its end marks it malformed.
 class Fields {
@@ -236,6 +238,7 @@ class Section {
     while (!done_) {
       if (!next_frame(type, payload) || !apply(type, payload)) {
         done_ = true;
+        if (!complete_ && have_session_ && !rings_path_.empty()) recover();
         finish();
         return;
       }
@@ -244,6 +247,11 @@ class Section {
   }
 
   bool done() const { return done_; }
+  // A version-1 file's ring file (BinaryTraceOptions::rings_in_file), read if the file
+  // turns out cut short.
+  void set_rings(std::string path) { rings_path_ = std::move(path); }
+  // The ring file was of this recording and read.
+  bool rings_read() const { return rings_read_; }
   // Every event this section delivers from now on is at or after this time.
   std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : last_emitted_; }
 
@@ -281,6 +289,10 @@ class Section {
     std::uint64_t recorded = 0;
     std::uint64_t reported_drops = 0;
     bool past_stop = false;  // a record after the stop time was read: the rest are too
+    // Ring slots (records, payloads and text slots) of the thread read from the file: where
+    // its ring, kept in a ring file, holds what comes next.
+    std::uint64_t ring_slots = 0;
+    bool named = false;  // a thread frame named it
   };
 
   SiteId step_zone(std::uint64_t step) {
@@ -399,12 +411,12 @@ class Section {
         s.file = f.str();
         s.category = f.str();
         if (f.bad() || kind > static_cast<std::uint8_t>(SiteKind::async_end)) return malformed("call site");
-        (void)address;  // informational: chunks refer to sites by index
         Site& stored = tables_.sites.emplace_back(std::move(s));
         stored.info = SiteInfo{stored.name.c_str(), stored.function.c_str(), stored.file.c_str(), line,
                                static_cast<SiteKind>(kind), options, stored.category.c_str(),
                                every == 0 ? 1u : static_cast<std::uint32_t>(every)};
         site_by_index_.push_back(static_cast<SiteId>(tables_.sites.size() - 1));  // index = position + 1
+        index_by_address_.emplace(address, site_by_index_.size());  // for records read from a ring file
         return true;
       }
       case tf::frame_thread: {
@@ -412,7 +424,9 @@ class Section {
         const auto os_tid = f.get<std::uint64_t>();
         std::string name = f.str();
         if (f.bad()) return malformed("thread");
-        ThreadInfo& info = tables_.threads[thread_of(id).id];
+        Thread& t = thread_of(id);
+        t.named = true;
+        ThreadInfo& info = tables_.threads[t.id];
         info.os_tid = os_tid;
         info.name = std::move(name);
         return true;
@@ -522,6 +536,13 @@ class Section {
     std::uint64_t ticks;    // 0 for a record without a time
     std::uint64_t payload;  // kinds 3 to 6; kind 7: the text's size | truncated << 63
     const unsigned char* text;  // kind 7: the text's bytes
+
+    // The ring slots it took: a header, a payload, a text's bytes.
+    std::uint64_t ring_slots() const {
+      if (kind <= detail::record_instant) return 1;
+      if (kind != detail::record_text) return 2;
+      return 2 + ((payload & ~(std::uint64_t{1} << 63)) + sizeof(Record) - 1) / sizeof(Record);
+    }
   };
 
   // An unsigned LEB128 varint; false at the chunk's end or past ten bytes. Most are one
@@ -579,13 +600,13 @@ class Section {
   // is malformed and gives nothing, though its records decode as they are read.
   struct Undo {
     std::size_t pending, sites, depth;
-    std::uint64_t last_ticks, last_ns, recorded, reported_drops, unbalanced, next_text;
+    std::uint64_t last_ticks, last_ns, recorded, reported_drops, unbalanced, next_text, ring_slots;
     bool past_stop;
   };
   Undo mark(const Thread& t) {
     open_before_.assign(t.open.begin(), t.open.begin() + static_cast<std::ptrdiff_t>(t.depth));
     return Undo{t.pending.size(), tables_.sites.size(), t.depth, t.last_ticks, t.last_ns, t.recorded,
-                t.reported_drops, unbalanced_, tables_.next_text, t.past_stop};
+                t.reported_drops, unbalanced_, tables_.next_text, t.ring_slots, t.past_stop};
   }
   void undo(Thread& t, const Undo& u) {
     t.pending.resize(u.pending);
@@ -595,6 +616,7 @@ class Section {
     t.last_ns = u.last_ns;
     t.recorded = u.recorded;
     t.reported_drops = u.reported_drops;
+    t.ring_slots = u.ring_slots;
     t.past_stop = u.past_stop;
     unbalanced_ = u.unbalanced;
     for (std::uint64_t id = u.next_text; id < tables_.next_text; ++id) tables_.texts.erase(id);
@@ -617,6 +639,7 @@ class Section {
     const Undo before = mark(t);
     const ThreadId thread = t.id;
     std::uint64_t last_ticks = t.last_ticks, last_ns = t.last_ns, recorded = t.recorded;
+    std::uint64_t ring_slots = t.ring_slots;  // of the records read (the whole chunk, unless malformed)
     std::size_t depth = t.depth;
     const std::uint64_t gap = boundary_gap_;
     const std::uint64_t stop = has_stop_ ? stop_ticks_ : std::numeric_limits<std::uint64_t>::max();
@@ -677,6 +700,7 @@ class Section {
           ++out;
         }
         recorded += static_cast<std::size_t>(out - zones_from);
+        ring_slots += static_cast<std::size_t>(out - zones_from);  // a slot each
         if (p >= block_end) break;
 
         // Any record.
@@ -684,6 +708,7 @@ class Section {
           stopped = Stopped::malformed;
           break;
         }
+        ring_slots += rec.ring_slots();
         const std::uint64_t kind = rec.kind;
         // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
         const bool boundary = kind <= detail::record_zone_end || kind == detail::record_region_begin;
@@ -772,6 +797,7 @@ class Section {
     t.last_ticks = last_ticks;
     t.last_ns = last_ns;
     t.recorded = recorded;
+    t.ring_slots = ring_slots;
     t.depth = depth;
     if (stopped == Stopped::past_stop) t.past_stop = true;
     // The whole chunk unpacks before its records count: malformed, if the rest does not.
@@ -781,6 +807,7 @@ class Section {
           stopped = Stopped::malformed;
           break;
         }
+        t.ring_slots += rec.ring_slots();
       }
     }
     if (stopped == Stopped::malformed) {
@@ -1025,6 +1052,182 @@ class Section {
     if (!complete_ && meta_.problem.empty()) {
       meta_.problem = "file cut short at byte " + std::to_string(offset_) + " (the recording did not stop)";
     }
+    meta_.recovered = recovered_;
+    if (!rings_note_.empty()) meta_.problem += (meta_.problem.empty() ? "" : "; ") + rings_note_;
+  }
+
+  // Reads the rings a recording kept in a file (runtime/ring_file.hpp, docs/file-format.md)
+  // after the trace file ended early: each thread's records from where the file's end
+  // (its ring position: the slots read for it) to the write index the thread published,
+  // decoded like the file's. A ring whose slots from there on have been overwritten
+  // (more than a ring's worth behind: the file lost data) is left alone and named.
+  void recover() {
+    namespace rf = detail::ring_file;
+    std::FILE* file = std::fopen(rings_path_.c_str(), "rb");
+    if (file == nullptr) return;  // no ring file: nothing to add
+    struct Closer {
+      std::FILE* f;
+      ~Closer() { std::fclose(f); }
+    } closer{file};
+    const auto ignored = [&](const std::string& why) { rings_note_ = "ring file " + rings_path_ + " ignored: " + why; };
+    std::fseek(file, 0, SEEK_END);
+    const auto size = static_cast<std::uint64_t>(std::ftell(file));
+    char header[48] = {};
+    std::fseek(file, 0, SEEK_SET);
+    if (std::fread(header, 1, sizeof header, file) != sizeof header || std::memcmp(header, rf::kMagic, 8) != 0) {
+      return ignored("not a ringtrace ring file");
+    }
+    const auto field = [](const char* at, auto value) {
+      std::memcpy(&value, at, sizeof value);
+      return value;
+    };
+    if (field(header + 8, std::uint32_t{}) != rf::kVersion) return ignored("a ring file version this reader does not know");
+    if (field(header + rf::kHeaderPidOffset, std::uint32_t{}) != meta_.pid ||
+        field(header + rf::kHeaderStartOffset, std::uint64_t{}) != raw_start_ns_) {
+      return ignored("it belongs to another recording");
+    }
+    const auto records = field(header + rf::kHeaderRingRecordsOffset, std::uint64_t{});
+    const auto slot_bytes = field(header + rf::kHeaderSlotBytesOffset, std::uint64_t{});
+    if (records < 64 || records > (std::uint64_t{1} << 30) || (records & (records - 1)) != 0 ||
+        slot_bytes != rf::slot_bytes(records)) {
+      return ignored("malformed header");
+    }
+    rings_read_ = true;
+    const std::uint64_t slots = std::min(field(header + rf::kHeaderSlotsOffset, std::uint64_t{}),
+                                         size < rf::kPage ? 0 : (size - rf::kPage) / slot_bytes);
+    const std::uint64_t mask = records - 1;
+    std::vector<Record> ring;  // sized when a slot is read: the file is then at least that long
+    std::uint64_t left_out = 0, overwritten = 0;
+    for (std::uint64_t k = 0; k < slots; ++k) {
+      const std::uint64_t at = rf::kPage + k * slot_bytes;
+      char slot[rf::kSlotWriteIndexOffset + 8];
+      std::fseek(file, static_cast<long>(at), SEEK_SET);
+      if (std::fread(slot, 1, sizeof slot, file) != sizeof slot) break;
+      if (field(slot + rf::kSlotStateOffset, std::uint32_t{}) != rf::kSlotBound) continue;
+      const auto id = field(slot + rf::kSlotThreadOffset, std::uint32_t{});
+      const auto write = field(slot + rf::kSlotWriteIndexOffset, std::uint64_t{});
+      // A thread the drainer had not seen yet: an id no thread of the file has.
+      Thread& t = thread_of(id != rf::kUnknownThread ? id : 0x80000000u + static_cast<std::uint32_t>(k));
+      if (!t.named) {
+        ThreadInfo& info = tables_.threads[t.id];
+        info.os_tid = field(slot + rf::kSlotTidOffset, std::uint64_t{});
+        const auto bytes = std::min<std::uint32_t>(field(slot + rf::kSlotNameBytesOffset, std::uint32_t{}),
+                                                   static_cast<std::uint32_t>(rf::kMaxName));
+        info.name.assign(slot + rf::kSlotNameOffset, bytes);
+        t.named = true;
+      }
+      const std::uint64_t from = t.ring_slots;
+      if (write <= from) continue;
+      if (write - from > records) {
+        ++overwritten;
+        continue;
+      }
+      if (ring.empty()) ring.resize(records);
+      std::fseek(file, static_cast<long>(at + rf::kPage), SEEK_SET);
+      if (std::fread(ring.data(), sizeof(Record), records, file) != records) break;
+      // The records packed as a chunk's, decoded as one (a text too long for a chunk
+      // ends what is decoded, reported as a chunk's would be).
+      std::string chunk;
+      std::uint64_t last = 0, bad_text = 0;
+      std::uint64_t pos = from;
+      while (pos < write) {
+        const Record& r = ring[pos & mask];
+        const std::uint64_t kind = r.word & detail::record_kind_mask;
+        const std::uint64_t n = detail::record_slots(ring.data(), mask, pos);
+        if (n > records || pos + n > write) break;  // a torn header: nothing after it is whole
+        std::uint64_t index = 0;
+        if (kind != detail::record_dropped) {
+          index = site_index(r.word & ~detail::record_kind_mask, kind);
+          if (index == 0) {  // a value or text of a call site the file never described
+            ++left_out;
+            pos += n;
+            continue;
+          }
+        }
+        if (kind == detail::record_text && bad_text == 0) {
+          const std::uint64_t bytes = ring[(pos + 1) & mask].ticks & ~(std::uint64_t{1} << 63);
+          if (bytes > 0xFFFF) bad_text = bytes;
+        }
+        if (bad_text == 0) pack(ring.data(), mask, pos, index, last, chunk);
+        pos += n;
+      }
+      const std::uint64_t before = t.recorded;
+      const bool decoded = decode(t, chunk);
+      t.ring_slots = pos;
+      if (!decoded) return;
+      if (bad_text != 0) {  // as a chunk's decoding fails there (what came before it is not counted)
+        meta_.problem = "text record of " + std::to_string(bad_text) + " bytes in the chunk ending at byte " +
+                        std::to_string(offset_) + ": damaged file";
+        return;
+      }
+      recovered_ += t.recorded - before;
+    }
+    rings_note_ = std::to_string(recovered_) + " events recovered from " + rings_path_;
+    if (left_out > 0) {
+      rings_note_ += " (" + std::to_string(left_out) +
+                     " values or texts of call sites first used after the last drainer pass left out)";
+    }
+    if (overwritten > 0) {
+      rings_note_ += "; " + std::to_string(overwritten) + " ring(s) no longer held what the file lacks";
+    }
+  }
+
+  // Appends the ring record at `pos` (of a ring of mask + 1 slots) to `out` packed as
+  // the file's writer packs it (docs/file-format.md), with the site index `index`;
+  // `last` is the previous record's ticks that had any.
+  static void pack(const Record* ring, std::uint64_t mask, std::uint64_t pos, std::uint64_t index,
+                   std::uint64_t& last, std::string& out) {
+    const auto put = [&](std::uint64_t v) {
+      for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      out.push_back(static_cast<char>(v));
+    };
+    const auto zigzag = [](std::uint64_t v) {
+      return (v << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(v) >> 63);
+    };
+    const Record& r = ring[pos & mask];
+    const std::uint64_t kind = r.word & detail::record_kind_mask;
+    put(kind | (r.ticks == 0 ? 8u : 0u) | (index << 4));
+    if (r.ticks != 0) {
+      put(zigzag(r.ticks - last));
+      last = r.ticks;
+    }
+    if (kind <= detail::record_instant) return;
+    const Record& payload = ring[(pos + 1) & mask];
+    if (kind == detail::record_value_double) {
+      out.append(reinterpret_cast<const char*>(&payload.ticks), 8);
+    } else if (kind == detail::record_text) {
+      put(payload.ticks);  // size | truncated << 63
+      put(payload.word);   // the size before truncation
+      std::uint64_t bytes = payload.ticks & ~(std::uint64_t{1} << 63);
+      for (std::uint64_t slot = pos + 2; bytes != 0; ++slot) {
+        const std::uint64_t n = std::min<std::uint64_t>(bytes, sizeof(Record));
+        out.append(reinterpret_cast<const char*>(&ring[slot & mask]), n);
+        bytes -= n;
+      }
+    } else {
+      put(zigzag(payload.ticks));
+    }
+  }
+
+  // The site index of a call site's address, for a record read from a ring. A zone or
+  // instant of a call site that the file never described (first used after the
+  // drainer's last pass: its name was in the dead process's memory) gets a placeholder
+  // named after its address; a value or text of one gets 0 (it cannot be interpreted).
+  std::uint64_t site_index(std::uint64_t address, std::uint64_t kind) {
+    const auto it = index_by_address_.find(address);
+    if (it != index_by_address_.end()) return it->second;
+    const bool zone = kind == detail::record_zone_begin || kind == detail::record_zone_end ||
+                      kind == detail::record_region_begin;
+    if (!zone && kind != detail::record_instant) return 0;
+    char name[64];
+    std::snprintf(name, sizeof name, "(call site 0x%llx)", static_cast<unsigned long long>(address));
+    Site& s = tables_.sites.emplace_back();
+    s.name = name;
+    s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), 0,
+                      zone ? SiteKind::zone : SiteKind::instant, 0, s.category.c_str()};
+    site_by_index_.push_back(static_cast<SiteId>(tables_.sites.size() - 1));
+    index_by_address_.emplace(address, site_by_index_.size());
+    return site_by_index_.size();
   }
 
   // The drops the footer counts for a thread (its row carries the file's thread id).
@@ -1062,6 +1265,11 @@ class Section {
   ClockInfo clock_;
   std::vector<detail::ClockSegment> segments_;
   std::vector<SiteId> site_by_index_;  // by site frame order - 1
+  std::unordered_map<std::uint64_t, std::uint64_t> index_by_address_;  // call site address -> index
+  std::string rings_path_;   // the ring file to read if the section is cut short
+  std::string rings_note_;   // what reading it gave, for the problem line
+  bool rings_read_ = false;
+  std::uint64_t recovered_ = 0;
   std::vector<Thread> threads_;
   std::vector<std::uint32_t> file_thread_;  // threads_[i]'s id in the file
   std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
@@ -1081,10 +1289,13 @@ class Section {
 class FileReplay final : private Delivery {
  public:
   FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters, const ReplayOptions& options)
-      : path_(path.string()), exporters_(exporters), progress_(options.progress) {}
+      : path_(path.string()), exporters_(exporters), progress_(options.progress) {
+    if (options.recover_rings) rings_ = options.rings.empty() ? default_rings(path_) : options.rings.string();
+  }
 
   ReplayResult run() {
     find_sections();
+    if (version_ == tf::kVersion && !rings_.empty()) sections_.front()->set_rings(rings_);
     for (auto& s : sections_) s->open_session();
     name_processes();
     // A file of one process: its deliveries go to the exporters as the merge gives them.
@@ -1110,6 +1321,16 @@ class FileReplay final : private Delivery {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(path_ + ": " + what); }
+
+  // run.rtrace or run.rtrace.partial: run.rtrace.rings (BinaryTraceExporter::rings_path).
+  static std::string default_rings(const std::string& path) {
+    const std::string_view partial = ".partial";
+    std::string base = path;
+    if (base.size() > partial.size() && base.compare(base.size() - partial.size(), partial.size(), partial) == 0) {
+      base.resize(base.size() - partial.size());
+    }
+    return base + ".rings";
+  }
 
   // Version 1: the file is one process. Version 2 (`ringtrace merge`): a process frame,
   // then that process's frames, for each process.
@@ -1338,6 +1559,8 @@ class FileReplay final : private Delivery {
     for (auto& s : sections_) {
       const ReplayProcess& m = s->meta();
       r.processes.push_back(m);
+      r.recovered += m.recovered;
+      if (s->rings_read()) r.rings = rings_;
       if (!m.complete) r.complete = false;
       if (r.problem.empty() && !m.problem.empty()) {
         r.problem = sections_.size() == 1 ? m.problem
@@ -1356,6 +1579,7 @@ class FileReplay final : private Delivery {
   }
 
   std::string path_;
+  std::string rings_;  // the ring file to read if the file is cut short ("" never)
   std::span<Exporter* const> exporters_;
   ProgressFunction progress_;
   std::uint64_t size_ = 0;

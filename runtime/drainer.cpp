@@ -7,6 +7,8 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <mutex>
+#include <new>
 
 #include <unistd.h>
 
@@ -21,6 +23,31 @@ constexpr std::uint32_t kUnsorted = ~std::uint32_t{0};
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
+
+namespace {
+// Held by a drainer while it works (a pass, the exporters' start), not while it sleeps.
+std::timed_mutex g_pass_mutex;
+bool g_fork_holds_pass = false;  // written by the forking thread only, between prepare and parent/child
+}  // namespace
+
+void drainer_fork_prepare() noexcept {
+  g_fork_holds_pass = false;
+  if (t_drainer_thread) return;
+  // Bounded: a drainer stuck in an exporter (or waiting for a lock this thread holds)
+  // must not make fork() hang; the child then merely runs the risk it ran before.
+  g_fork_holds_pass = g_pass_mutex.try_lock_for(std::chrono::milliseconds(100));
+}
+
+void drainer_fork_parent() noexcept {
+  if (g_fork_holds_pass) g_pass_mutex.unlock();
+  g_fork_holds_pass = false;
+}
+
+void drainer_fork_child() noexcept {
+  // The child has no drainer: a fresh, unlocked mutex (the parent's copy may be held).
+  new (&g_pass_mutex) std::timed_mutex();
+  g_fork_holds_pass = false;
+}
 
 Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
                  ClockInfo clock_info, bool use_tsc, std::uint32_t epoch)
@@ -77,6 +104,7 @@ void Drainer::start() {
 void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
   t_drainer_thread = true;
+  std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
   for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
   if (!raw_sinks_.empty()) {
     RawSessionInfo info;
@@ -94,11 +122,16 @@ void Drainer::run() {
     info.per_thread_counters = config_.per_thread_counters;
     for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
     raw_segment();
+    // A process killed before the first pass still leaves the session and its clock in
+    // the trace file, to read the rings with.
+    if (rings_in_file_) persist_raw();
   }
   last_refit_ticks_ = read_ticks(use_tsc_);
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
+    working.unlock();
     registry_.wait_for_wake(config_.drain_interval, stop_);
+    working.lock();
   }
   pass(true);
 }
@@ -128,6 +161,8 @@ void Drainer::accept_registrations() {
     } else {
       row = &sparse_rows_[cursor->thread];
     }
+    // The slot's reader finds the thread's records in the trace file under this id.
+    if (buffer->slot != nullptr) buffer->slot->thread.store(cursor->thread, std::memory_order_release);
     row->info.id = cursor->thread;
     row->info.os_tid = buffer->os_tid;
     row->info.name = buffer->read_name();
@@ -606,10 +641,17 @@ void Drainer::flush() {
 }
 
 void Drainer::publish_read_positions() {
-  for (auto& c : cursors_) {
-    if (!raw_sinks_.empty() && c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
-    c->buffer->read_index.store(c->read_pos, std::memory_order_release);
+  if (!raw_sinks_.empty()) {
+    for (auto& c : cursors_) {
+      if (c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
+    }
+    if (rings_in_file_) persist_raw();
   }
+  for (auto& c : cursors_) c->buffer->read_index.store(c->read_pos, std::memory_order_release);
+}
+
+void Drainer::persist_raw() {
+  for_each_raw("on_raw_persist", [](RawSink& r) { r.on_raw_persist(); });
 }
 
 void Drainer::maybe_refit() {
@@ -645,7 +687,7 @@ void Drainer::pass(bool final) {
   for (auto& c : cursors_) {
     // Retired before the write index: a retired thread's last writes are then visible.
     c->retired = (c->buffer->flags.load(std::memory_order_acquire) & kRetired) != 0;
-    c->end = c->buffer->write_index.load(std::memory_order_acquire);
+    c->end = c->buffer->published->load(std::memory_order_acquire);
     update_names(*c);
   }
   if (raw_only_) {
@@ -671,6 +713,9 @@ void Drainer::pass(bool final) {
                      EventFlags::closed_at_stop);
       }
       flush();
+      // Rings in a file: the released ring may be bound to another thread at once, so
+      // its records must be in the trace file first.
+      if (rings_in_file_) publish_read_positions();
       registry_.release(c.buffer);
       // Every event of the thread is delivered: a thread past the first
       // max_thread_rows gives its row up (its counts stay in the folded totals).

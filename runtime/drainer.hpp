@@ -26,6 +26,15 @@ namespace ringtrace::detail {
 // True on a drainer's own thread: inside an exporter's callback.
 bool on_drainer_thread() noexcept;
 
+// fork() while a drainer works: the prepare handler waits (at most 100 ms) until the
+// drainer is between passes, so that the child's copy of every lock the drainer takes
+// in a pass (the allocator's, an exporter's) is free: a pass holds a global lock that
+// fork's prepare handler takes and its parent and child handlers give back. Skipped on
+// the drainer thread itself (an exporter that forks).
+void drainer_fork_prepare() noexcept;
+void drainer_fork_parent() noexcept;
+void drainer_fork_child() noexcept;
+
 class Drainer final : public TraceContext {
  public:
   Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
@@ -34,6 +43,8 @@ class Drainer final : public TraceContext {
 
   // The session's epoch, published after construction (construction can fail).
   void set_epoch(std::uint32_t epoch) { epoch_ = epoch; }
+  // Before start(): the session maps the rings from a RawSink's ring file.
+  void set_rings_in_file(bool rings_in_file) { rings_in_file_ = rings_in_file; }
   void start();
   // The epoch is already retracted: drain everything, close open zones at
   // `stop_ticks`, finish the exporters, let go of every ring, join the thread.
@@ -96,6 +107,7 @@ class Drainer final : public TraceContext {
   };
   void run();
   void pass(bool final);
+  void persist_raw();  // rings in a file: every raw sink hands what it holds to the OS
   void accept_registrations();
   void merge(std::uint64_t watermark);
   void merge_staged(std::uint64_t watermark);
@@ -133,6 +145,10 @@ class Drainer final : public TraceContext {
   std::vector<bool> exporter_failed_;
   std::vector<std::pair<std::size_t, RawSink*>> raw_sinks_;  // exporter index, its raw side
   bool raw_only_ = false;  // every exporter is a raw sink that wants no events: no decoding
+  // The rings are in a file mapping (RawSink::rings_path): read positions are published
+  // only once the raw sinks hold the records in the OS (persist_raw), and a ring slot's
+  // header names the thread as the trace file does.
+  bool rings_in_file_ = false;
   TickConverter converter_;
   ClockInfo clock_info_;
   bool use_tsc_;

@@ -22,6 +22,8 @@
 #include "clock_calibration.hpp"
 #include "drainer.hpp"
 #include "flight_recorder.hpp"
+#include "ring_file.hpp"
+#include "ringtrace/detail/raw_sink.hpp"
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "thread_registry.hpp"
@@ -62,15 +64,18 @@ struct Session::Impl {
   // Steps and windows.
   std::vector<WindowExporterFactory> window_factories;
   detail::FlightRecorderHandle recorder;  // the run's flight recorder (kept after stop for stats())
+  std::unique_ptr<detail::RingFile> ring_file;  // the run's rings, when a binary file asks for a mapping
   std::atomic<std::uint64_t> step{0};
   bool steps_recorded = false;  // a schedule or window exporters: steps are zones
   bool recording = true;        // the current step records (else the epoch is paused)
   const SiteInfo* step_site = detail::step_marker_site();
   std::uint32_t step_epoch = detail::kNoSession;
+  std::uint64_t phase_until = 0;  // steps before this one are in the current step's phase
 
   // Begins step `n`: switches recording by the schedule, opens its zone.
   void begin_step(std::uint64_t n) {
     const detail::StepPlan plan = detail::plan_step(config.schedule, n);
+    phase_until = plan.until;
     const bool rec = detail::records(plan.phase);
     if (rec != recording) {
       detail::Registry::instance().set_paused(!rec);
@@ -111,6 +116,12 @@ void Session::Impl::stop() {
   step_epoch = detail::kNoSession;
   detail::Registry::instance().retract_epoch();
   drainer->finish(detail::read_ticks(use_tsc));
+  // Every record is in the trace file now: the rings' file is not needed any more (the
+  // slots stay mapped until their threads bind rings of another session).
+  if (ring_file) {
+    ring_file->remove();
+    ring_file.reset();
+  }
   SessionStats stats = drainer->stats();
   std::lock_guard<std::mutex> lock(g_session_mutex);
   last_stats = std::move(stats);
@@ -206,6 +217,27 @@ void Session::start() {
   auto drainer = std::make_unique<detail::Drainer>(config, exporters, converter, clock, use_tsc, 0);
   for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
   detail::g_sample_every.store(config.sample_every, std::memory_order_relaxed);
+  // Rings in a file mapping, when the binary file asks for it (one exporter at most).
+  std::unique_ptr<detail::RingFile> ring_file;
+  {
+    std::filesystem::path rings;
+    for (const auto& exporter : exporters) {
+      const auto* raw = dynamic_cast<const detail::RawSink*>(exporter.get());
+      const std::filesystem::path asked = raw != nullptr ? raw->rings_path() : std::filesystem::path();
+      if (asked.empty()) continue;
+      if (!rings.empty()) {
+        throw std::invalid_argument("ringtrace: two exporters ask for the rings in a file (" + rings.string() +
+                                    " and " + asked.string() + "); a session has one set of rings");
+      }
+      rings = asked;
+    }
+    if (!rings.empty()) {
+      ring_file = detail::RingFile::create(rings, static_cast<std::uint32_t>(::getpid()), clock.start_ns,
+                                           config.buffer_records);
+      params.ring_file = ring_file.get();
+      drainer->set_rings_in_file(true);
+    }
+  }
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);
@@ -214,9 +246,11 @@ void Session::start() {
   } catch (...) {
     registry.retract_epoch();
     registry.release_pending_registrations();
+    if (ring_file) ring_file->remove();
     throw;
   }
   impl_->drainer = std::move(drainer);
+  impl_->ring_file = std::move(ring_file);
   impl_->recorder = std::move(flight);
   impl_->use_tsc = use_tsc;
   impl_->pid = ::getpid();
@@ -239,8 +273,16 @@ void Session::add_window_exporter(WindowExporterFactory factory) {
 
 void Session::step() {
   Impl& s = *impl_;
-  const std::uint64_t next = s.step.fetch_add(1, std::memory_order_relaxed) + 1;
+  // One thread at a time calls step(): a load and a store, not a read-modify-write.
+  const std::uint64_t next = s.step.load(std::memory_order_relaxed) + 1;
+  s.step.store(next, std::memory_order_relaxed);
   if (!s.steps_recorded || !s.running) return;
+  if (next < s.phase_until) [[likely]] {
+    // No window boundary: nothing to switch. A recording step closes the step that ends
+    // and opens the next with one clock read (wait and skip steps have no zone).
+    if (s.recording) s.step_epoch = detail::zone_switch(s.step_site, s.step_epoch, next);
+    return;
+  }
   detail::zone_close(s.step_site, s.step_epoch);  // the step that ends
   s.begin_step(next);
 }
@@ -330,6 +372,7 @@ void signal_watcher() {
 // --- fork: the child has one thread and none of the parent's drainer. It records
 // nothing, touches nothing of the parent's, and may start a session of its own.
 void after_fork_in_child() {
+  detail::drainer_fork_child();
   detail::g_epoch.store(0, std::memory_order_relaxed);
   detail::ThreadWriter& t = detail::t_writer;
   t = detail::ThreadWriter{};  // the parent's ring stays the parent's
@@ -346,7 +389,7 @@ void install_process_hooks() {
   std::call_once(once, [] {
     std::atexit(stop_active_at_exit);
     std::at_quick_exit(stop_active_at_exit);
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    pthread_atfork(detail::drainer_fork_prepare, detail::drainer_fork_parent, after_fork_in_child);
   });
 }
 

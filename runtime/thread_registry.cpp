@@ -60,6 +60,15 @@ void write_drop_marker(ThreadWriter& t, ThreadBuffer& b) noexcept {
   publish(t, pos + 2);
 }
 
+// A thread's name in its ring file slot, for a reader recovering a killed process's
+// rings: the size is cleared first and set last, so a torn name reads as none.
+void write_slot_name(ring_file::SlotHeader& slot, std::string_view name) noexcept {
+  const std::size_t bytes = std::min(name.size(), ring_file::kMaxName);
+  slot.name_bytes.store(0, std::memory_order_release);
+  std::memcpy(slot.name, name.data(), bytes);
+  slot.name_bytes.store(static_cast<std::uint32_t>(bytes), std::memory_order_release);
+}
+
 void backoff(unsigned round) {
   if (round < 64) {
 #if RINGTRACE_HAVE_TSC
@@ -132,13 +141,30 @@ void Registry::release(ThreadBuffer* buffer) {
   if ((old & kRetired) != 0) recycle(buffer);
 }
 
+// Gives a buffer's ring back: to mimalloc, or its slot's mapping (the file's pages go
+// when their last mapping does). Only the buffer's own thread, or nobody, writes into it.
+static void free_ring(ThreadBuffer& b) noexcept {
+  if (b.slot_map != nullptr) {
+    unmap_ring_slot(b.slot_map, b.slot_map_bytes);
+  } else {
+    runtime_free(b.slots);
+  }
+  b.slots = nullptr;
+  b.capacity = 0;
+  b.slot = nullptr;
+  b.slot_map = nullptr;
+  b.slot_map_bytes = 0;
+  b.slot_serial = 0;
+  b.published = &b.write_index;
+}
+
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
   try {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     pool_.push_back(buffer);
   } catch (...) {  // no memory for the pool's array: give the buffer's memory back
-    runtime_free(buffer->slots);
+    free_ring(*buffer);
     delete buffer;
   }
 }
@@ -190,12 +216,29 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
     b = acquire_buffer();
     t.buffer = b;
   }
-  if (b->capacity != params_.capacity) {
-    runtime_free(b->slots);
-    b->slots = nullptr;
-    b->capacity = 0;
-    b->slots = static_cast<Record*>(runtime_alloc(params_.capacity * sizeof(Record), 64));
+  const std::uint64_t serial = params_.ring_file != nullptr ? params_.ring_file->serial() : 0;
+  if (b->capacity != params_.capacity || b->slot_serial != serial) {
+    free_ring(*b);
+    if (params_.ring_file != nullptr) {
+      const RingFile::Slot slot = params_.ring_file->map_slot();  // throws: counted as a ring not allocated
+      b->slots = slot.ring;
+      b->slot = slot.header;
+      b->slot_map = slot.map;
+      b->slot_map_bytes = slot.bytes;
+      b->slot_serial = serial;
+      b->published = &slot.header->write_index;
+    } else {
+      b->slots = static_cast<Record*>(runtime_alloc(params_.capacity * sizeof(Record), 64));
+    }
     b->capacity = params_.capacity;
+  }
+  if (b->slot != nullptr) {
+    // Rebinding: a reader of the file ignores the slot until it is bound again, so that
+    // the previous thread's records (all in the trace file by now) are never taken for
+    // this one's.
+    b->slot->state.store(0, std::memory_order_release);
+    b->slot->write_index.store(0, std::memory_order_relaxed);
+    b->slot->thread.store(ring_file::kUnknownThread, std::memory_order_relaxed);
   }
   b->write_index.store(0, std::memory_order_relaxed);
   b->read_index.store(0, std::memory_order_relaxed);
@@ -212,6 +255,11 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
     b->name = hook.name;
   }
   b->name_version.fetch_add(1, std::memory_order_release);
+  if (b->slot != nullptr) {
+    b->slot->os_tid = b->os_tid;
+    write_slot_name(*b->slot, hook.name);
+    b->slot->state.store(ring_file::kSlotBound, std::memory_order_release);
+  }
   b->flags.store(kRegistered, std::memory_order_release);
   ThreadBuffer* head = registrations_.load(std::memory_order_relaxed);
   do {
@@ -222,7 +270,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   t.write_pos = 0;
   t.limit = b->high_water;
   t.avail_end = t.limit;
-  t.published = &b->write_index;
+  t.published = b->published;
   t.use_tsc = params_.use_tsc;
   return true;  // the caller (the slow path, busy) binds t.epoch when it leaves
 }
@@ -402,6 +450,7 @@ void set_thread_name(std::string_view name) {
       {
         std::lock_guard<std::mutex> lock(buffer->name_mutex);
         buffer->name.assign(name);
+        if (buffer->slot != nullptr) detail::write_slot_name(*buffer->slot, name);
       }
       buffer->name_version.fetch_add(1, std::memory_order_release);
     }

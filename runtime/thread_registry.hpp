@@ -16,6 +16,7 @@
 
 #include <vector>
 
+#include "ring_file.hpp"
 #include "ringtrace/config.hpp"
 #include "ringtrace/detail/writer.hpp"
 
@@ -43,6 +44,14 @@ struct ThreadBuffer {
   std::uint64_t high_water = 0;  // slots; past this the thread wakes the drainer
   bool block = false;            // overflow policy of the session it is bound to
   Record* slots = nullptr;
+  // Where the thread publishes its write index: `write_index`, or the write index in its
+  // ring file slot when the ring is in a file mapping (the drainer reads it there too).
+  std::atomic<std::uint64_t>* published = &write_index;
+  // The ring's slot in a ring file (RingFile), or null when the ring is on the heap.
+  ring_file::SlotHeader* slot = nullptr;
+  void* slot_map = nullptr;
+  std::size_t slot_map_bytes = 0;
+  std::uint64_t slot_serial = 0;  // RingFile::serial() of the file it is in
   std::mutex name_mutex;
   std::string name;
   std::atomic<std::uint32_t> name_version{0};
@@ -64,6 +73,7 @@ struct ActiveParams {
   OverflowPolicy overflow = OverflowPolicy::drop;
   bool use_tsc = false;
   std::uint64_t grace_ns = 0;  // the drainer holds back records younger than this
+  RingFile* ring_file = nullptr;  // rings in this file mapping (BinaryTraceOptions::rings_in_file), else the heap
 };
 
 class Registry {

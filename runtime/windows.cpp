@@ -23,6 +23,7 @@ StepPlan plan_step(const std::optional<Schedule>& schedule, std::uint64_t step) 
   const std::uint64_t active = s.active > 0 ? static_cast<std::uint64_t>(s.active) : 1;
   if (step < skip) {
     plan.phase = StepPhase::skip;
+    plan.until = skip;
     return plan;
   }
   const std::uint64_t cycle = wait + warmup + active;
@@ -31,15 +32,19 @@ StepPlan plan_step(const std::optional<Schedule>& schedule, std::uint64_t step) 
     plan.phase = StepPhase::done;
     return plan;
   }
+  const std::uint64_t cycle_start = skip + c * cycle;
   if (r < wait) {
     plan.phase = StepPhase::wait;
+    plan.until = cycle_start + wait;
   } else if (r < wait + warmup) {
     plan.phase = StepPhase::warmup;
+    plan.until = cycle_start + wait + warmup;
   } else {
     plan.phase = StepPhase::active;
     plan.window = c;
-    plan.first = skip + c * cycle + wait + warmup;
+    plan.first = cycle_start + wait + warmup;
     plan.last = plan.first + active - 1;
+    plan.until = plan.last + 1;
   }
   return plan;
 }

@@ -21,6 +21,9 @@ struct StepPlan {
   StepPhase phase = StepPhase::active;
   std::uint64_t window = 0;                  // active: which window
   std::uint64_t first = 0, last = 0;         // active: the window's first and last step
+  // The first step after this one's run of steps of the same phase (and window): until
+  // then Session::step() needs no plan (no division) and switches nothing.
+  std::uint64_t until = ~std::uint64_t{0};
 };
 
 // The phase of step `step`; without a schedule every step is active and there is one

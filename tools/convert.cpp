@@ -27,7 +27,10 @@ constexpr const char* kHelp =
     "formats below, any subset, in one pass. OUT '-' is standard output (not for --pstats).\n"
     "Every output is opened before any work: a path that cannot be written fails at once.\n"
     "A file cut short converts up to its last complete chunk, then the command exits 1\n"
-    "with one line saying where the file ends.\n"
+    "with one line saying where the file ends. If the recording kept its rings in a file\n"
+    "(BinaryTraceOptions::rings_in_file), the ring file beside it (run.rtrace.rings for\n"
+    "run.rtrace or run.rtrace.partial) gives what the process had recorded after that,\n"
+    "and the line says how many events came from it.\n"
     "\n"
     "outputs:\n"
     "  --chrome OUT      Chrome trace JSON (.gz: compressed) for Perfetto UI, chrome://tracing\n"
@@ -45,7 +48,8 @@ constexpr const char* kHelp =
     "  --rows N               table: rows kept (default 100, 0: all)\n"
     "  --fold-steps           table: Session::step()'s zones in one row \"step #*\"\n"
     "  --estimate-sampled     pstats, folded, summary, table: zones of sampled sites count\n"
-    "                         as many times as their rate (estimates of the whole run)\n";
+    "                         as many times as their rate (estimates of the whole run)\n"
+    "  --no-rings             never read a ring file beside FILE\n";
 
 }  // namespace
 
@@ -61,6 +65,7 @@ int convert(const std::vector<std::string>& args) {
   OpsSummaryOptions summary_options;
   TableOptions table_options;
   bool estimate = false;
+  bool rings = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const auto value = [&]() -> const std::string& {
@@ -104,6 +109,8 @@ int convert(const std::vector<std::string>& args) {
       table_options.fold_steps = true;
     } else if (a == "--estimate-sampled") {
       estimate = true;
+    } else if (a == "--no-rings") {
+      rings = false;
     } else if (!a.empty() && a[0] == '-') {
       return error("convert", "unknown option '" + a + "' (see ringtrace convert --help)", 2);
     } else if (input.empty()) {
@@ -149,6 +156,7 @@ int convert(const std::vector<std::string>& args) {
   ProgressBar bar("ringtrace convert");
   ReplayOptions options;
   options.progress = std::ref(bar);
+  options.recover_rings = rings;
   const ReplayResult result = replay_file(input, raw, options);
   std::cout.flush();
   if (!result.problem.empty()) return error("convert", input + ": " + result.problem);

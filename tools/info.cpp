@@ -48,21 +48,31 @@ class Census final : public Exporter {
 }  // namespace
 
 int info(const std::vector<std::string>& args) {
-  if (wants_help(args) || args.size() != 1) {
+  const bool rings = !(args.size() == 2 && args[1] == "--no-rings");
+  if (wants_help(args) || args.empty() || (args.size() == 2 && rings) || args.size() > 2) {
     return usage(args,
-        "usage: ringtrace info FILE\n"
+        "usage: ringtrace info FILE [--no-rings]\n"
         "\n"
         "Prints what a binary trace file holds: process, host, start and duration, threads\n"
         "with names and event counts, call sites, drops, and whether the file is complete\n"
         "(a file cut short, e.g. by a killed process, is read up to its last complete chunk\n"
-        "and info says where it ends; info still exits 0).\n");
+        "and info says where it ends; info still exits 0). A file cut short whose recording\n"
+        "kept its rings in a file is read on from the ring file beside it (run.rtrace.rings),\n"
+        "unless --no-rings; info says how many events came from there.\n");
   }
   Census census;
-  const ReplayResult r = replay_file(args[0], census);
+  ReplayOptions options;
+  options.recover_rings = rings;
+  Exporter* const one[] = {&census};
+  const ReplayResult r = replay_file(args[0], std::span<Exporter* const>(one), options);
   const SessionStats& s = census.stats;
   std::printf("file:        %s (%llu bytes, format version %u)\n", args[0].c_str(),
               static_cast<unsigned long long>(r.bytes), r.version);
   std::printf("status:      %s\n", r.complete ? "complete" : r.problem.c_str());
+  if (!r.rings.empty()) {
+    std::printf("rings:       %s: %llu events recovered (recorded after the file's last write)\n", r.rings.c_str(),
+                static_cast<unsigned long long>(r.recovered));
+  }
   if (r.processes.size() <= 1) {
     std::printf("process:     %s (pid %u) on host %s\n", census.process.c_str(), census.pid, r.host.c_str());
   } else {

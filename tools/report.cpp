@@ -17,12 +17,15 @@ int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::fputs(
         "usage: ringtrace report FILE [--rows N] [--transparent NAME]... [--estimate-sampled] [--fold-steps]\n"
+        "                             [--no-rings]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
         "and the captured-ops summary of a binary trace file. --transparent names a zone that\n"
         "wraps ops without being one (a step), as in the summary exporter. --estimate-sampled\n"
         "counts zones of sampled sites as many times as their rate (and says so); --fold-steps\n"
-        "puts Session::step()'s zones in one row \"step #*\".\n",
+        "puts Session::step()'s zones in one row \"step #*\". A file cut short is read up to\n"
+        "its last complete chunk, then from its ring file if the recording kept one (see\n"
+        "ringtrace convert --help; --no-rings: never), and report exits 1 saying so.\n",
         stdout);
     return 0;
   }
@@ -30,6 +33,7 @@ int report(const std::vector<std::string>& args) {
   TableOptions table_options;
   table_options.row_limit = 20;
   OpsSummaryOptions summary_options;
+  bool rings = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if ((args[i] == "--rows" || args[i] == "--transparent") && i + 1 >= args.size()) {
       return error("report", args[i] + " needs a value", 2);
@@ -42,6 +46,8 @@ int report(const std::vector<std::string>& args) {
       table_options.fold_steps = true;
     } else if (args[i] == "--estimate-sampled") {
       table_options.estimate_sampled = summary_options.estimate_sampled = true;
+    } else if (args[i] == "--no-rings") {
+      rings = false;
     } else if (!args[i].empty() && args[i][0] == '-') {
       return error("report", "unknown option '" + args[i] + "' (see ringtrace report --help)", 2);
     } else if (input.empty()) {
@@ -57,6 +63,7 @@ int report(const std::vector<std::string>& args) {
   ProgressBar bar("ringtrace report");
   ReplayOptions options;
   options.progress = std::ref(bar);
+  options.recover_rings = rings;
   const ReplayResult result = replay_file(input, both, options);
   std::cout.flush();
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);

@@ -1,7 +1,15 @@
 // Writes a few small, valid binary trace files into the folder given: the fuzzer's
 // seeds (every frame type, packed records of every kind, texts), and a merged file of
 // two of them (format version 2: process frames and sections).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,5 +51,43 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::filesystem::path> two = {dir / "seed0.rtrace", dir / "seed1.rtrace"};
   ringtrace::merge_files(two, dir / "seed_merged.rtrace");
-  return 0;
+  // A process killed with its rings in a file: the cut trace, then its ring file and the
+  // harness's trailer (see fuzz_trace_reader.cpp).
+  const std::filesystem::path killed = dir / "killed.rtrace";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ringtrace::Config config;
+    config.buffer_records = 256;  // holds every record after the first pass: no wake-up
+    config.high_water = 1.0;
+    config.drain_interval = std::chrono::milliseconds(20);
+    ringtrace::Session session(config);
+    ringtrace::BinaryTraceOptions options;
+    options.rings_in_file = true;
+    session.add_exporter(ringtrace::binary_trace_exporter(killed, options));
+    session.start();
+    for (int i = 0; i < 30; ++i) {
+      {
+        RINGTRACE_ZONE("k");
+        RINGTRACE_ZONE_VALUE("i", i);
+        RINGTRACE_ZONE_TEXT("t", "text", 4);
+      }
+      if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(::getpid(), SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::ifstream trace(killed.string() + ".partial", std::ios::binary), ring(killed.string() + ".rings", std::ios::binary);
+  std::ostringstream bytes, ring_bytes;
+  bytes << trace.rdbuf();
+  ring_bytes << ring.rdbuf();
+  const std::string r = ring_bytes.str();
+  std::ofstream seed(dir / "seed_killed_rings.rtrace", std::ios::binary);
+  seed << bytes.str() << r;
+  seed.write("\x89RINGS\0\0", 8);
+  const auto n = static_cast<std::uint32_t>(r.size());
+  seed.write(reinterpret_cast<const char*>(&n), 4);
+  std::filesystem::remove(killed.string() + ".partial");
+  std::filesystem::remove(killed.string() + ".rings");
+  return r.empty() ? 1 : 0;
 }

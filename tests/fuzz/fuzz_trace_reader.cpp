@@ -1,10 +1,14 @@
 // libFuzzer harness for the binary trace file reader: any bytes, read by replay_file()
 // into a Chrome exporter and a MemoryExporter, must give a result or a clean
 // std::runtime_error: no crash, hang, leak, sanitizer report or huge allocation.
+// An input that ends with the 8 bytes "\x89RINGS\0\0" and a u32 length L holds a trace
+// file followed by L bytes of its ring file (BinaryTraceOptions::rings_in_file), written
+// beside it, where the reader looks for it when the trace is cut short.
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -25,10 +29,30 @@ std::string scratch_path() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = scratch_path();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return 0;
-  if (size != 0) std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  static const std::string rings = path + ".rings";
+  static constexpr char kTrailer[8] = {'\x89', 'R', 'I', 'N', 'G', 'S', 0, 0};
+  std::size_t trace = size, ring = 0;
+  if (size >= 12 && std::memcmp(data + size - 12, kTrailer, 8) == 0) {
+    std::uint32_t n = 0;
+    std::memcpy(&n, data + size - 4, 4);
+    if (n <= size - 12) {
+      ring = n;
+      trace = size - 12 - n;
+    }
+  }
+  const auto write = [](const std::string& to, const std::uint8_t* bytes, std::size_t n) {
+    std::FILE* f = std::fopen(to.c_str(), "wb");
+    if (f == nullptr) return false;
+    if (n != 0) std::fwrite(bytes, 1, n, f);
+    std::fclose(f);
+    return true;
+  };
+  if (!write(path, data, trace)) return 0;
+  if (ring != 0) {
+    if (!write(rings, data + trace, ring)) return 0;
+  } else {
+    std::remove(rings.c_str());
+  }
   std::ostringstream chrome_text;
   auto chrome = ringtrace::chrome_trace_exporter(chrome_text);
   ringtrace::MemoryExporter memory;

@@ -225,6 +225,15 @@ std::string run_parent(const fs::path& dir, ringtrace::OverflowPolicy policy, in
 }
 
 TEST_P(ForkedSession, ChildVariantsLeaveTheParentsFilesAsWithoutThem) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  // clang 14's AddressSanitizer allocator is not fork-safe: a thread the child starts (its
+  // own session's drainer) can wait forever for an allocator lock that was held in the
+  // parent when fork() copied it, even though ringtrace's drainer is kept out of its pass
+  // across fork() (seen in 1 run in 4). glibc's malloc, which programs run with, is.
+  if (GetParam() == 2) GTEST_SKIP() << "a fork child that starts threads under clang 14's AddressSanitizer";
+#endif
+#endif
   const fs::path dir = fresh_dir("fork_session_" + std::to_string(GetParam()));
   for (const auto policy : {ringtrace::OverflowPolicy::drop, ringtrace::OverflowPolicy::block}) {
     const std::string alone = run_parent(dir, policy, -1);

@@ -7,7 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>  // kill
 #include <unistd.h>  // getpid
+
+#include <chrono>
 
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
@@ -18,7 +21,30 @@
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/ringtrace.hpp"
 
+// `record_all DIR killed`: records into DIR/killed.rtrace with the rings in a file, one
+// zone "late" and, once the drainer has written its call site, 1000 more, then kills
+// itself with SIGKILL before the drainer's next pass (every 50 ms): the 1000 are in the
+// ring file only.
+int killed(const std::filesystem::path& dir) {
+  ringtrace::Config config;
+  config.process_name = "killed";
+  config.drain_interval = std::chrono::milliseconds(50);
+  ringtrace::Session session(config);
+  ringtrace::BinaryTraceOptions options;
+  options.rings_in_file = true;
+  session.add_exporter(ringtrace::binary_trace_exporter(dir / "killed.rtrace", options));
+  session.start();
+  ringtrace::set_thread_name("doomed");
+  for (int i = 0; i < 1001; ++i) {
+    { RINGTRACE_ZONE("late"); }
+    if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // passes write its call site
+  }
+  ::kill(::getpid(), SIGKILL);
+  return 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[2]) == "killed") return killed(argv[1]);
   if (argc != 2) return 2;
   const std::filesystem::path dir = argv[1];
   std::filesystem::create_directories(dir);

@@ -70,6 +70,22 @@ python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "${work}/cut.json" ||
 "${tool}" info "${work}/cut.rtrace" >"${work}/cut_info.txt" || fail "info of a cut file exits $?"
 grep -q 'status: *file cut short at byte' "${work}/cut_info.txt" || fail "info of a cut file: $(head -3 "${work}/cut_info.txt")"
 
+# A process killed with its rings in a file: convert and info read on from the ring file
+# (what the drainer had not written); --no-rings reads the file alone.
+"${record}" "${work}" killed
+[[ -f "${work}/killed.rtrace.partial" && -f "${work}/killed.rtrace.rings" ]] || fail "the killed run left no .partial and .rings"
+"${tool}" convert "${work}/killed.rtrace.partial" --chrome "${work}/killed.json" 2>"${work}/killed.err"
+status=$?
+[[ ${status} -eq 1 && $(wc -l <"${work}/killed.err") -eq 1 ]] && grep -q 'events recovered from .*killed.rtrace.rings' "${work}/killed.err" \
+  || fail "convert of a killed run with its rings: status ${status}, $(cat "${work}/killed.err")"
+late=$(python3 -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1])) if e.get("name") == "late" and e.get("ph") == "X"))' "${work}/killed.json")
+[[ ${late} -eq 1001 ]] || fail "the killed run's zones: ${late} of 1001"
+"${tool}" info "${work}/killed.rtrace.partial" >"${work}/killed_info.txt" || fail "info of the killed run exits $?"
+grep -q '^rings: .*killed.rtrace.rings: [0-9]* events recovered' "${work}/killed_info.txt" \
+  && grep -q 'doomed ' "${work}/killed_info.txt" || fail "info of the killed run: $(cat "${work}/killed_info.txt")"
+"${tool}" convert "${work}/killed.rtrace.partial" --no-rings --chrome "${work}/killed_alone.json" 2>"${work}/killed_alone.err"
+[[ $? -eq 1 ]] && ! grep -q 'recovered' "${work}/killed_alone.err" || fail "--no-rings: $(cat "${work}/killed_alone.err")"
+
 # Bad input: one line, non-zero, nothing written.
 printf '' >"${work}/empty.rtrace"
 echo '{"traceEvents":[]}' >"${work}/foreign.rtrace"

@@ -54,6 +54,14 @@ TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
   Session session(config);
   Windows windows;
   session.add_window_exporter(windows.factory());
+  // The binary file works as a window exporter too: it writes the window's stream.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ringtrace-windows-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  session.add_window_exporter([&](const WindowInfo& w) {
+    return binary_trace_exporter(dir / ("window-" + std::to_string(w.index) + ".rtrace"));
+  });
   auto whole = std::make_shared<MemoryExporter>();  // the session's own exporter: warmup and active steps
   session.add_exporter(whole);
   std::barrier sync(2);
@@ -129,6 +137,26 @@ TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
     }
     EXPECT_EQ(depth, 0);
   }
+  // The windows' binary files hold the same zones, with the same times; the zone closed at
+  // the window's end is closed at the file's end (marked closed_at_stop there).
+  for (const auto* w : {&w0, &w1}) {
+    const std::size_t index = w == &w0 ? 0 : 1;
+    MemoryExporter file;
+    const ReplayResult r = replay_file(dir / ("window-" + std::to_string(index) + ".rtrace"), file);
+    EXPECT_TRUE(r.complete) << r.problem;
+    const RecordedTrace back = file.trace();
+    EXPECT_EQ(count_zones(back), count_zones(*w));
+    std::vector<std::uint64_t> times, back_times;
+    for (const Event& e : w->events) times.push_back(e.time_ns);
+    for (const Event& e : back.events) back_times.push_back(e.time_ns);
+    EXPECT_EQ(times, back_times);
+    for (const Event& e : back.events) {
+      if (e.kind == EventKind::zone_end && back.sites[e.site].name == std::string("long")) {
+        EXPECT_NE(e.flags & EventFlags::closed_at_stop, 0);
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
   // The session's own exporter: only warmup and active steps were recorded.
   std::map<std::int64_t, int> steps_seen;
   for (const Event& e : whole->trace().events) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string_view>
 
@@ -77,6 +78,17 @@ class RawSink {
   // At stop: the time after which nothing is delivered live (the reader applies it),
   // before Exporter::on_finish.
   virtual void on_raw_stop(std::uint64_t stop_ticks) = 0;
+
+  // Rings in a file mapping: a sink that returns a path here (asked once, at start())
+  // makes the session map every thread's ring from that file (runtime/ring_file.hpp),
+  // so that a process killed before the drainer wrote its last records leaves them on
+  // disk. At most one sink of a session may ask. Empty: rings on the heap.
+  virtual std::filesystem::path rings_path() const { return {}; }
+  // With rings in a file mapping, the drainer calls this before it lets a thread reuse
+  // ring slots it has handed over (and once after on_raw_start): everything handed so
+  // far must then be in the OS's hands (written to the file), so that no record is ever
+  // in neither the file nor the ring.
+  virtual void on_raw_persist() {}
 };
 
 // How many slots the record at `slots[pos & mask]` takes (header included).

@@ -234,6 +234,38 @@ RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoc
   }
 }
 
+// Ends the region zone that `epoch` (zone_open<true>'s result) stands for and begins
+// another of the same site with `region_id`, with one clock read: the end, the begin and
+// its id in three slots (the end's was reserved; the new begin reserves its own). Both
+// carry the same ticks; the drainer places the begin a boundary gap after the end, as
+// for any two boundaries read within a nanosecond. Session::step() uses it for step
+// zones. Falls back to a close and an open when the zone was not recorded in the
+// running session or the ring has no room.
+RINGTRACE_ALWAYS_INLINE std::uint32_t zone_switch(const SiteInfo* site, std::uint32_t epoch,
+                                                  std::uint64_t region_id) noexcept {
+  ThreadWriter& t = t_writer;
+  if (epoch == t.epoch && epoch == g_epoch.load(std::memory_order_relaxed)) {
+    mark_busy(t);
+    const std::uint64_t pos = t.write_pos;
+    // The end's slot is reserved (counted out of avail_end); the begin and its id need
+    // two more and the new zone's end a reserved one: the end frees its reservation.
+    if (pos + 3 <= t.avail_end) [[likely]] {
+      Record* const slots = t.slots;
+      const std::uint64_t mask = t.mask;
+      const std::uint64_t ticks = read_ticks(t.use_tsc);
+      slots[pos & mask] = Record{ticks, record_word(site, record_zone_end)};
+      slots[(pos + 1) & mask] = Record{ticks, record_word(site, record_region_begin)};
+      slots[(pos + 2) & mask] = Record{region_id, 0};
+      publish(t, pos + 3);  // avail_end unchanged: one reservation given back, one taken
+      leave(t, epoch);
+      return epoch;
+    }
+    leave(t, epoch);
+  }
+  zone_close(site, epoch);
+  return zone_open<true>(site, region_id);
+}
+
 // The rate in effect at a site in the running session: 1 unless it is sampled.
 inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
   if ((site.options & SiteOptions::sampled) == 0) return 1;

@@ -24,14 +24,26 @@ struct BinaryTraceOptions {
   // Bytes buffered before a write; the buffer also goes to the OS after every drainer
   // pass, so a killed process loses at most the last pass.
   std::size_t buffer_bytes = std::size_t{1} << 20;
+  // The threads' rings themselves in a shared file mapping, `path` + ".rings" (removed
+  // when the session stops): a process killed with SIGKILL, or crashing, loses nothing
+  // it had published. replay_file() and the `ringtrace` tool read the rings beside a
+  // file that was cut short and recover what the drainer had not yet written. Costs: the
+  // file holds one ring per thread (16 x Config::buffer_records bytes) on disk while the
+  // session runs; a thread's first event maps its ring; the drainer writes to the trace
+  // file before each ring's slots are reused (one write per pass, as without it).
+  bool rings_in_file = false;
 };
 
 // Writes `path` + ".partial" while the session runs and renames it to `path` at stop();
 // a process killed before leaves the .partial file, which replay_file() and the tool
 // read up to its last complete chunk. A path that cannot be opened throws
-// std::runtime_error naming it. Each later run of the session rewrites the file. It
-// records a live session's rings: fed a recorded stream (replay(), a window exporter), it
-// throws std::logic_error at on_finish and writes nothing.
+// std::runtime_error naming it. Each later run of the session rewrites the file. In a
+// live session it stores the rings' records as they are (the drainer neither decodes
+// nor merges for it). Fed a stream instead (a window or snapshot of
+// Session::add_window_exporter, replay()), it writes that stream's events, times exact;
+// zones the stream closed at its end (closed_at_stop, closed_at_window_end) are closed
+// at the file's end when read, flagged closed_at_stop. A stream of several processes (a
+// merged file replayed) is refused with std::logic_error: merge files with merge_files().
 RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path,
                                                               BinaryTraceOptions options = {});
 
@@ -50,6 +62,9 @@ struct ReplayProcess {
   bool realtime_aligned = false;  // offset_ns came from CLOCK_REALTIME anchors
   bool complete = false;
   std::string problem;            // as ReplayResult::problem, for this process
+  // Events read from the process's ring file (BinaryTraceOptions::rings_in_file) after
+  // the trace file's own: what the drainer had not written when the process died.
+  std::uint64_t recovered = 0;
 };
 
 // What reading a file found.
@@ -65,13 +80,19 @@ struct ReplayResult {
   std::uint64_t bytes = 0;
   std::uint32_t version = 0;  // the file's format version (2: written by `ringtrace merge`)
   std::vector<ReplayProcess> processes;
+  // A file cut short whose ring file was beside it: the ring file read, and how many
+  // events came from it (also in `problem`'s line).
+  std::string rings;
+  std::uint64_t recovered = 0;
 };
 
 // Reads a binary trace file and feeds its merged, time-ordered stream to the exporters
 // (on_start, on_events, on_finish; never on_flush): the same events a live session
 // would have delivered, named after the recorded process and threads. A file that is
-// cut short (a killed process) or damaged is read up to its last good chunk: zones left
-// open are closed at the last time read, and the result says what was wrong. Throws
+// cut short (a killed process) or damaged is read up to its last good chunk, then, when
+// the recording kept its rings in a file (BinaryTraceOptions::rings_in_file), what the
+// rings still held beyond that; zones left open are closed at the last time read, and
+// the result says what was wrong. Throws
 // std::runtime_error when the file cannot be opened or is not a ringtrace file at all
 // (or of a newer version). Memory: the tables and the events within the recording's
 // merge grace of the newest one read, never the whole file.
@@ -85,6 +106,11 @@ using ProgressFunction = std::function<void(std::uint64_t done, std::uint64_t to
 
 struct ReplayOptions {
   ProgressFunction progress;  // optional
+  // The ring file of a recording made with BinaryTraceOptions::rings_in_file. Empty:
+  // looked for beside the file (`run.rtrace` or `run.rtrace.partial`: `run.rtrace.rings`)
+  // and read when the file was cut short and the ring file is of the same session.
+  std::filesystem::path rings;
+  bool recover_rings = true;  // false: never read a ring file
 };
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters,
                                        const ReplayOptions& options);

@@ -62,8 +62,11 @@ for (const thread of expected.threads) {
     // (zone or instant) that ended before it began and whose end rounds to the same
     // microsecond as the zone's end or later.
     // (Catapult nests before it shifts the trace to 0: microseconds of the file's times.)
+    // Catapult rounds milliseconds in floating point (Math.round(ms * 1000)), so an end
+    // exactly half a microsecond past may round either way: taken as within.
     const us = ms => Math.round((ns(ms) + offset) / 1000);
-    const rounded = parent !== undefined && ns(parent.end) <= ns(s.start) && us(s.end) <= us(parent.end);
+    const rounded = parent !== undefined && ns(parent.end) <= ns(s.start) &&
+                    ns(s.end) + offset <= us(parent.end) * 1000 + 500;
     check(rounded, `thread ${thread.name}: zone ${sliceKey(s)} inside ${parent ? sliceKey(parent) : 'nothing'}, ` +
                    `recorded inside ${parentOf.get(sliceKey(s))}`);
     roundedNesting += rounded ? 1 : 0;
