@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>  // bad_alloc
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -65,7 +66,8 @@ class Fields {
 };
 
 // A growable array of events, as std::vector<Event> but grown without writing the new
-// slots first: the merge writes each event once where resize() would zero it before.
+// slots first: the decoder and the merge write each event once where resize() would
+// zero it before.
 class Events {
  public:
   std::size_t size() const { return size_; }
@@ -651,7 +653,8 @@ class Section {
     const std::uint64_t fast_last = std::min(stop, std::numeric_limits<std::uint64_t>::max() - 1);
     const bool fast = !segments_.empty() && meta_.offset_ns >= 0 && newest.base_ticks <= fast_last;
     const std::uint64_t fast_span = fast ? fast_last - newest.base_ticks : 0;
-    const std::uint64_t fast_base_ns = newest.base_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(meta_.offset_ns, 0));
+    const std::uint64_t fast_base_ns =
+        newest.base_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(meta_.offset_ns, 0));
     enum class Stopped { no, malformed, past_stop, unknown_site };
     Stopped stopped = t.past_stop ? Stopped::past_stop : Stopped::no;
     std::uint64_t last = 0;
@@ -688,7 +691,8 @@ class Section {
           last_ns = std::max(fast_base_ns + scale(ticks - newest.base_ticks, newest.mult), last_ns);
           if (zone_end) {
             const Open zone = open[--depth];
-            *out = Event{last_ns, zone.site, thread, EventKind::zone_end, zone.flags, 0, static_cast<std::uint32_t>(depth), {}};
+            *out = Event{last_ns, zone.site, thread, EventKind::zone_end, zone.flags, 0,
+                         static_cast<std::uint32_t>(depth), {}};
             out->value.u = zone.value;
           } else {
             const SiteId site = sites[index - 1];
@@ -834,7 +838,8 @@ class Section {
       Thread& t = threads_[i];
       Event* first = t.pending.data() + t.taken;
       Event* end = t.pending.data() + t.pending.size();
-      Event* cut = std::upper_bound(first, end, watermark, [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
+      Event* cut =
+          std::upper_bound(first, end, watermark, [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
       if (cut == first) continue;
       runs_.push_back(Run{first, cut, i});
       total += static_cast<std::size_t>(cut - first);
