@@ -5,15 +5,19 @@
 // exporters/common/trace_file_format.hpp, docs/file-format.md.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>  // bad_alloc
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <sys/mman.h>  // madvise
 
 #include "common/trace_file_format.hpp"
 #include "windows.hpp"  // is_step_marker, step_zone_name
@@ -61,6 +65,70 @@ class Fields {
   bool bad_ = false;
 };
 
+// A growable array of events, as std::vector<Event> but grown without writing the new
+// slots first: the decoder and the merge write each event once where resize() would
+// zero it before.
+class Events {
+ public:
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Event* data() { return data_.get(); }
+  const Event* data() const { return data_.get(); }
+  Event& operator[](std::size_t i) { return data_[i]; }
+  const Event& operator[](std::size_t i) const { return data_[i]; }
+  Event& back() { return data_[size_ - 1]; }
+  void clear() { size_ = 0; }
+  void push_back(const Event& e) {
+    if (size_ == capacity_) grow(1);
+    data_[size_++] = e;
+  }
+  // Room for `n` more events after the last: the caller writes them there, then keeps
+  // those it wrote with resize().
+  Event* reserve_more(std::size_t n) {
+    if (capacity_ - size_ < n) grow(n);
+    return data_.get() + size_;
+  }
+  void resize(std::size_t n) { size_ = n; }  // n <= the room reserved
+  void erase_front(std::size_t n) {
+    std::memmove(data_.get(), data_.get() + n, (size_ - n) * sizeof(Event));
+    size_ -= n;
+  }
+
+ private:
+  // Blocks of 2 MiB and more are whole huge pages, marked for the kernel's transparent
+  // huge pages: faulting one in takes a fault per 2 MiB rather than per 4 KiB page (in a
+  // virtual machine a fault is dear: they took a tenth of reading 8 threads' file, 9000
+  // of them). Smaller blocks grow with realloc(), which moves a block's pages rather
+  // than copy them to fresh ones that fault in again.
+  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  void grow(std::size_t n) {
+    std::size_t capacity = std::max({size_ + n, 2 * capacity_, std::size_t{1024}});
+    if (capacity * sizeof(Event) >= kHugePage) {
+      const std::size_t bytes = (capacity * sizeof(Event) + kHugePage - 1) / kHugePage * kHugePage;
+      auto* grown = static_cast<Event*>(std::aligned_alloc(kHugePage, bytes));
+      if (grown == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+      ::madvise(grown, bytes, MADV_HUGEPAGE);  // a hint: without it, plain pages
+#endif
+      if (size_ != 0) std::memcpy(grown, data_.get(), size_ * sizeof(Event));
+      data_.reset(grown);
+      capacity = bytes / sizeof(Event);
+    } else {
+      void* grown = std::realloc(data_.get(), capacity * sizeof(Event));
+      if (grown == nullptr) throw std::bad_alloc();
+      (void)data_.release();
+      data_.reset(static_cast<Event*>(grown));
+    }
+    capacity_ = capacity;
+  }
+
+  struct Free {
+    void operator()(Event* p) const { std::free(p); }
+  };
+  std::unique_ptr<Event[], Free> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
 struct Site {
   std::string name, function, file, category;
   SiteInfo info{};
@@ -102,6 +170,24 @@ class Tables final : public TraceContext {
   ClockInfo clock_info;
 };
 
+// Events per Exporter::on_events() call: a batch of events is handed over in spans of
+// this many (the last one shorter).
+constexpr std::size_t kSpan = 16384;
+
+// Where a section can hand its deliveries when nothing merges them with another's: straight
+// to the exporters (FileReplay, for a file of one process). A delivery is its threads'
+// first events (by time, then thread; the time each is delivered at), then its events
+// in spans of kSpan, then its end.
+class Delivery {
+ public:
+  virtual void first_events(std::span<const std::pair<std::uint64_t, ThreadId>> firsts) = 0;
+  virtual void events(std::span<const Event> span) = 0;
+  virtual void end() = 0;
+
+ protected:
+  ~Delivery() = default;
+};
+
 // The frames of one recorded process (a whole version-1 file, or one section of a merged
 // file), decoded and merged across its threads as the drainer merges them live, into
 // `out`: time-ordered events, not yet delivered.
@@ -138,6 +224,9 @@ class Section {
     return false;
   }
 
+  // Deliveries go to `to` from now on, instead of to `out` (but the last one).
+  void deliver_to(Delivery* to) { direct_ = to; }
+
   // Called once every section's session is read: the pid and name its threads carry.
   void place(std::uint32_t pid, std::string name, bool tag_threads) {
     assigned_pid_ = tag_threads ? pid : 0;
@@ -168,7 +257,7 @@ class Section {
   // Every event this section delivers from now on is at or after this time.
   std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : last_emitted_; }
 
-  std::vector<Event> out;  // delivered by the section's merge, in time order
+  Events out;  // delivered by the section's merge, in time order
   std::size_t out_pos = 0;  // out[out_pos..] not yet handed to the exporters
 
   const ReplayProcess& meta() const { return meta_; }
@@ -189,9 +278,14 @@ class Section {
   };
   struct Thread {
     ThreadId id = 0;           // in the file's tables
-    std::vector<Record> tail;  // records not yet complete (a record split across chunks)
+    // Zones open: open[0, depth). The slots above are kept for the next (decode() writes
+    // them without growing the vector).
     std::vector<Open> open;
-    std::deque<Event> pending;  // decoded, not yet delivered; in time order
+    std::size_t depth = 0;
+    // Decoded, not yet delivered: pending[taken..]. In time order: decode() never lets a
+    // thread's time go back.
+    Events pending;
+    std::size_t taken = 0;
     std::uint64_t last_ticks = 0;
     std::uint64_t last_ns = 0;
     std::uint64_t recorded = 0;
@@ -348,11 +442,7 @@ class Section {
                           std::to_string(encoding) + ", which this reader does not know";
           return false;
         }
-        Thread& t = thread_of(id);
-        const std::size_t before = t.tail.size();
-        if (!unpack(f.rest(), t.tail)) return malformed("chunk");
-        t.ring_slots += t.tail.size() - before;  // one unpacked record per ring slot
-        return decode(t);
+        return decode(thread_of(id), f.rest());
       }
       case tf::frame_pass: {
         const auto complete = f.get<std::uint64_t>();
@@ -411,10 +501,15 @@ class Section {
   }
 
   // The section's CLOCK_MONOTONIC nanoseconds on the file's timeline.
-  std::uint64_t shift(std::uint64_t ns) const {
-    if (meta_.offset_ns >= 0) return ns + static_cast<std::uint64_t>(meta_.offset_ns);
-    const auto back = static_cast<std::uint64_t>(-meta_.offset_ns);
+  std::uint64_t shift(std::uint64_t ns) const { return shift(ns, meta_.offset_ns); }
+  static std::uint64_t shift(std::uint64_t ns, std::int64_t offset) {
+    if (offset >= 0) return ns + static_cast<std::uint64_t>(offset);
+    const auto back = static_cast<std::uint64_t>(-offset);
     return ns > back ? ns - back : 0;
+  }
+  // Ticks since a segment's base in nanoseconds (the segment's 32.32 fixed-point scale).
+  static std::uint64_t scale(std::uint64_t d, std::uint64_t m) {
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
   }
 
   // The clock segment a live drainer would have used: the newest one (of those read so
@@ -425,240 +520,486 @@ class Section {
     std::size_t i = segments_.size() - 1;
     while (i > 0 && ticks < segments_[i].base_ticks) --i;
     const detail::ClockSegment& s = segments_[i];
-    const auto scale = [](std::uint64_t d, std::uint64_t m) {
-      return static_cast<std::uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
-    };
     if (ticks >= s.base_ticks) return shift(s.base_ns + scale(ticks - s.base_ticks, s.mult));
     const std::uint64_t back = scale(s.base_ticks - ticks, s.mult);
     return shift(back > s.base_ns ? 0 : s.base_ns - back);
   }
 
-  // Unpacked records carry the site's index (1, 2, ...) where the ring had its address.
-  SiteId site_id(std::uint64_t word) const {
-    const std::uint64_t index = word >> 3;
+  // A packed record's site index (1 for the first call-site frame, ...) as the file's
+  // SiteId; 0xFFFFFFFF for an index no call-site frame gave.
+  SiteId site_id(std::uint64_t index) const {
     return index == 0 || index > site_by_index_.size() ? SiteId{0xFFFFFFFFu} : site_by_index_[index - 1];
   }
 
-  // Packed records (docs/file-format.md) back into ring records. False if malformed.
-  static bool unpack(std::string_view in, std::vector<Record>& out) {
-    const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-    const auto* const end = p + in.size();
-    const auto varint = [&](std::uint64_t& v) {
-      v = 0;
-      for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (p == end) return false;
-        const unsigned char b = *p++;
-        v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
-        if ((b & 0x80) == 0) return true;
-      }
-      return false;
-    };
-    const auto unzigzag = [](std::uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); };
-    std::uint64_t last = 0;
-    while (p < end) {
-      std::uint64_t header, ticks = 0;
-      if (!varint(header)) return false;
-      const std::uint64_t kind = header & 7;
-      if ((header & 8) == 0) {
-        std::uint64_t delta;
-        if (!varint(delta)) return false;
-        ticks = last + unzigzag(delta);
-        last = ticks;
-      }
-      out.push_back(Record{ticks, ((header >> 4) << 3) | kind});
-      if (kind <= detail::record_instant) continue;
-      std::uint64_t payload;
-      if (kind == detail::record_value_double) {
-        if (end - p < 8) return false;
-        std::memcpy(&payload, p, 8);
-        p += 8;
-        out.push_back(Record{payload, 0});
-      } else if (kind == detail::record_text) {
-        std::uint64_t original;
-        if (!varint(payload) || !varint(original)) return false;
-        const std::uint64_t bytes = payload & ~(std::uint64_t{1} << 63);
-        if (bytes > 0xFFFF || static_cast<std::uint64_t>(end - p) < bytes) return false;
-        out.push_back(Record{payload, original});
-        const std::size_t at = out.size();
-        out.resize(at + (bytes + sizeof(Record) - 1) / sizeof(Record), Record{0, 0});
-        if (bytes != 0) std::memcpy(out.data() + at, p, bytes);
-        p += bytes;
-      } else {
-        if (!varint(payload)) return false;
-        out.push_back(Record{unzigzag(payload), 0});
-      }
+  // One packed record of a chunk (docs/file-format.md).
+  struct Packed {
+    std::uint64_t kind;
+    std::uint64_t site;     // the call site's index
+    std::uint64_t ticks;    // 0 for a record without a time
+    std::uint64_t payload;  // kinds 3 to 6; kind 7: the text's size | truncated << 63
+    const unsigned char* text;  // kind 7: the text's bytes
+
+    // The ring slots it took: a header, a payload, a text's bytes.
+    std::uint64_t ring_slots() const {
+      if (kind <= detail::record_instant) return 1;
+      if (kind != detail::record_text) return 2;
+      return 2 + ((payload & ~(std::uint64_t{1} << 63)) + sizeof(Record) - 1) / sizeof(Record);
+    }
+  };
+
+  // An unsigned LEB128 varint; false at the chunk's end or past ten bytes. Most are one
+  // byte (headers of the first sites, deltas of nearby ticks): that case first.
+  static bool varint(const unsigned char*& p, const unsigned char* end, std::uint64_t& v) {
+    if (p != end && *p < 0x80) [[likely]] {
+      v = *p++;
+      return true;
+    }
+    v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const unsigned char b = *p++;
+      v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  }
+  static std::uint64_t unzigzag(std::uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); }
+
+  // Reads the record at p and moves p past it; `last` is the ticks of the chunk's
+  // previous record that had a time (deltas are from it). False if malformed.
+  static bool read_packed(const unsigned char*& p, const unsigned char* end, std::uint64_t& last, Packed& r) {
+    std::uint64_t header;
+    if (!varint(p, end, header)) return false;
+    r.kind = header & detail::record_kind_mask;
+    r.site = header >> 4;
+    r.ticks = 0;
+    if ((header & 8) == 0) {
+      std::uint64_t delta;
+      if (!varint(p, end, delta)) return false;
+      r.ticks = last + unzigzag(delta);
+      last = r.ticks;
+    }
+    if (r.kind <= detail::record_instant) return true;
+    if (r.kind == detail::record_value_double) {
+      if (end - p < 8) return false;
+      std::memcpy(&r.payload, p, 8);
+      p += 8;
+    } else if (r.kind == detail::record_text) {
+      std::uint64_t original;  // the size before truncation: not kept
+      if (!varint(p, end, r.payload) || !varint(p, end, original)) return false;
+      const std::uint64_t bytes = r.payload & ~(std::uint64_t{1} << 63);
+      if (bytes > 0xFFFF || static_cast<std::uint64_t>(end - p) < bytes) return false;
+      r.text = p;
+      p += bytes;
+    } else {
+      if (!varint(p, end, r.payload)) return false;
+      r.payload = unzigzag(r.payload);
     }
     return true;
   }
 
-  // Decodes t's complete records into t.pending; keeps an incomplete last record.
-  bool decode(Thread& t) {
-    const Record* r = t.tail.data();
-    const std::size_t n = t.tail.size();
-    std::size_t i = 0;
+  // What decoding a chunk changes, kept to undo it: a chunk that does not unpack whole
+  // is malformed and gives nothing, though its records decode as they are read.
+  struct Undo {
+    std::size_t pending, sites, depth;
+    std::uint64_t last_ticks, last_ns, recorded, reported_drops, unbalanced, next_text, ring_slots;
+    bool past_stop;
+  };
+  Undo mark(const Thread& t) {
+    open_before_.assign(t.open.begin(), t.open.begin() + static_cast<std::ptrdiff_t>(t.depth));
+    return Undo{t.pending.size(), tables_.sites.size(), t.depth, t.last_ticks, t.last_ns, t.recorded,
+                t.reported_drops, unbalanced_, tables_.next_text, t.ring_slots, t.past_stop};
+  }
+  void undo(Thread& t, const Undo& u) {
+    t.pending.resize(u.pending);
+    std::copy(open_before_.begin(), open_before_.end(), t.open.begin());
+    t.depth = u.depth;
+    t.last_ticks = u.last_ticks;
+    t.last_ns = u.last_ns;
+    t.recorded = u.recorded;
+    t.reported_drops = u.reported_drops;
+    t.ring_slots = u.ring_slots;
+    t.past_stop = u.past_stop;
+    unbalanced_ = u.unbalanced;
+    for (std::uint64_t id = u.next_text; id < tables_.next_text; ++id) tables_.texts.erase(id);
+    tables_.next_text = u.next_text;
+    if (tables_.sites.size() > u.sites) {  // step zones named by the chunk
+      std::erase_if(step_sites_, [&](const auto& step) { return step.second >= u.sites; });
+      tables_.sites.resize(u.sites);
+    }
+  }
+
+  // Decodes a chunk's packed records straight into t.pending, as the drainer decodes a
+  // ring's records live. This is the reader's hot path: the thread's state is in locals
+  // while it runs (stores of events could alias its fields), put back at the end; zone
+  // begins and ends, the bulk of a trace, have a loop of their own that calls nothing,
+  // so that the compiler keeps that state in registers; whatever stops the decoding
+  // early is handled after the loops.
+  bool decode(Thread& t, std::string_view chunk) {
+    const auto* p = reinterpret_cast<const unsigned char*>(chunk.data());
+    const auto* const end = p + chunk.size();
+    const Undo before = mark(t);
     const ThreadId thread = t.id;
-    while (i < n) {
-      const std::uint64_t kind = r[i].word & detail::record_kind_mask;
-      std::size_t slots = kind <= detail::record_instant ? 1 : 2;
-      if (kind == detail::record_text) {
-        if (i + 1 >= n) break;
-        const std::uint64_t bytes = r[i + 1].ticks & ~(std::uint64_t{1} << 63);
-        if (bytes > 0xFFFF) {
-          meta_.problem = "text record of " + std::to_string(bytes) + " bytes in the chunk ending at byte " +
-                            std::to_string(offset_) + ": damaged file";
-          return false;
-        }
-        slots = 2 + (bytes + sizeof(Record) - 1) / sizeof(Record);
-      }
-      if (i + slots > n) break;  // the rest is in the thread's next chunk
-      const Record& rec = r[i];
-      const std::size_t at = i;
-      i += slots;
-      // Past the stop time: not part of the capture (a live session delivers nothing
-      // stamped after it); values and texts carry no time and go with their zone.
-      // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
-      const bool boundary = kind == detail::record_zone_begin || kind == detail::record_zone_end ||
-                            kind == detail::record_region_begin;
-      const std::uint64_t least = t.last_ticks + (boundary ? boundary_gap_ : 0);
-      const std::uint64_t ticks = rec.ticks < least ? least : rec.ticks;
-      if (has_stop_ && (t.past_stop || ticks > stop_ticks_)) {
-        t.past_stop = true;
-        continue;
-      }
-      t.last_ticks = ticks;
-      Event e{to_ns(ticks), 0, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(t.open.size()), {}};
-      e.value.u = 0;
-      if (e.time_ns < t.last_ns) e.time_ns = t.last_ns;  // a thread's time never goes back
-      t.last_ns = e.time_ns;
-      const auto unknown_site = [&] {
-        meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
-                          std::to_string(offset_) + "): damaged file";
-        return false;
-      };
-      switch (kind) {
-        case detail::record_zone_begin:
-        case detail::record_region_begin: {
-          e.site = site_id(rec.word);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          e.kind = EventKind::zone_begin;
-          if (kind == detail::record_region_begin) {
-            e.flags = EventFlags::region;
-            e.value.u = r[at + 1].ticks;
-            if (detail::is_step_marker(tables_.sites[e.site].info)) [[unlikely]] {
-              e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
-              e.flags = 0;
-              e.value.u = 0;
-            }
+    std::uint64_t last_ticks = t.last_ticks, last_ns = t.last_ns, recorded = t.recorded;
+    std::uint64_t ring_slots = t.ring_slots;  // of the records read (the whole chunk, unless malformed)
+    std::size_t depth = t.depth;
+    const std::uint64_t gap = boundary_gap_;
+    const std::uint64_t stop = has_stop_ ? stop_ticks_ : std::numeric_limits<std::uint64_t>::max();
+    // Ticks from the newest clock segment's base to the stop time (nearly all) convert
+    // here, the section's offset added to the base (when it is not negative, as to_ns()
+    // would add it): `fast` if there are such ticks, those within fast_span of the base.
+    // to_ns() converts the others.
+    const detail::ClockSegment newest = segments_.empty() ? detail::ClockSegment{} : segments_.back();
+    const std::uint64_t fast_last = std::min(stop, std::numeric_limits<std::uint64_t>::max() - 1);
+    const bool fast = !segments_.empty() && meta_.offset_ns >= 0 && newest.base_ticks <= fast_last;
+    const std::uint64_t fast_span = fast ? fast_last - newest.base_ticks : 0;
+    const std::uint64_t fast_base_ns =
+        newest.base_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(meta_.offset_ns, 0));
+    enum class Stopped { no, malformed, past_stop, unknown_site };
+    Stopped stopped = t.past_stop ? Stopped::past_stop : Stopped::no;
+    std::uint64_t last = 0;
+    Packed rec{};
+    while (stopped == Stopped::no && p < end) {
+      // Room for the events of the records that start in the next block of bytes (a
+      // record packs into a byte at least); blocks, as a damaged frame may claim 64 MiB.
+      const auto* const block_end = p + std::min<std::size_t>(static_cast<std::size_t>(end - p), std::size_t{1} << 16);
+      Event* out = t.pending.reserve_more(static_cast<std::size_t>(block_end - p));
+      while (p < block_end) {
+        // Zone begins and ends of the first 7 sites with a time (a one-byte header), at
+        // most as deep as the thread has been: decoded here, as the loop below would.
+        // Any other record, or one that stops the decoding, goes to that loop.
+        Event* const zones_from = out;
+        Open* const open = t.open.data();
+        const std::size_t open_slots = t.open.size();
+        const SiteId* const sites = site_by_index_.data();
+        const std::size_t site_count = site_by_index_.size();
+        while (fast && p < block_end) {
+          const unsigned header = *p;
+          if ((header & 0x8E) != 0) break;  // more than a byte, no time, or another kind
+          const auto* q = p + 1;
+          std::uint64_t delta;
+          if (!varint(q, end, delta)) break;
+          const std::uint64_t record_ticks = last + unzigzag(delta);
+          const std::uint64_t ticks = std::max(record_ticks, last_ticks + gap);
+          if (ticks - newest.base_ticks > fast_span) break;
+          const bool zone_end = (header & 1) != 0;
+          const std::size_t index = header >> 4;  // from 1 (0 wraps below)
+          if (zone_end ? depth == 0 : depth == open_slots || index - 1 >= site_count) break;
+          p = q;
+          last = record_ticks;
+          last_ticks = ticks;
+          last_ns = std::max(fast_base_ns + scale(ticks - newest.base_ticks, newest.mult), last_ns);
+          if (zone_end) {
+            const Open zone = open[--depth];
+            *out = Event{last_ns, zone.site, thread, EventKind::zone_end, zone.flags, 0,
+                         static_cast<std::uint32_t>(depth), {}};
+            out->value.u = zone.value;
+          } else {
+            const SiteId site = sites[index - 1];
+            open[depth] = Open{site, 0, 0};
+            *out = Event{last_ns, site, thread, EventKind::zone_begin, 0, 0, static_cast<std::uint32_t>(depth), {}};
+            out->value.u = 0;
+            ++depth;
           }
-          t.open.push_back(Open{e.site, e.flags, e.value.u});
+          ++out;
+        }
+        recorded += static_cast<std::size_t>(out - zones_from);
+        ring_slots += static_cast<std::size_t>(out - zones_from);  // a slot each
+        if (p >= block_end) break;
+
+        // Any record.
+        if (!read_packed(p, end, last, rec)) {
+          stopped = Stopped::malformed;
           break;
         }
-        case detail::record_zone_end: {
-          if (t.open.empty()) {
+        ring_slots += rec.ring_slots();
+        const std::uint64_t kind = rec.kind;
+        // Never back in time, zone boundaries boundary_gap_ apart: as the drainer decodes.
+        const bool boundary = kind <= detail::record_zone_end || kind == detail::record_region_begin;
+        const std::uint64_t ticks = std::max(rec.ticks, last_ticks + (boundary ? gap : 0));
+        // Past the stop time: not part of the capture (a live session delivers nothing
+        // stamped after it), nor anything after it (values and texts go with their zone).
+        if (ticks > stop) {
+          stopped = Stopped::past_stop;
+          break;
+        }
+        last_ticks = ticks;
+        std::uint64_t ns = fast && ticks - newest.base_ticks <= fast_span
+                               ? fast_base_ns + scale(ticks - newest.base_ticks, newest.mult)
+                               : to_ns(ticks);
+        ns = std::max(ns, last_ns);  // a thread's time never goes back
+        last_ns = ns;
+        Event e;
+        if (kind == detail::record_zone_end) {
+          if (depth == 0) {
             ++unbalanced_;
             continue;
           }
-          const Open open = t.open.back();
-          t.open.pop_back();
-          e.kind = EventKind::zone_end;
-          e.site = open.site;
-          e.flags = open.flags;
-          e.value.u = open.value;
-          e.depth = static_cast<std::uint32_t>(t.open.size());
-          break;
-        }
-        case detail::record_instant:
-          e.site = site_id(rec.word);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          break;
-        case detail::record_value_int:
-        case detail::record_value_double: {
-          e.site = site_id(rec.word);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          switch (tables_.sites[e.site].info.kind) {
-            case SiteKind::value: e.kind = EventKind::arg; break;
-            case SiteKind::flow_out: e.kind = EventKind::flow_out; break;
-            case SiteKind::flow_in: e.kind = EventKind::flow_in; break;
-            case SiteKind::async_begin: e.kind = EventKind::async_begin; break;
-            case SiteKind::async_end: e.kind = EventKind::async_end; break;
-            default: e.kind = EventKind::counter; break;
+          const Open zone = t.open[--depth];
+          e = Event{ns, zone.site, thread, EventKind::zone_end, zone.flags, 0, static_cast<std::uint32_t>(depth), {}};
+          e.value.u = zone.value;
+        } else {
+          const SiteId site = kind == detail::record_dropped ? 0 : site_id(rec.site);
+          if (site == 0xFFFFFFFFu) {
+            stopped = Stopped::unknown_site;
+            break;
           }
-          if (kind == detail::record_value_double) e.flags = EventFlags::value_double;
-          e.value.u = r[at + 1].ticks;
-          break;
+          e = Event{ns, site, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(depth), {}};
+          e.value.u = 0;
+          switch (kind) {
+            case detail::record_zone_begin:
+            case detail::record_region_begin:
+              e.kind = EventKind::zone_begin;
+              if (kind == detail::record_region_begin) {
+                e.flags = EventFlags::region;
+                e.value.u = rec.payload;
+                if (detail::is_step_marker(tables_.sites[site].info)) [[unlikely]] {
+                  e.site = step_zone(e.value.u);  // as the live drainer names Session::step()'s zones
+                  e.flags = 0;
+                  e.value.u = 0;
+                }
+              }
+              if (depth == t.open.size()) t.open.emplace_back();
+              t.open[depth++] = Open{e.site, e.flags, e.value.u};
+              break;
+            case detail::record_instant:
+              break;
+            case detail::record_value_int:
+            case detail::record_value_double:
+              switch (tables_.sites[site].info.kind) {
+                case SiteKind::value: e.kind = EventKind::arg; break;
+                case SiteKind::flow_out: e.kind = EventKind::flow_out; break;
+                case SiteKind::flow_in: e.kind = EventKind::flow_in; break;
+                case SiteKind::async_begin: e.kind = EventKind::async_begin; break;
+                case SiteKind::async_end: e.kind = EventKind::async_end; break;
+                default: e.kind = EventKind::counter; break;
+              }
+              if (kind == detail::record_value_double) e.flags = EventFlags::value_double;
+              e.value.u = rec.payload;
+              break;
+            case detail::record_text: {
+              const std::uint64_t bytes = rec.payload & ~(std::uint64_t{1} << 63);
+              e.kind = EventKind::arg;
+              e.flags = EventFlags::text | ((rec.payload >> 63) != 0 ? EventFlags::truncated : 0);
+              e.text_size = static_cast<std::uint16_t>(bytes);
+              e.value.u = tables_.next_text;
+              tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(rec.text), bytes));
+              break;
+            }
+            default:  // record_dropped
+              e.kind = EventKind::dropped;
+              e.value.u = rec.payload;
+              t.reported_drops += e.value.u;
+              break;
+          }
         }
-        case detail::record_text: {
-          e.site = site_id(rec.word);
-          if (e.site == 0xFFFFFFFFu) return unknown_site();
-          const std::uint64_t header = r[at + 1].ticks;
-          const std::uint64_t bytes = header & ~(std::uint64_t{1} << 63);
-          e.kind = EventKind::arg;
-          e.flags = EventFlags::text | ((header >> 63) != 0 ? EventFlags::truncated : 0);
-          e.text_size = static_cast<std::uint16_t>(bytes);
-          e.value.u = tables_.next_text;
-          tables_.texts.emplace(tables_.next_text++, std::string(reinterpret_cast<const char*>(&r[at + 2]), bytes));
-          break;
-        }
-        case detail::record_dropped:
-          e.kind = EventKind::dropped;
-          e.value.u = r[at + 1].ticks;
-          t.reported_drops += e.value.u;
-          break;
-        default:
-          continue;
+        if (kind != detail::record_dropped) ++recorded;  // a marker is not a recorded event
+        *out++ = e;
       }
-      if (e.kind != EventKind::dropped) ++t.recorded;
-      t.pending.push_back(e);
+      t.pending.resize(static_cast<std::size_t>(out - t.pending.data()));
     }
-    t.tail.erase(t.tail.begin(), t.tail.begin() + static_cast<std::ptrdiff_t>(std::min(i, n)));
+    t.last_ticks = last_ticks;
+    t.last_ns = last_ns;
+    t.recorded = recorded;
+    t.ring_slots = ring_slots;
+    t.depth = depth;
+    if (stopped == Stopped::past_stop) t.past_stop = true;
+    // The whole chunk unpacks before its records count: malformed, if the rest does not.
+    if (stopped == Stopped::past_stop || stopped == Stopped::unknown_site) {
+      while (p < end) {
+        if (!read_packed(p, end, last, rec)) {
+          stopped = Stopped::malformed;
+          break;
+        }
+        t.ring_slots += rec.ring_slots();
+      }
+    }
+    if (stopped == Stopped::malformed) {
+      undo(t, before);
+      return malformed("chunk");
+    }
+    if (stopped == Stopped::unknown_site) {
+      meta_.problem = "a record refers to a call site the file never described (chunk ending at byte " +
+                      std::to_string(offset_) + "): damaged file";
+      return false;
+    }
     return true;
   }
 
-  // Moves every pending event at or before `watermark` (a pass frame's time, before
-  // which every record is in the file already; everything at the end) to `out`, ordered
-  // by time across threads, as the live merge does.
-  void deliver(std::uint64_t watermark) {
-    const std::size_t from = out.size();
-    runs_.clear();  // where each thread's events start in `out`
-    bool runs_sorted = true;
-    for (Thread& t : threads_) {
-      const std::size_t run = out.size();
-      while (!t.pending.empty() && t.pending.front().time_ns <= watermark) {
-        const Event& e = t.pending.front();
-        if (out.size() > run && e.time_ns < out.back().time_ns) runs_sorted = false;
-        out.push_back(e);
-        t.pending.pop_front();
-      }
-      if (out.size() > run) runs_.push_back(run);
+  // Delivers every pending event at or before `watermark` (a pass frame's time, before
+  // which every record is in the file already; everything at the end), ordered by time
+  // across threads, as the live merge does: ties in thread order, then each thread's
+  // own. To `direct_` if the section has one (but at its end, where the section's last
+  // events follow in the same batch), else to `out`.
+  void deliver(std::uint64_t watermark, bool at_end = false) {
+    runs_.clear();
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+      Thread& t = threads_[i];
+      Event* first = t.pending.data() + t.taken;
+      Event* end = t.pending.data() + t.pending.size();
+      Event* cut =
+          std::upper_bound(first, end, watermark, [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
+      if (cut == first) continue;
+      runs_.push_back(Run{first, cut, i});
+      total += static_cast<std::size_t>(cut - first);
     }
-    if (out.size() == from) return;
-    // By time, ties in thread order then each thread's own: the threads' runs (each in
-    // time order, as a ring holds it) merged pairwise, or sorted if one is not in order.
-    const auto by_time = [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; };
-    const auto at = [&](std::size_t i) { return out.begin() + static_cast<std::ptrdiff_t>(i); };
-    if (!runs_sorted) {
-      std::stable_sort(at(from), out.end(), by_time);
+    if (total == 0) return;
+    const std::uint64_t floor = last_emitted_;  // what comes before it is raised to it
+    std::uint64_t last = 0;
+    if (direct_ == nullptr || at_end) {
+      const std::size_t from = out.size();
+      Event* const merged = out.reserve_more(total);
+      start_merge();
+      merge(merged, total);
+      out.resize(from + total);
+      raise(merged, merged + total, floor);
+      last = out.back().time_ns;
     } else {
-      const std::size_t k = runs_.size();
-      runs_.push_back(out.size());
-      for (std::size_t width = 1; width < k; width *= 2) {
-        for (std::size_t r = 0; r + width < k; r += 2 * width) {
-          std::inplace_merge(at(runs_[r]), at(runs_[r + width]), at(runs_[std::min(r + 2 * width, k)]), by_time);
+      // Each thread's first event, in the order the merge gives them (by time, then
+      // thread), at the time it is delivered: where its thread is placed.
+      firsts_.clear();
+      for (const Run& r : runs_) firsts_.emplace_back(r.next->time_ns, threads_[r.thread].id);
+      std::stable_sort(firsts_.begin(), firsts_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto& f : firsts_) f.first = std::max(f.first, floor);
+      direct_->first_events(firsts_);
+      if (runs_.size() == 1) {
+        // One thread's events are in order already: handed over from where they are.
+        const Run& r = runs_.front();
+        for (Event* e = r.first; e != r.end;) {
+          Event* const part_end = e + std::min<std::ptrdiff_t>(kSpan, r.end - e);
+          raise(e, part_end, floor);
+          direct_->events(std::span<const Event>(e, part_end));
+          e = part_end;
         }
+        last = (r.end - 1)->time_ns;
+      } else {
+        // A span's worth at a time, in a buffer that stays in the cache while the
+        // exporters read it.
+        Event* const part = span_.reserve_more(kSpan);
+        start_merge();
+        for (std::size_t left = total; left != 0;) {
+          const std::size_t n = std::min(left, kSpan);
+          merge(part, n);
+          raise(part, part + n, floor);
+          direct_->events(std::span<const Event>(part, n));
+          last = part[n - 1].time_ns;
+          left -= n;
+        }
+      }
+      direct_->end();
+    }
+    for (const Run& r : runs_) consume(threads_[r.thread], static_cast<std::size_t>(r.end - r.first));
+    last_emitted_ = last;
+  }
+
+  // Published later than the grace allows: raised, as live. The events being in time
+  // order, only a first stretch of a delivery can be before the last delivered.
+  void raise(Event* e, Event* end, std::uint64_t floor) {
+    for (; e != end && e->time_ns < floor; ++e) {
+      e->time_ns = floor;
+      // Values, texts and flows carry no time of their own (they take their thread's
+      // previous one): raised silently, as live.
+      if (e->kind != EventKind::arg && e->kind != EventKind::flow_out && e->kind != EventKind::flow_in) {
+        e->flags |= EventFlags::late;
+        ++late_;
       }
     }
-    for (std::size_t i = from; i < out.size(); ++i) {
-      Event& e = out[i];
-      if (e.time_ns < last_emitted_) {  // published later than the grace allows: raised, as live
-        e.time_ns = last_emitted_;
-        // Values, texts and flows carry no time of their own (they take their thread's
-        // previous one): raised silently, as live.
-        if (e.kind != EventKind::arg && e.kind != EventKind::flow_out && e.kind != EventKind::flow_in) {
-          e.flags |= EventFlags::late;
-          ++late_;
-        }
+  }
+
+  // One thread's events in a delivery: [first, end) of its pending ones, [next, end)
+  // not merged yet.
+  struct Run {
+    Event* first;
+    Event* end;
+    std::size_t thread;  // in threads_
+    Event* next = first;
+  };
+  struct Head {  // merge(): a run's next time
+    std::uint64_t time;
+    std::size_t run;
+  };
+  struct Later {  // the heap's order: the run whose next event comes first on top
+    bool operator()(const Head& a, const Head& b) const { return a.time != b.time ? a.time > b.time : a.run > b.run; }
+  };
+
+  void start_merge() {
+    heads_.clear();
+    for (std::size_t i = 0; i < runs_.size(); ++i) heads_.push_back(Head{runs_[i].next->time_ns, i});
+    std::make_heap(heads_.begin(), heads_.end(), Later{});
+  }
+
+  // Merges the next `n` events of runs_ (in thread order) into `to`, by time, then run.
+  // The two runs whose next events come first (a heap of the runs' next times gives
+  // them) merge together, up to the next event of any other: threads take turns on the
+  // CPUs, so two of them at a time interleave finely (runs of three events, reading 8
+  // threads on 2 cores) and the others wait, mostly.
+  void merge(Event* to, std::size_t n) {
+    Event* const stop = to + n;
+    while (to != stop) {
+      if (heads_.size() == 1) {  // one run left
+        Run& r = runs_[heads_.front().run];
+        const auto k = static_cast<std::size_t>(stop - to);
+        std::memcpy(to, r.next, k * sizeof(Event));
+        r.next += k;
+        return;
       }
-      last_emitted_ = e.time_ns;
+      std::pop_heap(heads_.begin(), heads_.end(), Later{});
+      std::pop_heap(heads_.begin(), heads_.end() - 1, Later{});
+      std::size_t waiting = heads_.size() - 2;
+      const std::size_t first = heads_[waiting + 1].run, second = heads_[waiting].run;
+      // Up to the next waiting run's first event; a run before it in thread order goes
+      // first on a tie (and one after it has an earlier next event: no underflow).
+      std::uint64_t first_until = std::numeric_limits<std::uint64_t>::max(), second_until = first_until;
+      if (waiting != 0) {
+        const Head& next = heads_.front();
+        first_until = first < next.run ? next.time : next.time - 1;
+        second_until = second < next.run ? next.time : next.time - 1;
+      }
+      Run& a = runs_[first];
+      Run& b = runs_[second];
+      const bool a_wins_ties = first < second;
+      Event* pa = a.next;
+      Event* pb = b.next;
+      for (bool more = true; more;) {
+        // So many events leave neither run empty nor `to` full: no check in between.
+        std::size_t n = std::min({static_cast<std::size_t>(a.end - pa), static_cast<std::size_t>(b.end - pb),
+                                  static_cast<std::size_t>(stop - to)});
+        for (; n != 0; --n) {
+          const bool take_a = pa->time_ns < pb->time_ns || (a_wins_ties && pa->time_ns == pb->time_ns);
+          const Event* e = take_a ? pa : pb;
+          if (e->time_ns > (take_a ? first_until : second_until)) break;
+          *to++ = *e;
+          pa += take_a ? 1 : 0;
+          pb += take_a ? 0 : 1;
+        }
+        more = n == 0 && pa != a.end && pb != b.end && to != stop;
+      }
+      a.next = pa;
+      b.next = pb;
+      // Back into the heap, the two runs that have events left.
+      if (pb != b.end) {
+        heads_[waiting++] = Head{pb->time_ns, second};
+        std::push_heap(heads_.begin(), heads_.begin() + static_cast<std::ptrdiff_t>(waiting), Later{});
+      }
+      if (pa != a.end) {
+        heads_[waiting++] = Head{pa->time_ns, first};
+        std::push_heap(heads_.begin(), heads_.begin() + static_cast<std::ptrdiff_t>(waiting), Later{});
+      }
+      heads_.resize(waiting);
+    }
+  }
+
+  // Drops a thread's first `n` pending events (delivered); the rest moves to the front
+  // once it is no longer than what went, so that a thread's events move about once.
+  static void consume(Thread& t, std::size_t n) {
+    t.taken += n;
+    if (t.taken == t.pending.size()) {
+      t.pending.clear();
+      t.taken = 0;
+    } else if (t.taken >= t.pending.size() - t.taken) {
+      t.pending.erase_front(t.taken);
+      t.taken = 0;
     }
   }
 
@@ -670,17 +1011,16 @@ class Section {
       meta_.complete = false;
       return;
     }
-    deliver(std::numeric_limits<std::uint64_t>::max());
+    deliver(std::numeric_limits<std::uint64_t>::max(), true);
     const std::uint64_t end_ns =
         std::max(has_stop_ ? to_ns(stop_ticks_) : 0, std::max(last_emitted_, clock_.start_ns));
     clock_.stop_ns = end_ns;
     for (Thread& t : threads_) {
-      while (!t.open.empty()) {
-        const Open open = t.open.back();
-        t.open.pop_back();
+      while (t.depth > 0) {
+        const Open open = t.open[--t.depth];
         Event e{end_ns, open.site, t.id, EventKind::zone_end,
                 static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_stop), 0,
-                static_cast<std::uint32_t>(t.open.size()), {}};
+                static_cast<std::uint32_t>(t.depth), {}};
         e.value.u = open.value;
         out.push_back(e);
         ++closed_at_stop_;
@@ -790,6 +1130,10 @@ class Section {
       if (ring.empty()) ring.resize(records);
       std::fseek(file, static_cast<long>(at + rf::kPage), SEEK_SET);
       if (std::fread(ring.data(), sizeof(Record), records, file) != records) break;
+      // The records packed as a chunk's, decoded as one (a text too long for a chunk
+      // ends what is decoded, reported as a chunk's would be).
+      std::string chunk;
+      std::uint64_t last = 0, bad_text = 0;
       std::uint64_t pos = from;
       while (pos < write) {
         const Record& r = ring[pos & mask];
@@ -805,13 +1149,22 @@ class Section {
             continue;
           }
         }
-        t.tail.push_back(Record{r.ticks, (index << 3) | kind});
-        for (std::uint64_t j = 1; j < n; ++j) t.tail.push_back(ring[(pos + j) & mask]);
+        if (kind == detail::record_text && bad_text == 0) {
+          const std::uint64_t bytes = ring[(pos + 1) & mask].ticks & ~(std::uint64_t{1} << 63);
+          if (bytes > 0xFFFF) bad_text = bytes;
+        }
+        if (bad_text == 0) pack(ring.data(), mask, pos, index, last, chunk);
         pos += n;
       }
-      t.ring_slots = pos;
       const std::uint64_t before = t.recorded;
-      if (!decode(t)) return;
+      const bool decoded = decode(t, chunk);
+      t.ring_slots = pos;
+      if (!decoded) return;
+      if (bad_text != 0) {  // as a chunk's decoding fails there (what came before it is not counted)
+        meta_.problem = "text record of " + std::to_string(bad_text) + " bytes in the chunk ending at byte " +
+                        std::to_string(offset_) + ": damaged file";
+        return;
+      }
       recovered_ += t.recorded - before;
     }
     rings_note_ = std::to_string(recovered_) + " events recovered from " + rings_path_;
@@ -821,6 +1174,43 @@ class Section {
     }
     if (overwritten > 0) {
       rings_note_ += "; " + std::to_string(overwritten) + " ring(s) no longer held what the file lacks";
+    }
+  }
+
+  // Appends the ring record at `pos` (of a ring of mask + 1 slots) to `out` packed as
+  // the file's writer packs it (docs/file-format.md), with the site index `index`;
+  // `last` is the previous record's ticks that had any.
+  static void pack(const Record* ring, std::uint64_t mask, std::uint64_t pos, std::uint64_t index,
+                   std::uint64_t& last, std::string& out) {
+    const auto put = [&](std::uint64_t v) {
+      for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      out.push_back(static_cast<char>(v));
+    };
+    const auto zigzag = [](std::uint64_t v) {
+      return (v << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(v) >> 63);
+    };
+    const Record& r = ring[pos & mask];
+    const std::uint64_t kind = r.word & detail::record_kind_mask;
+    put(kind | (r.ticks == 0 ? 8u : 0u) | (index << 4));
+    if (r.ticks != 0) {
+      put(zigzag(r.ticks - last));
+      last = r.ticks;
+    }
+    if (kind <= detail::record_instant) return;
+    const Record& payload = ring[(pos + 1) & mask];
+    if (kind == detail::record_value_double) {
+      out.append(reinterpret_cast<const char*>(&payload.ticks), 8);
+    } else if (kind == detail::record_text) {
+      put(payload.ticks);  // size | truncated << 63
+      put(payload.word);   // the size before truncation
+      std::uint64_t bytes = payload.ticks & ~(std::uint64_t{1} << 63);
+      for (std::uint64_t slot = pos + 2; bytes != 0; ++slot) {
+        const std::uint64_t n = std::min<std::uint64_t>(bytes, sizeof(Record));
+        out.append(reinterpret_cast<const char*>(&ring[slot & mask]), n);
+        bytes -= n;
+      }
+    } else {
+      put(zigzag(payload.ticks));
     }
   }
 
@@ -890,13 +1280,18 @@ class Section {
   std::unordered_map<std::uint32_t, std::size_t> thread_ids_;  // file id -> threads_ index
   std::unordered_map<std::uint64_t, SiteId> step_sites_;
   std::uint64_t last_emitted_ = 0;
-  std::vector<std::size_t> runs_;  // deliver(): where each thread's run starts
+  std::vector<Open> open_before_;  // decode(): the thread's open zones before the chunk
+  std::vector<Run> runs_;  // deliver()'s, in thread order
+  std::vector<Head> heads_;
+  Delivery* direct_ = nullptr;
+  Events span_;  // deliver(): a span of merged events on their way to direct_
+  std::vector<std::pair<std::uint64_t, ThreadId>> firsts_;  // deliver(): each thread's first event
   std::uint64_t late_ = 0, unbalanced_ = 0, closed_at_stop_ = 0;
 };
 
 // A whole file: its process sections (one, or several in a merged file) read side by
 // side, their streams merged by time, delivered to the exporters.
-class FileReplay {
+class FileReplay final : private Delivery {
  public:
   FileReplay(const std::filesystem::path& path, std::span<Exporter* const> exporters, const ReplayOptions& options)
       : path_(path.string()), exporters_(exporters), progress_(options.progress) {
@@ -908,6 +1303,8 @@ class FileReplay {
     if (version_ == tf::kVersion && !rings_.empty()) sections_.front()->set_rings(rings_);
     for (auto& s : sections_) s->open_session();
     name_processes();
+    // A file of one process: its deliveries go to the exporters as the merge gives them.
+    if (sections_.size() == 1) sections_.front()->deliver_to(this);
     for (Exporter* x : exporters_) x->on_start(tables_);
     for (;;) {
       Section* next = nullptr;
@@ -1041,7 +1438,7 @@ class FileReplay {
     if (sections_.size() == 1) {
       Section& s = *sections_.front();
       if (s.out.empty()) return;
-      emit(s.out);
+      emit(std::span<const Event>(s.out.data(), s.out.size()));
       s.out.clear();
       return;
     }
@@ -1068,32 +1465,59 @@ class FileReplay {
     if (!batch_.empty()) emit(batch_);
   }
 
-  void emit(const std::vector<Event>& events) {
+  void emit(std::span<const Event> events) {
     place_threads(events);
-    for (std::size_t i = 0; i < events.size(); i += 16384) {
-      const std::span<const Event> part(events.data() + i, std::min<std::size_t>(16384, events.size() - i));
-      for (Exporter* x : exporters_) x->on_events(part, tables_);
-      result_.events += part.size();
+    for (std::size_t i = 0; i < events.size(); i += kSpan) {
+      hand_over(std::span<const Event>(events.data() + i, std::min(kSpan, events.size() - i)));
     }
-    for (const Event& e : events) {
-      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) tables_.texts.erase(e.value.u);
+    forget_texts();
+  }
+
+  // The same, from the section of a file of one process, as its merge goes.
+  void first_events(std::span<const std::pair<std::uint64_t, ThreadId>> firsts) override {
+    if (seen_count_ == tables_.threads.size()) return;
+    fresh_.clear();
+    for (const auto& [time, thread] : firsts) note_first(time, thread);
+    place_fresh();
+  }
+  void events(std::span<const Event> span) override { hand_over(span); }
+  void end() override { forget_texts(); }
+
+  void hand_over(std::span<const Event> span) {
+    for (Exporter* x : exporters_) x->on_events(span, tables_);
+    result_.events += span.size();
+    // Texts are kept until the batch of their event is handed over (a trace without
+    // texts skips the pass).
+    if (tables_.texts.empty()) return;
+    for (const Event& e : span) {
+      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) handed_texts_.push_back(e.value.u);
     }
+  }
+  void forget_texts() {
+    for (const std::uint64_t id : handed_texts_) tables_.texts.erase(id);
+    handed_texts_.clear();
   }
 
   // Sort indices, as live: by the time of each thread's first event, ties by OS tid.
-  void place_threads(const std::vector<Event>& events) {
+  // Once every thread known has had an event, no event can be a thread's first.
+  void place_threads(std::span<const Event> events) {
+    if (seen_count_ == tables_.threads.size()) return;
+    fresh_.clear();
+    for (const Event& e : events) note_first(e.time_ns, e.thread);
+    place_fresh();
+  }
+  void note_first(std::uint64_t time, ThreadId thread) {
     if (seen_.size() < tables_.threads.size()) seen_.resize(tables_.threads.size(), 0);
-    std::vector<std::pair<std::uint64_t, ThreadId>> fresh;
-    for (const Event& e : events) {
-      if (seen_[e.thread] == 0) {
-        seen_[e.thread] = 1;
-        fresh.emplace_back(e.time_ns, e.thread);
-      }
-    }
-    std::sort(fresh.begin(), fresh.end(), [&](const auto& a, const auto& b) {
+    if (seen_[thread] != 0) return;
+    seen_[thread] = 1;
+    ++seen_count_;
+    fresh_.emplace_back(time, thread);
+  }
+  void place_fresh() {
+    std::sort(fresh_.begin(), fresh_.end(), [&](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : tables_.threads[a.second].os_tid < tables_.threads[b.second].os_tid;
     });
-    for (const auto& [time, id] : fresh) tables_.threads[id].sort_index = next_sort_index_++;
+    for (const auto& [time, id] : fresh_) tables_.threads[id].sort_index = next_sort_index_++;
   }
 
   ReplayResult finish() {
@@ -1171,6 +1595,9 @@ class FileReplay {
   std::vector<std::unique_ptr<Section>> sections_;
   std::vector<Event> batch_;
   std::vector<char> seen_;
+  std::size_t seen_count_ = 0;  // of seen_, set
+  std::vector<std::pair<std::uint64_t, ThreadId>> fresh_;  // place_threads(): threads first seen, by first event
+  std::vector<std::uint64_t> handed_texts_;  // texts of the events handed over in the batch so far
   std::uint32_t next_sort_index_ = 0;
   ReplayResult result_;
 };
