@@ -27,26 +27,27 @@ bool on_drainer_thread() noexcept { return t_drainer_thread; }
 namespace {
 // Held by a drainer while it works (a pass, the exporters' start), not while it sleeps.
 std::timed_mutex g_pass_mutex;
-bool g_fork_holds_pass = false;  // written by the forking thread only, between prepare and parent/child
+// This thread's fork() took the lock in its prepare handler (two threads may fork at once).
+constinit thread_local bool t_fork_holds_pass = false;
 }  // namespace
 
 void drainer_fork_prepare() noexcept {
-  g_fork_holds_pass = false;
+  t_fork_holds_pass = false;
   if (t_drainer_thread) return;
   // Bounded: a drainer stuck in an exporter (or waiting for a lock this thread holds)
   // must not make fork() hang; the child then merely runs the risk it ran before.
-  g_fork_holds_pass = g_pass_mutex.try_lock_for(std::chrono::milliseconds(100));
+  t_fork_holds_pass = g_pass_mutex.try_lock_for(std::chrono::milliseconds(100));
 }
 
 void drainer_fork_parent() noexcept {
-  if (g_fork_holds_pass) g_pass_mutex.unlock();
-  g_fork_holds_pass = false;
+  if (t_fork_holds_pass) g_pass_mutex.unlock();
+  t_fork_holds_pass = false;
 }
 
 void drainer_fork_child() noexcept {
   // The child has no drainer: a fresh, unlocked mutex (the parent's copy may be held).
   new (&g_pass_mutex) std::timed_mutex();
-  g_fork_holds_pass = false;
+  t_fork_holds_pass = false;
 }
 
 Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,

@@ -37,9 +37,13 @@ std::unique_ptr<RingFile> RingFile::create(const std::filesystem::path& path, st
   file->serial_ = g_next_serial.fetch_add(1, std::memory_order_relaxed);
   file->fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (file->fd_ < 0) fail(path, "cannot create", errno);
-  if (const int error = allocate(file->fd_, 0, ring_file::kPage); error != 0) fail(path, "cannot allocate", error);
+  const auto failed = [&](const char* what, int error) {
+    ::unlink(path.c_str());  // the session does not start: leave no file behind
+    fail(path, what, error);
+  };
+  if (const int error = allocate(file->fd_, 0, ring_file::kPage); error != 0) failed("cannot allocate", error);
   void* page = ::mmap(nullptr, ring_file::kPage, PROT_READ | PROT_WRITE, MAP_SHARED, file->fd_, 0);
-  if (page == MAP_FAILED) fail(path, "cannot map", errno);
+  if (page == MAP_FAILED) failed("cannot map", errno);
   auto* header = new (page) ring_file::FileHeader{};
   std::memcpy(header->magic, ring_file::kMagic, sizeof header->magic);
   header->version = ring_file::kVersion;
