@@ -25,10 +25,20 @@ std::string scratch_path() {
   return std::string(dir) + "/ringtrace-fuzz-" + std::to_string(::getpid()) + ".rtrace";
 }
 
+// The scratch files go when the fuzzer exits (libFuzzer ends with exit()).
+struct Scratch {
+  std::string path = scratch_path();
+  ~Scratch() {
+    std::remove(path.c_str());
+    std::remove((path + ".rings").c_str());
+  }
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = scratch_path();
+  static const Scratch scratch;
+  const std::string& path = scratch.path;
   static const std::string rings = path + ".rings";
   static constexpr char kTrailer[8] = {'\x89', 'R', 'I', 'N', 'G', 'S', 0, 0};
   std::size_t trace = size, ring = 0;
