@@ -301,17 +301,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     tf::put_u32(buffer_, thread);
     tf::put_u32(buffer_, tf::kPackedRecords);
   }
-  static std::uint64_t zigzag(std::int64_t v) {
-    return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
-  }
-  static char* varint(char* p, std::uint64_t v) {
-    while (v >= 0x80) {
-      *p++ = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    *p++ = static_cast<char>(v);
-    return p;
-  }
+  static std::uint64_t zigzag(std::int64_t v) { return tf::zigzag(v); }
+  static char* varint(char* p, std::uint64_t v) { return tf::put_varint(p, v); }
   void put_varint(std::uint64_t v) {
     char bytes[10];
     buffer_.append(bytes, static_cast<std::size_t>(varint(bytes, v) - bytes));

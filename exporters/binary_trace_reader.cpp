@@ -1183,12 +1183,10 @@ class Section {
   static void pack(const Record* ring, std::uint64_t mask, std::uint64_t pos, std::uint64_t index,
                    std::uint64_t& last, std::string& out) {
     const auto put = [&](std::uint64_t v) {
-      for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-      out.push_back(static_cast<char>(v));
+      char bytes[10];
+      out.append(bytes, static_cast<std::size_t>(tf::put_varint(bytes, v) - bytes));
     };
-    const auto zigzag = [](std::uint64_t v) {
-      return (v << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(v) >> 63);
-    };
+    const auto zigzag = [](std::uint64_t v) { return tf::zigzag(static_cast<std::int64_t>(v)); };
     const Record& r = ring[pos & mask];
     const std::uint64_t kind = r.word & detail::record_kind_mask;
     put(kind | (r.ticks == 0 ? 8u : 0u) | (index << 4));

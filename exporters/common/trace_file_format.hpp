@@ -33,6 +33,18 @@ enum FrameType : std::uint32_t {
   frame_process = 10,  // version 2 only: a process section's header; its frames follow
 };
 
+// Packed records (docs/file-format.md, "Chunks: packed records"): unsigned LEB128
+// varints (at most ten bytes) and zigzag for signed values. The writer, the encoder of a
+// stream and the reader's recovery from a ring file pack with these.
+inline char* put_varint(char* p, std::uint64_t v) noexcept {
+  for (; v >= 0x80; v >>= 7) *p++ = static_cast<char>(v | 0x80);
+  *p++ = static_cast<char>(v);
+  return p;
+}
+inline std::uint64_t zigzag(std::int64_t v) noexcept {
+  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+}
+
 // A process section's header payload (version 2): u64 section bytes (the frames that
 // follow), i64 offset_ns, u8 flags (bit 0: aligned through CLOCK_REALTIME), 7 bytes 0,
 // str source.
