@@ -74,7 +74,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     buffer_.reserve(options_.buffer_bytes + 4096);
     buffer_.append(tf::kMagic, sizeof tf::kMagic);
     tf::put_u32(buffer_, tf::kVersion);
-    tf::put_u32(buffer_, 0);
+    tf::put_u32(buffer_, tf::kFlagChecksum2);
     process_name_ = context.process_name();
   }
 

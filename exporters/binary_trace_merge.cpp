@@ -41,6 +41,7 @@ struct Source {
   ReplayProcess meta;
   std::int64_t boot_ns = 0;           // CLOCK_REALTIME minus CLOCK_MONOTONIC at its anchor
   std::uint64_t realtime_start = 0;   // its session's start on CLOCK_REALTIME
+  std::uint32_t header_flags = 0;     // its file's (which checksum its frames carry)
 };
 
 bool read_at(std::FILE* f, std::uint64_t at, void* to, std::size_t bytes) {
@@ -48,12 +49,14 @@ bool read_at(std::FILE* f, std::uint64_t at, void* to, std::size_t bytes) {
 }
 
 // Reads a checked frame at `at` (header and payload); false if cut or damaged.
-bool read_frame(std::FILE* f, std::uint64_t at, std::uint64_t end, std::uint32_t h[4], std::string& payload) {
+// `flags` are the file's header flags (which checksum it carries).
+bool read_frame(std::FILE* f, std::uint64_t at, std::uint64_t end, std::uint32_t h[4], std::string& payload,
+                std::uint32_t flags) {
   if (at + tf::kFrameHeaderBytes > end || !read_at(f, at, h, tf::kFrameHeaderBytes)) return false;
   if (h[1] > tf::kMaxFrameBytes || at + tf::kFrameHeaderBytes + h[1] > end) return false;
   payload.resize(h[1]);
   if (h[1] != 0 && std::fread(payload.data(), 1, h[1], f) != h[1]) return false;
-  return tf::checksum(payload.data(), payload.size()) == h[2];
+  return tf::checksum(payload.data(), payload.size(), flags) == h[2];
 }
 
 template <typename T>
@@ -75,7 +78,7 @@ bool get_str(const std::string& p, std::size_t& at, std::string& s) {
 void read_session(std::FILE* f, Source& s) {
   std::uint32_t h[4];
   std::string p;
-  if (!read_frame(f, s.begin, s.end, h, p) || h[0] != tf::frame_session) {
+  if (!read_frame(f, s.begin, s.end, h, p, s.header_flags) || h[0] != tf::frame_session) {
     fail(s.path, "no readable session frame at byte " + std::to_string(s.begin) + ": cannot place this process");
   }
   std::size_t at = 0;
@@ -103,10 +106,12 @@ void find_processes(const std::string& path, std::vector<Source>& out) {
     fail(path, size == 0 ? "empty file, not a ringtrace trace" : "too short for a ringtrace trace");
   }
   if (std::memcmp(header, tf::kMagic, sizeof tf::kMagic) != 0) fail(path, "not a ringtrace trace file (bad magic)");
-  std::uint32_t version;
+  std::uint32_t version, flags;
   std::memcpy(&version, header + 8, 4);
+  std::memcpy(&flags, header + 12, 4);
   if (version == tf::kVersion) {
     Source s;
+    s.header_flags = flags;
     s.path = path;
     s.begin = tf::kHeaderBytes;
     s.end = size;
@@ -122,7 +127,7 @@ void find_processes(const std::string& path, std::vector<Source>& out) {
   std::string p;
   while (at < size) {
     std::uint32_t h[4];
-    if (!read_frame(file.f, at, size, h, p) || h[0] != tf::frame_process) {
+    if (!read_frame(file.f, at, size, h, p, flags) || h[0] != tf::frame_process) {
       fail(path, "no readable process frame at byte " + std::to_string(at) + " of a merged file");
     }
     std::size_t pos = 0;
@@ -130,8 +135,10 @@ void find_processes(const std::string& path, std::vector<Source>& out) {
     Source s;
     s.path = path;
     std::int64_t old_offset = 0;
-    std::uint64_t flags = 0;
-    if (!get(p, pos, bytes) || !get(p, pos, old_offset) || !get(p, pos, flags) || !get_str(p, pos, s.meta.source)) {
+    s.header_flags = flags;
+    std::uint64_t process_flags = 0;
+    if (!get(p, pos, bytes) || !get(p, pos, old_offset) || !get(p, pos, process_flags) ||
+        !get_str(p, pos, s.meta.source)) {
       fail(path, "malformed process frame at byte " + std::to_string(at));
     }
     s.begin = at + tf::kFrameHeaderBytes + h[1];
@@ -204,8 +211,9 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
 
     char header[tf::kHeaderBytes] = {};
     std::memcpy(header, tf::kMagic, sizeof tf::kMagic);
-    const std::uint32_t version = tf::kVersionMerged;
+    const std::uint32_t version = tf::kVersionMerged, flags = tf::kFlagChecksum2;
     std::memcpy(header + 8, &version, 4);
+    std::memcpy(header + 12, &flags, 4);
     write_all(out.f, header, sizeof header, partial);
 
     MergeResult result;
@@ -223,7 +231,7 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
       bool complete = false;
       while (at < s.end) {
         std::uint32_t h[4];
-        if (!read_frame(in.f, at, s.end, h, payload)) {
+        if (!read_frame(in.f, at, s.end, h, payload, s.header_flags)) {
           s.meta.problem = "cut short or damaged at byte " + std::to_string(at) + "; merged up to there";
           break;
         }
@@ -231,6 +239,7 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
           s.meta.problem = "a process frame inside a process at byte " + std::to_string(at) + ": damaged";
           break;
         }
+        h[2] = tf::checksum(payload.data(), payload.size());  // the output's checksum (an input's may be the old one)
         write_all(out.f, h, tf::kFrameHeaderBytes, partial);
         write_all(out.f, payload.data(), payload.size(), partial);
         bytes += tf::kFrameHeaderBytes + payload.size();

@@ -193,8 +193,15 @@ class Delivery {
 // `out`: time-ordered events, not yet delivered.
 class Section {
  public:
-  Section(Tables& tables, const std::string& path, std::uint64_t begin, std::uint64_t end, ReplayProcess meta)
-      : tables_(tables), path_(path), begin_(begin), end_(end), offset_(begin), meta_(std::move(meta)) {}
+  Section(Tables& tables, const std::string& path, std::uint64_t begin, std::uint64_t end, ReplayProcess meta,
+          std::uint32_t header_flags)
+      : tables_(tables),
+        path_(path),
+        begin_(begin),
+        end_(end),
+        offset_(begin),
+        meta_(std::move(meta)),
+        header_flags_(header_flags) {}
   ~Section() {
     if (file_ != nullptr) std::fclose(file_);
   }
@@ -351,7 +358,7 @@ class Section {
       meta_.problem = "read error at byte " + std::to_string(offset_);
       return false;
     }
-    if (tf::checksum(payload.data(), payload.size()) != h[2]) {
+    if (tf::checksum(payload.data(), payload.size(), header_flags_) != h[2]) {
       meta_.problem = "checksum mismatch in the frame at byte " + std::to_string(offset_) + " (type " +
                       std::to_string(h[0]) + "): damaged file, read up to there";
       return false;
@@ -1250,6 +1257,7 @@ class Section {
   std::uint64_t offset_ = 0;
   std::uint64_t frame_offset_ = 0;
   ReplayProcess meta_;
+  std::uint32_t header_flags_ = 0;  // the file's: which checksum its frames carry
   std::string payload_;
   bool have_session_ = false;
   bool complete_ = false;
@@ -1353,8 +1361,9 @@ class FileReplay final : private Delivery {
     }
     if (std::memcmp(header, tf::kMagic, sizeof tf::kMagic) != 0) fail("not a ringtrace trace file (bad magic)");
     std::memcpy(&version_, header + 8, 4);
+    std::memcpy(&flags_, header + 12, 4);
     if (version_ == tf::kVersion) {
-      sections_.push_back(std::make_unique<Section>(tables_, path_, tf::kHeaderBytes, size_, ReplayProcess{}));
+      sections_.push_back(std::make_unique<Section>(tables_, path_, tf::kHeaderBytes, size_, ReplayProcess{}, flags_));
       bytes_in_sections_ = size_ - tf::kHeaderBytes;
       return;
     }
@@ -1376,7 +1385,7 @@ class FileReplay final : private Delivery {
         break;
       }
       payload.resize(h[1]);
-      if (std::fread(payload.data(), 1, h[1], file) != h[1] || tf::checksum(payload.data(), h[1]) != h[2]) {
+      if (std::fread(payload.data(), 1, h[1], file) != h[1] || tf::checksum(payload.data(), h[1], flags_) != h[2]) {
         problem_ = "checksum mismatch in the process frame at byte " + std::to_string(at) + ": damaged file";
         break;
       }
@@ -1393,7 +1402,7 @@ class FileReplay final : private Delivery {
       }
       const std::uint64_t begin = at + tf::kFrameHeaderBytes + h[1];
       const std::uint64_t end = bytes > size_ - begin ? size_ : begin + bytes;
-      sections_.push_back(std::make_unique<Section>(tables_, path_, begin, end, std::move(meta)));
+      sections_.push_back(std::make_unique<Section>(tables_, path_, begin, end, std::move(meta), flags_));
       bytes_in_sections_ += end - begin;
       at = end;
     }
@@ -1588,6 +1597,7 @@ class FileReplay final : private Delivery {
   std::uint64_t size_ = 0;
   std::uint64_t bytes_in_sections_ = 0;  // of size_: the rest (headers) counts as done
   std::uint32_t version_ = 0;
+  std::uint32_t flags_ = 0;  // the header's (tf::kFlagChecksum2)
   std::string problem_;
   Tables tables_;
   std::vector<std::unique_ptr<Section>> sections_;

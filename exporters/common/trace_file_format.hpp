@@ -50,13 +50,20 @@ inline std::uint64_t zigzag(std::int64_t v) noexcept {
 // str source.
 inline constexpr std::size_t kProcessFrameFixedBytes = 24;
 
-// Checksum of a frame's payload: four 64-bit lanes over the payload's 8-byte
+// Header flags (the u32 after the version).
+inline constexpr std::uint32_t kFlagChecksum2 = 1;  // frames carry checksum2 (else checksum1)
+
+// Checksums of a frame's payload: four 64-bit lanes over the payload's 8-byte
 // little-endian words (the last one zero-padded), lane i taking words i, i+4, ...:
 //   lane = (lane ^ word) * K, then lane ^= lane >> 29
 // with lanes seeded 1, 2, 3, 4, and the result the low 32 bits of
 //   ((lane0 * 31 + lane1) * 31 + lane2) * 31 + lane3 ^ bytes.
-// Independent lanes keep it about as fast as copying the payload.
-inline std::uint32_t checksum(const void* data, std::size_t bytes) noexcept {
+// Independent lanes keep it about as fast as copying the payload. checksum1, in files
+// whose header flags lack kFlagChecksum2, misses a flip of the top three bits of a lane's
+// last word (they never reach a lane's low 32 bits); checksum2 first mixes each lane
+// with fmix64 (h ^= h >> 33; h *= 0xFF51AFD7ED558CCD; h ^= h >> 33;
+// h *= 0xC4CEB9FE1A85EC53; h ^= h >> 33), so every bit of every lane reaches the result.
+inline std::uint32_t checksum_lanes(const void* data, std::size_t bytes, bool mix) noexcept {
   constexpr std::uint64_t K = 0x9E3779B97F4A7C15ull;
   std::uint64_t lane[4] = {1, 2, 3, 4};
   const auto* p = static_cast<const unsigned char*>(data);
@@ -82,8 +89,25 @@ inline std::uint32_t checksum(const void* data, std::size_t bytes) noexcept {
     lane[words % 4] = (lane[words % 4] ^ w) * K;
     lane[words % 4] ^= lane[words % 4] >> 29;
   }
+  if (mix) {
+    for (std::uint64_t& h : lane) {
+      h ^= h >> 33;
+      h *= 0xFF51AFD7ED558CCDull;
+      h ^= h >> 33;
+      h *= 0xC4CEB9FE1A85EC53ull;
+      h ^= h >> 33;
+    }
+  }
   const std::uint64_t h = ((lane[0] * 31 + lane[1]) * 31 + lane[2]) * 31 + lane[3];
   return static_cast<std::uint32_t>(h ^ bytes);
+}
+inline std::uint32_t checksum1(const void* data, std::size_t bytes) noexcept { return checksum_lanes(data, bytes, false); }
+inline std::uint32_t checksum2(const void* data, std::size_t bytes) noexcept { return checksum_lanes(data, bytes, true); }
+// What this version writes.
+inline std::uint32_t checksum(const void* data, std::size_t bytes) noexcept { return checksum2(data, bytes); }
+// The checksum of a file with these header flags.
+inline std::uint32_t checksum(const void* data, std::size_t bytes, std::uint32_t header_flags) noexcept {
+  return (header_flags & kFlagChecksum2) != 0 ? checksum2(data, bytes) : checksum1(data, bytes);
 }
 
 // Little-endian field writers (x86-64 and every target ringtrace runs on is little-endian).

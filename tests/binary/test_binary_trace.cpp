@@ -380,6 +380,50 @@ TEST(BinaryTrace, DamagedFramesAreNamedByOffset) {
   EXPECT_NE(r.problem.find("checksum mismatch in the frame at byte " + std::to_string(chunk)), std::string::npos)
       << r.problem;
   EXPECT_GT(t.events.size(), 0u);  // what came before converts
+
+  // Any bit of any byte of the chunk's payload: the checksum sees it (the first checksum
+  // missed the top three bits of each lane's last word: this test failed once on it).
+  bytes[chunk + tf::kFrameHeaderBytes + length / 2] ^= 0x40;  // whole again
+  const char* payload = bytes.data() + chunk + tf::kFrameHeaderBytes;
+  std::uint32_t stored;
+  std::memcpy(&stored, bytes.data() + chunk + 8, 4);
+  ASSERT_EQ(tf::checksum(payload, length), stored);
+  std::string flipped(payload, length);
+  int missed_by_first = 0;
+  for (std::uint32_t at = 0; at < length; ++at) {
+    for (int bit = 0; bit < 8; ++bit) {
+      flipped[at] = static_cast<char>(flipped[at] ^ (1 << bit));
+      EXPECT_NE(tf::checksum(flipped.data(), length), stored) << "byte " << at << " bit " << bit;
+      missed_by_first += tf::checksum1(flipped.data(), length) == tf::checksum1(payload, length);
+      flipped[at] = static_cast<char>(flipped[at] ^ (1 << bit));
+    }
+  }
+  EXPECT_GT(missed_by_first, 0) << "the first checksum's blind spot (what the header flag is for)";
+}
+
+// A file from before the second checksum (header flags 0, frames with the first) still
+// reads, whole and the same.
+TEST(BinaryTrace, FilesWithTheFirstChecksumStillRead) {
+  const fs::path file = small_file("first_checksum");
+  std::string bytes = read_file(file);
+  const RecordedTrace now = replay_to_memory(file);
+  std::uint32_t flags;
+  std::memcpy(&flags, bytes.data() + 12, 4);
+  ASSERT_EQ(flags, tf::kFlagChecksum2);
+  flags = 0;
+  std::memcpy(bytes.data() + 12, &flags, 4);
+  for (std::size_t f : frame_offsets(bytes)) {
+    std::uint32_t length;
+    std::memcpy(&length, bytes.data() + f + 4, 4);
+    const std::uint32_t sum = tf::checksum1(bytes.data() + f + tf::kFrameHeaderBytes, length);
+    std::memcpy(bytes.data() + f + 8, &sum, 4);
+  }
+  const fs::path old = file.parent_path() / "old.rtrace";
+  write_file(old, bytes);
+  ReplayResult r;
+  const RecordedTrace then = replay_to_memory(old, &r);
+  EXPECT_TRUE(r.complete) << r.problem;
+  EXPECT_EQ(describe(then), describe(now));
 }
 
 // Fed a stream instead of a live session's rings (a window, a snapshot, replay()), the
@@ -461,7 +505,7 @@ TEST(BinaryTrace, HostileFilesGetOneClearError) {
   early += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);
   std::string payload(8, '\0');
   early += std::string("\x05\x00\x00\x00\x08\x00\x00\x00", 8);
-  const std::uint32_t sum = tf::checksum(payload.data(), payload.size());
+  const std::uint32_t sum = tf::checksum1(payload.data(), payload.size());  // header flags 0: the first checksum
   early.append(reinterpret_cast<const char*>(&sum), 4).append(4, '\0').append(payload);
   EXPECT_NE(error_of(early).find("is not the session's"), std::string::npos) << error_of(early);
   // A merged file (version 2) whose first frame is no process frame, or with junk.
