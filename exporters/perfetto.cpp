@@ -114,14 +114,12 @@ class Buffer {
 class Proto {
  public:
   explicit Proto(Buffer& out) : out_(out) {}
-  void varint(std::uint64_t v) {
-    char* p = out_.room(10);
-    while (v >= 0x80) {
-      *p++ = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
+  void varint(std::uint64_t v) { out_.commit(put_varint(out_.room(10), v)); }
+  // An unsigned LEB128 varint at p (at most ten bytes); returns its end.
+  static char* put_varint(char* p, std::uint64_t v) {
+    for (; v >= 0x80; v >>= 7) *p++ = static_cast<char>(v | 0x80);
     *p++ = static_cast<char>(v);
-    out_.commit(p);
+    return p;
   }
   void tag(unsigned field, unsigned wire) { varint((static_cast<std::uint64_t>(field) << 3) | wire); }
   void uint(unsigned field, std::uint64_t v) {
@@ -695,11 +693,7 @@ class PerfettoExporter final : public Exporter {
     out_.commit(p);
     return true;
   }
-  static char* put_varint(char* p, std::uint64_t v) {
-    for (; v >= 0x80; v >>= 7) *p++ = static_cast<char>(v | 0x80);
-    *p++ = static_cast<char>(v);
-    return p;
-  }
+  static char* put_varint(char* p, std::uint64_t v) { return Proto::put_varint(p, v); }
 
   // A value or text on the innermost open zone: encoded now as a DebugAnnotation.
   void add_arg(const Event& e, const TraceContext& context) {
