@@ -130,8 +130,13 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   void on_raw_start(const detail::RawSessionInfo& info) override {
     raw_started_ = true;
     per_thread_counters_ = info.per_thread_counters;
+    write_session_frame(static_cast<std::uint32_t>(::getpid()), info);
+  }
+
+  // The session frame (docs/file-format.md), for a live session or a stream.
+  void write_session_frame(std::uint32_t pid, const detail::RawSessionInfo& info) {
     std::string& p = begin_frame(tf::frame_session);
-    tf::put_u32(p, static_cast<std::uint32_t>(::getpid()));
+    tf::put_u32(p, pid);
     tf::put_u8(p, info.tsc ? 1 : 0);
     tf::put_u8(p, 0);
     tf::put_u8(p, 0);
@@ -225,9 +230,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
             ++events;
           }
           const bool no_time = r.ticks == 0;
-          p = varint(p, kind | (no_time ? 8u : 0u) | (index << 4));
+          p = tf::put_varint(p, kind | (no_time ? 8u : 0u) | (index << 4));
           if (!no_time) {
-            p = varint(p, zigzag(static_cast<std::int64_t>(r.ticks - last)));
+            p = tf::put_varint(p, tf::zigzag(static_cast<std::int64_t>(r.ticks - last)));
             last = r.ticks;
           }
           if (kind <= detail::record_instant) {
@@ -239,7 +244,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
             std::memcpy(p, &payload, 8);
             p += 8;
           } else {  // integer values, region ids, drop counts
-            p = varint(p, zigzag(static_cast<std::int64_t>(payload)));
+            p = tf::put_varint(p, tf::zigzag(static_cast<std::int64_t>(payload)));
           }
           i += 2;
         }
@@ -301,11 +306,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     tf::put_u32(buffer_, thread);
     tf::put_u32(buffer_, tf::kPackedRecords);
   }
-  static std::uint64_t zigzag(std::int64_t v) { return tf::zigzag(v); }
-  static char* varint(char* p, std::uint64_t v) { return tf::put_varint(p, v); }
   void put_varint(std::uint64_t v) {
     char bytes[10];
-    buffer_.append(bytes, static_cast<std::size_t>(varint(bytes, v) - bytes));
+    buffer_.append(bytes, static_cast<std::size_t>(tf::put_varint(bytes, v) - bytes));
   }
 
   // A text record (its site described first if new), as a chunk of its own.
@@ -320,7 +323,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     const std::uint64_t bytes = header & ~(std::uint64_t{1} << 63);
     begin_chunk(thread);
     put_varint(detail::record_text | (r.ticks == 0 ? 8u : 0u) | (index << 4));
-    if (r.ticks != 0) put_varint(zigzag(static_cast<std::int64_t>(r.ticks)));
+    if (r.ticks != 0) put_varint(tf::zigzag(static_cast<std::int64_t>(r.ticks)));
     put_varint(header);
     put_varint(at(i + 1).word);
     for (std::size_t k = 0; k < bytes; k += sizeof(Record)) {
@@ -373,32 +376,18 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
 
   void begin_stream(const TraceContext& context) {
     stream_started_ = true;
-    std::string& p = begin_frame(tf::frame_session);
-    tf::put_u32(p, context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()));
-    tf::put_u8(p, 0);  // ticks are nanoseconds
-    tf::put_u8(p, 0);
-    tf::put_u8(p, 0);
-    tf::put_u8(p, 0);
-    tf::put_f64(p, 1e9);
-    tf::put_u64(p, context.clock().start_ns);
+    detail::RawSessionInfo info;  // ticks are nanoseconds; no merge grace (the stream is
+    info.tsc = false;             // ordered), no ring, no boundary gap (its times kept)
+    info.ticks_per_second = 1e9;
+    info.start_ns = context.clock().start_ns;
     timespec real{}, mono{};
     clock_gettime(CLOCK_REALTIME, &real);
     clock_gettime(CLOCK_MONOTONIC, &mono);
-    tf::put_u64(p, static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec));
-    tf::put_u64(p, static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec));
-    tf::put_u64(p, 0);  // merge grace: the stream is ordered
-    tf::put_u64(p, 0);  // ring size: no ring
-    tf::put_str(p, context.process_name());
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    tf::put_str(p, host);
-    tf::put_u64(p, 0);  // boundary gap: none, times as the stream has them
-    end_frame();
-    std::string& segment = begin_frame(tf::frame_segment);
-    tf::put_u64(segment, 1);  // ns = ticks - 1
-    tf::put_u64(segment, 0);
-    tf::put_u64(segment, std::uint64_t{1} << 32);
-    end_frame();
+    info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+    info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+    info.boundary_gap_ticks = 0;
+    write_session_frame(context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()), info);
+    on_raw_segment(detail::ClockSegment{1, 0, std::uint64_t{1} << 32});  // ns = ticks - 1
   }
 
   void describe_stream_thread(ThreadId id, const TraceContext& context) {
@@ -478,9 +467,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       }
       const std::uint64_t index = kind == detail::record_dropped ? 0 : stream_site(e.site, context);
       char* p = record;
-      p = varint(p, kind | (timed ? 0u : 8u) | (index << 4));
+      p = tf::put_varint(p, kind | (timed ? 0u : 8u) | (index << 4));
       if (timed) {
-        p = varint(p, zigzag(static_cast<std::int64_t>(ticks - t.last)));
+        p = tf::put_varint(p, tf::zigzag(static_cast<std::int64_t>(ticks - t.last)));
         t.last = ticks;
       }
       if (payload) {
@@ -488,7 +477,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
           std::memcpy(p, &e.value.u, 8);
           p += 8;
         } else {
-          p = varint(p, zigzag(e.value.i));
+          p = tf::put_varint(p, tf::zigzag(e.value.i));
         }
       }
       t.chunk.append(record, static_cast<std::size_t>(p - record));
@@ -506,9 +495,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     const bool cut = bytes < text.size() || (e.flags & EventFlags::truncated) != 0;
     char head[32];
     char* p = head;
-    p = varint(p, detail::record_text | 8u | (stream_site(e.site, context) << 4));
-    p = varint(p, bytes | (cut ? std::uint64_t{1} << 63 : 0));
-    p = varint(p, std::max<std::uint64_t>(text.size(), e.text_size));
+    p = tf::put_varint(p, detail::record_text | 8u | (stream_site(e.site, context) << 4));
+    p = tf::put_varint(p, bytes | (cut ? std::uint64_t{1} << 63 : 0));
+    p = tf::put_varint(p, std::max<std::uint64_t>(text.size(), e.text_size));
     t.chunk.append(head, static_cast<std::size_t>(p - head));
     t.chunk.append(text.substr(0, bytes));
   }
