@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -156,27 +157,34 @@ void run(benchmark::State& state, MakeExporter make) {
   state.counters["exporter_rss_mb"] = peak_rss_mb() - rss_before;
 }
 
+// Output paths must be regular files (a device is refused): the exporters write to
+// /dev/null through their std::ostream overloads, one write call per buffer as to a file.
+std::ofstream& dev_null() {
+  static std::ofstream null("/dev/null", std::ios::binary);
+  return null;
+}
+
 void BM_ChromeTrace(benchmark::State& state) {
-  run(state, [] { return chrome_trace_exporter("/dev/null"); });
+  run(state, [] { return chrome_trace_exporter(dev_null()); });
 }
 
 void BM_ChromeTraceWithSourceLocations(benchmark::State& state) {
   run(state, [] {
     ChromeTraceOptions options;
     options.source_locations = true;
-    return chrome_trace_exporter("/dev/null", options);
+    return chrome_trace_exporter(dev_null(), options);
   });
 }
 
 void BM_FoldedStacks(benchmark::State& state) {
-  run(state, [] { return folded_stacks_exporter("/dev/null"); });
+  run(state, [] { return folded_stacks_exporter(dev_null()); });
 }
 
 void BM_FoldedStacksThreadRoots(benchmark::State& state) {
   run(state, [] {
     FoldedStacksOptions options;
     options.thread_root = true;
-    return folded_stacks_exporter("/dev/null", options);
+    return folded_stacks_exporter(dev_null(), options);
   });
 }
 

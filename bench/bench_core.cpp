@@ -6,9 +6,15 @@
 //   zone, no session      RINGTRACE_ZONE compiled in, no session running
 //   zone, enabled         RINGTRACE_ZONE with a session and a null exporter (1 and 2 threads);
 //                         and with the binary file's rings in a file mapping (rings_in_file)
+//   zone, run-time name   RINGTRACE_ZONE_DYNAMIC with a 20-byte std::string_view (one record, the
+//                         name copied), with and without a session
+//   zone, two arguments   RINGTRACE_ZONE("name", "k1", v1, "k2", v2) (one reservation, one record
+//                         per argument), with and without a session
+//   manual zone           RINGTRACE_ZONE_BEGIN / RINGTRACE_ZONE_END, with and without a session
 //   drain                 stop() draining N threads' full rings into a null exporter
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -43,8 +49,12 @@ void BM_RawClockRead(benchmark::State& state) {
 }
 
 // What a zone cannot go below: read the clock, store 16 bytes, twice.
+struct FloorRecord {
+  std::uint64_t ticks;
+  std::uint64_t word;
+};
 struct FloorRing {
-  ringtrace::detail::Record slots[4096];
+  FloorRecord slots[4096];
   std::uint64_t pos = 0;
 };
 thread_local FloorRing t_floor;
@@ -103,6 +113,41 @@ void BM_ZoneWithValue(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
 }
+// A zone named at run time: the name copied into the ring (one record, a few slots more).
+void BM_ZoneDynamic(benchmark::State& state) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string name = "bench/dynamic/name01";  // 20 bytes: three slots
+  const std::string_view view = name;
+  for (auto _ : state) {
+    RINGTRACE_ZONE_DYNAMIC(view);
+    benchmark::ClobberMemory();
+  }
+}
+void BM_ZoneDynamicNoSession(benchmark::State& state) { BM_ZoneDynamic(state); }
+
+// A zone with two arguments at its own macro: one reservation for the begin and both.
+void BM_ZoneTwoArgs(benchmark::State& state) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    ++n;
+    RINGTRACE_ZONE("bench", "bytes", n, "ratio", 0.5);
+    benchmark::ClobberMemory();
+  }
+}
+void BM_ZoneTwoArgsNoSession(benchmark::State& state) { BM_ZoneTwoArgs(state); }
+
+// A manual zone (RINGTRACE_ZONE_BEGIN / _END): a zone plus the thread's token stack.
+void BM_ZoneManual(benchmark::State& state) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto _ : state) {
+    RINGTRACE_ZONE_BEGIN("bench");
+    benchmark::ClobberMemory();
+    RINGTRACE_ZONE_END();
+  }
+}
+void BM_ZoneManualNoSession(benchmark::State& state) { BM_ZoneManual(state); }
+
 void BM_ZoneEnabled(benchmark::State& state) {
   // Not timed: let the drainer empty the ring left by the previous repetition, so the
   // timed burst (400k records in a 1M-record ring) only ever takes the fast path.
@@ -113,7 +158,7 @@ void BM_ZoneEnabled(benchmark::State& state) {
 void BM_ZoneEnabledRingsInFile(benchmark::State& state) { BM_ZoneEnabled(state); }
 
 // Session::step(): in wait steps (no window boundary, nothing recorded) and in active
-// steps (each step a zone "step #N" on the calling thread).
+// steps (each step one marker record: a zone "step #N" on the steps track).
 void BM_StepWait(benchmark::State& state) {
   ringtrace::Config config;
   config.schedule = ringtrace::Schedule{.skip_first = 0, .wait = 1 << 30, .warmup = 0, .active = 1, .repeat = 1};
@@ -124,9 +169,8 @@ void BM_StepWait(benchmark::State& state) {
   session.stop();
 }
 // Active steps: the ring's pages are touched (and drained) first, and the timed steps fit
-// it, so the figure is step()'s own, not the drainer's: it names each step's zone
-// ("step #N", a site of its own), which costs it far more per step than the step costs
-// the program (steps come at most thousands a second in real programs).
+// it, so the figure is step()'s own (a spin lock taken and one record), not the
+// drainer's.
 void BM_StepActive(benchmark::State& state) {
   ringtrace::Config config;
   config.buffer_records = std::size_t{1} << 20;
@@ -154,11 +198,23 @@ BENCHMARK(BM_ZoneSampledOut)->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK(BM_ZoneSampledNoSession);
 BENCHMARK(BM_ZoneWithValue)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
 BENCHMARK(BM_ZoneFloor);
+BENCHMARK(BM_ZoneDynamic)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneTwoArgs)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneManual)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneDynamicNoSession);
+BENCHMARK(BM_ZoneTwoArgsNoSession);
+BENCHMARK(BM_ZoneManualNoSession);
 BENCHMARK(BM_ZoneNoSession);
 // Bursts that fit the ring (1M records) and repetitions between which the drainer
 // empties it: every iteration takes the fast path, none is dropped.
 BENCHMARK(BM_ZoneEnabled)->Threads(1)->Threads(2)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
 BENCHMARK(BM_ZoneEnabledRingsInFile)->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+// The same in sessions without and with Config::context_switches (run alternately by
+// main()): the recording thread's zone must cost the same.
+void BM_ZoneSwitchesOff(benchmark::State& state) { BM_ZoneEnabled(state); }
+void BM_ZoneSwitchesOn(benchmark::State& state) { BM_ZoneEnabled(state); }
+BENCHMARK(BM_ZoneSwitchesOff)->Iterations(200000)->Repetitions(15)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ZoneSwitchesOn)->Iterations(200000)->Repetitions(15)->ReportAggregatesOnly(true);
 
 // The drainer: threads fill their rings (timing paused), then stop() merges and
 // delivers everything on the drainer thread; items/s is events merged per second.
@@ -242,7 +298,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   benchmark::RunSpecifiedBenchmarks(
-      &reporter, "BM_EmptyLoop|BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession|BM_ZoneInCategoryNoSession|BM_ZoneSampledNoSession");
+      &reporter, "BM_EmptyLoop|BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession|BM_ZoneInCategoryNoSession|BM_ZoneSampledNoSession|"
+      "BM_ZoneDynamicNoSession|BM_ZoneTwoArgsNoSession|BM_ZoneManualNoSession");
   {
     ringtrace::Config config;
     config.buffer_records = std::size_t{1} << 20;
@@ -252,7 +309,8 @@ int main(int argc, char** argv) {
     ringtrace::Session session(config);
     session.add_exporter(std::make_shared<NullExporter>());
     session.start();
-    benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneEnabled/|BM_ZoneWithValue");
+    benchmark::RunSpecifiedBenchmarks(&reporter,
+                                      "BM_ZoneEnabled/|BM_ZoneWithValue|BM_ZoneDynamic/|BM_ZoneTwoArgs/|BM_ZoneManual/");
     ringtrace::set_category_enabled("bench_off", false);
     benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneInCategoryOff|BM_ZoneSampledOut");
     session.stop();
@@ -274,6 +332,25 @@ int main(int argc, char** argv) {
     session.stop();
     std::filesystem::remove(file);
   }
+  // Zones with and without context switches, sessions alternating (three of each).
+  std::vector<double> switches_off, switches_on;
+  std::string switches_unavailable;
+  for (int round = 0; round < 3; ++round) {
+    for (const bool on : {false, true}) {
+      ringtrace::Config config;
+      config.buffer_records = std::size_t{1} << 20;
+      config.overflow = ringtrace::OverflowPolicy::block;
+      config.context_switches = on;
+      ringtrace::Session session(config);
+      session.add_exporter(std::make_shared<NullExporter>());
+      session.start();
+      const char* name = on ? "BM_ZoneSwitchesOn" : "BM_ZoneSwitchesOff";
+      benchmark::RunSpecifiedBenchmarks(&reporter, name);
+      session.stop();
+      if (on) switches_unavailable = session.stats().context_switches_unavailable;
+      (on ? switches_on : switches_off).push_back(find(reporter.ns, name, "_median"));
+    }
+  }
   benchmark::RunSpecifiedBenchmarks(&reporter, "BM_DrainMerge|BM_Step");
   benchmark::Shutdown();
 
@@ -286,6 +363,12 @@ int main(int argc, char** argv) {
   const double with_value = find(reporter.ns, "BM_ZoneWithValue", "_median");
   const double one = find(reporter.ns, "BM_ZoneEnabled/", "threads:1_median");
   const double two = find(reporter.ns, "BM_ZoneEnabled/", "threads:2_median");
+  const double dynamic = find(reporter.ns, "BM_ZoneDynamic/", "_median");
+  const double two_args = find(reporter.ns, "BM_ZoneTwoArgs/", "_median");
+  const double manual = find(reporter.ns, "BM_ZoneManual/", "_median");
+  const double dynamic_none = find(reporter.ns, "BM_ZoneDynamicNoSession");
+  const double two_args_none = find(reporter.ns, "BM_ZoneTwoArgsNoSession");
+  const double manual_none = find(reporter.ns, "BM_ZoneManualNoSession");
   std::printf("\ncost ladder (per zone, CPU time)          ns   x clock   x floor   target\n");
   std::printf("  raw clock read                    %8.2f   %7.2f\n", clock, 1.0);
   std::printf("  zone floor (2 reads + 2 stores)   %8.2f   %7.2f   %7.2f\n", floor, floor / clock, 1.0);
@@ -310,10 +393,30 @@ int main(int argc, char** argv) {
               with_value / clock, with_value / floor);
   std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
               two / floor, two / one);
+  std::printf("\nthe API beside RINGTRACE_ZONE (same run)     ns   x clock   x zone\n");
+  std::printf("  zone, enabled (RINGTRACE_ZONE)    %8.2f   %7.2f   %7.2f\n", one, one / clock, 1.0);
+  std::printf("  zone, run-time name, enabled      %8.2f   %7.2f   %7.2f   (20-byte name: +2 slots, one record)\n",
+              dynamic, dynamic / clock, dynamic / one);
+  std::printf("  zone + 2 arguments, enabled       %8.2f   %7.2f   %7.2f   (one reservation, +2 records)\n", two_args,
+              two_args / clock, two_args / one);
+  std::printf("  manual begin/end, enabled         %8.2f   %7.2f   %7.2f\n", manual, manual / clock, manual / one);
+  std::printf("  zone, no session, net of loop     %8.2f\n", disabled - loop);
+  std::printf("  run-time name, no session, net    %8.2f   (x zone with no session: %.2f)\n", dynamic_none - loop,
+              (dynamic_none - loop) / std::max(disabled - loop, 0.01));
+  std::printf("  2 arguments, no session, net      %8.2f   (x zone with no session: %.2f)\n", two_args_none - loop,
+              (two_args_none - loop) / std::max(disabled - loop, 0.01));
+  std::printf("  manual begin/end, no session, net %8.2f   (x zone with no session: %.2f)\n", manual_none - loop,
+              (manual_none - loop) / std::max(disabled - loop, 0.01));
   std::printf("  step(), wait step (no boundary)   %8.2f   %7.2f              a few ns\n", find(reporter.ns, "BM_StepWait"),
               find(reporter.ns, "BM_StepWait") / clock);
   std::printf("  step(), active step (step zone)   %8.2f   %7.2f              one clock read\n", find(reporter.ns, "BM_StepActive"),
               find(reporter.ns, "BM_StepActive") / clock);
+  for (std::size_t i = 0; i < switches_on.size(); ++i) {
+    std::printf("  zone, context_switches off / on   %8.2f / %.2f   on/off %.3f   (sessions alternating, round %zu)%s\n",
+                switches_off[i], switches_on[i], switches_on[i] / switches_off[i], i + 1,
+                switches_unavailable.empty() ? "" : " SWITCHES UNAVAILABLE");
+  }
+  if (!switches_unavailable.empty()) std::printf("  (context switches unavailable: %s)\n", switches_unavailable.c_str());
   for (const char* arg : {"1", "2", "4"}) {
     const double rate = find(reporter.rate, std::string("BM_DrainMerge/") + arg + "/0/", "");
     std::printf("  drain merge, %s thread(s)          %8.1f M events/s   target >= 100\n", arg, rate / 1e6);

@@ -1,8 +1,10 @@
 // An example of a Google Benchmark suite adopting ringtrace (include/ringtrace/benchmark.hpp):
 // RINGTRACE_BENCHMARK instead of BENCHMARK, RINGTRACE_BENCHMARK_MAIN instead of
 // BENCHMARK_MAIN. Run it as usual; with --ringtrace_out=DIR each benchmark's reported run
-// is also written to DIR/<name>.json, and the report gains ringtrace_zones_per_iter and
-// ringtrace_dropped:
+// is also traced into DIR/<name>.json (the first 100 ms or 250000 events of the run;
+// --ringtrace_format, --ringtrace_max_ms, --ringtrace_max_events), and the report gains
+// ringtrace_zones_per_iter, ringtrace_dropped, ringtrace_untraced_iters and
+// ringtrace_untraced_zones:
 //   build/release/bench/bench_suite_example --ringtrace_out=traces --benchmark_out=report.json
 #include <cmath>
 #include <vector>

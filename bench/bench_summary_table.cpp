@@ -18,7 +18,7 @@
 #include "ringtrace/exporters/ops_summary.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
-#include "common/zone_tracker.hpp"
+#include "zone_tracker.hpp"
 
 namespace {
 

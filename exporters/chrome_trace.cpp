@@ -8,7 +8,8 @@
 //   {"ph":"M","name":"thread_name"/"thread_sort_index"}  at a thread's first event
 //   {"ph":"X",...}, {"ph":"i",...}, {"ph":"C",...}       on_events: zones at their end
 //   {"ph":"M","name":"thread_name",...}                  on_flush/on_finish: a name changed
-//   {"ph":"M","name":"ringtrace_session",...}            on_finish: session counts
+//   {"ph":"M","name":"process_name",...,"args":{"name":..., on_finish: the process's name again,
+//     "ringtrace_session":{...}}}                         with the session's counts in its args
 //   ]
 //
 // Zones are written as complete ("X") events when they end, so memory is the deepest
@@ -28,18 +29,22 @@
 #include <cstdint>
 #include <cstring>      // std::memcpy
 #include <limits>       // infinity, for nextafter
+#include <list>         // zones waiting for the zone around them
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>     // TraceMetadata values
 #include <vector>
 
-#include "common/output.hpp"        // escaping, number formatting, OutputSink
-#include "common/zone_tracker.hpp"  // begin time and duration of each zone at its end
+#include "output.hpp"        // escaping, number formatting, OutputSink
+#include "step_zones.hpp"    // Session::step()'s zones
+#include "zone_tracker.hpp"  // begin time and duration of each zone at its end
 
 namespace ringtrace {
 namespace {
 
 using detail::append_double;
+using detail::append_int;
 using detail::append_json_string;
 using detail::append_uint;
 using detail::OutputSink;
@@ -87,6 +92,7 @@ class ChromeTraceExporter final : public Exporter {
     }
     ++runs_;
     tracker_ = detail::ZoneTracker{};
+    tracker_.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
     site_names_.clear();
     site_locations_.clear();
     site_categories_.clear();
@@ -119,6 +125,7 @@ class ChromeTraceExporter final : public Exporter {
   }
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
+    context_ = &context;  // for the off-CPU intervals the tracker hands over
     for (const Event& e : events) {
       switch (e.kind) {
         case EventKind::zone_begin:
@@ -154,12 +161,23 @@ class ChromeTraceExporter final : public Exporter {
         case EventKind::async_end:
           write_async(e, context);
           break;
+        case EventKind::message:
+          write_message(e, context);
+          break;
+        case EventKind::switch_out:
+        case EventKind::switch_in:
+          // The thread's CPU state: its off-CPU intervals are written as they end
+          // (write_off_cpu), its zones get their on-CPU time.
+          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          break;
       }
     }
   }
 
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
+    context_ = &context;
     close_open_zones(context);
+    tracker_.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
     // Every thread named (also one that delivered no event), each with its last name;
     // not a folded one that delivered none (Config::max_thread_rows): nothing to name.
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
@@ -168,11 +186,16 @@ class ChromeTraceExporter final : public Exporter {
     write_renamed_threads(context);
     std::string& text = scratch_;
     text.clear();
-    // The session's counts: a metadata event (the array form has no room for
-    // "otherData"), last, so that a file cut before it is still a valid prefix.
-    text.append(",\n{\"ph\":\"M\",\"name\":\"ringtrace_session\",\"pid\":");
+    // The session's counts: the array form has no room for "otherData", and a metadata
+    // event of a name of its own makes Catapult keep an "Unrecognized metadata name"
+    // warning for every file. So they ride in the args of a last process_name event that
+    // states the process's name again: every reader takes its "name" (the same) and
+    // ignores the other args. Last, so that a file cut before it is still a valid prefix.
+    text.append(",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
     append_uint(text, pid_);
-    text.append(",\"tid\":0,\"args\":{\"producer\":\"ringtrace\",\"clock\":");
+    text.append(",\"tid\":0,\"args\":{\"name\":");
+    append_json_string(text, context.process_name());
+    text.append(",\"ringtrace_session\":{\"producer\":\"ringtrace\",\"clock\":");
     text.append(stats.clock.tsc ? "\"tsc\"" : "\"monotonic\"");
     text.append(",\"clock_start_ns\":");
     append_uint(text, context.clock().start_ns);
@@ -188,6 +211,16 @@ class ChromeTraceExporter final : public Exporter {
     append_uint(text, stats.unbalanced_ends);
     text.append(",\"closed_at_stop\":");
     append_uint(text, stats.closed_at_stop);
+    if (stats.context_switches != 0 || !stats.context_switches_unavailable.empty()) {
+      text.append(",\"context_switches\":");
+      append_uint(text, stats.context_switches);
+      text.append(",\"context_switches_lost\":");
+      append_uint(text, stats.context_switches_lost);
+      if (!stats.context_switches_unavailable.empty()) {
+        text.append(",\"context_switches_unavailable\":");
+        append_json_string(text, stats.context_switches_unavailable);
+      }
+    }
     text.append(",\"non_finite_counters_skipped\":");
     append_uint(text, skipped_counters_);
     text.append(",\"args_without_zone\":");
@@ -212,7 +245,24 @@ class ChromeTraceExporter final : public Exporter {
       append_uint(text, t.dropped);
       text.push_back('}');
     }
-    text.append("]}}\n]\n");
+    text.append("]}");
+    // What whoever fed the stream says about it (ringtrace::benchmark: the bound).
+    const std::span<const TraceMetadata> metadata = context.metadata();
+    if (!metadata.empty()) {
+      text.append(",\"ringtrace_metadata\":{");
+      for (std::size_t i = 0; i < metadata.size(); ++i) {
+        if (i > 0) text.push_back(',');
+        append_json_string(text, metadata[i].key);
+        text.push_back(':');
+        if (const auto* number = std::get_if<std::int64_t>(&metadata[i].value)) {
+          append_int(text, *number);
+        } else {
+          append_json_string(text, std::get<std::string>(metadata[i].value));
+        }
+      }
+      text.push_back('}');
+    }
+    text.append("}}\n]\n");
     put(text);
     flush();
     sink_->close();
@@ -320,6 +370,7 @@ class ChromeTraceExporter final : public Exporter {
       if (info.category != nullptr && info.category[0] != '\0') append_json_string(category, info.category);
       site_categories_.push_back(std::move(category));
       site_per_thread_.push_back((info.options & SiteOptions::per_thread_track) != 0 ? 1 : 0);
+      site_step_.push_back(is_step_site(info) ? 1 : 0);
     }
   }
 
@@ -405,15 +456,18 @@ class ChromeTraceExporter final : public Exporter {
   }
   RINGTRACE_NOINLINE void close_zone_slow(const detail::ClosedZone& zone, bool tie, const TraceContext& context) {
     if (zone.thread >= deferred_.size()) deferred_.resize(zone.thread + 1);
-    std::string inside;  // the zones inside this one that waited for it, in order
+    // The zones inside this one that waited for it, in file order: whole groups moved,
+    // never copied, so a chain of ties (zones nested deep, all begun in one nanosecond)
+    // costs a constant per zone rather than a copy of everything inside each.
+    std::list<std::string> inside;
     std::vector<Deferred>& waiting = deferred_[zone.thread];
     while (!waiting.empty() && waiting.back().depth > zone.depth) {
-      inside.insert(0, waiting.back().bytes);
+      inside.splice(inside.begin(), waiting.back().texts);
       waiting.pop_back();
     }
     if (!tie) {
       write_zone(zone, context);
-      put(inside);
+      for (const std::string& text : inside) put(text);
       return;
     }
     flush();
@@ -422,11 +476,12 @@ class ChromeTraceExporter final : public Exporter {
     write_zone(zone, context);
     flush();
     sink_ = std::move(file);
-    deferred_[zone.thread].push_back(Deferred{zone.depth, bytes + inside});
+    inside.push_front(std::move(bytes));
+    deferred_[zone.thread].push_back(Deferred{zone.depth, std::move(inside)});
   }
   struct Deferred {
     std::uint32_t depth;
-    std::string bytes;
+    std::list<std::string> texts;  // this zone's, then those that waited for it
   };
   class StringSink final : public OutputSink {
    public:
@@ -443,7 +498,12 @@ class ChromeTraceExporter final : public Exporter {
     const bool region = (zone.flags & EventFlags::region) != 0;
     const bool closed_at_stop = (zone.flags & EventFlags::closed_at_stop) != 0;
     const bool closed_at_window_end = (zone.flags & EventFlags::closed_at_window_end) != 0;
-    const std::string_view name = site_name(zone.site, context);
+    std::string_view name = site_name(zone.site, context);
+    std::string step;
+    if (site_step_[zone.site] != 0) [[unlikely]] {  // Session::step()'s: "step #N"
+      append_json_string(step, detail::step_zone_label(zone.value));
+      name = step;
+    }
     const std::string_view ids = thread_ids(zone.thread, context);
     const std::string_view location = site_location(zone.site);
     const std::string_view category = site_category(zone.site);
@@ -470,12 +530,16 @@ class ChromeTraceExporter final : public Exporter {
     p = put_us(p, zone.begin_ns);
     p = copy(p, ",\"dur\":");
     p = put_dur(p, zone.total_ns);
-    if (region || closed_at_stop || closed_at_window_end || !location.empty() || !args.empty()) {
+    if (region || closed_at_stop || closed_at_window_end || zone.on_cpu_known || !location.empty() || !args.empty()) {
       p = copy(p, ",\"args\":{");
       const char* first = p;
       if (region) {
         p = copy(p, ",\"region_id\":");
         p = put_int(p, zone.value);
+      }
+      if (zone.on_cpu_known) {  // its thread's switches are recorded (Config::context_switches)
+        p = copy(p, ",\"on_cpu_ns\":");
+        p = put_uint(p, zone.on_cpu_ns());
       }
       if (closed_at_stop) p = copy(p, ",\"closed_at_stop\":true");
       if (closed_at_window_end) p = copy(p, ",\"closed_at_window_end\":true");
@@ -494,6 +558,30 @@ class ChromeTraceExporter final : public Exporter {
     if (!attached->flows.empty() && attached->flows.back().depth == zone.depth + 1) [[unlikely]] {
       write_flows(*attached, zone, ids);
     }
+  }
+
+  // An interval the thread spent off the CPU, as a complete slice on its track, named by
+  // why ("off-CPU (preempted)": runnable, waiting for a CPU; "off-CPU (blocked)": sleep,
+  // lock, I/O): it lies between two zone boundaries of the thread (ZoneTracker), so it
+  // nests in the zone that waited. One that begins in the nanosecond its enclosing zone
+  // begins starts a nanosecond later (viewers order slices of one time as the file does,
+  // and the zone's slice comes later in the file).
+  void write_off_cpu(const detail::OffCpuInterval& off, const TraceContext& context) {
+    std::uint64_t begin = off.begin_ns;
+    const std::span<const detail::OpenZone> open = tracker_.open(off.thread);
+    if (!open.empty() && open.back().begin_ns == begin) ++begin;
+    if (off.end_ns <= begin) return;
+    const std::string_view ids = thread_ids(off.thread, context);
+    char* p = room(kEventBytes + ids.size());
+    p = off.preempted ? copy(p, ",\n{\"ph\":\"X\",\"cat\":\"ringtrace.sched\",\"name\":\"off-CPU (preempted)\"")
+                      : copy(p, ",\n{\"ph\":\"X\",\"cat\":\"ringtrace.sched\",\"name\":\"off-CPU (blocked)\"");
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, begin);
+    p = copy(p, ",\"dur\":");
+    p = put_dur(p, off.end_ns - begin);
+    *p++ = '}';
+    done(p);
   }
 
   struct Flow {
@@ -612,6 +700,31 @@ class ChromeTraceExporter final : public Exporter {
     done(p);
   }
 
+  // A message (RINGTRACE_MESSAGE): a thread-scoped instant named by its text, category
+  // "message", the text again in args (a name may be shortened by a viewer, an arg is
+  // shown whole) with the macro's location; marked when it was cut at recording.
+  void write_message(const Event& e, const TraceContext& context) {
+    std::string& text = message_;
+    text.clear();
+    append_json_string(text, context.text(e));
+    site_name(e.site, context);  // the site described, for its location
+    const std::string_view ids = thread_ids(e.thread, context);
+    const std::string_view location = site_location(e.site);
+    char* p = room(kEventBytes + 2 * text.size() + ids.size() + location.size());
+    p = copy(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"message\",\"name\":");
+    p = copy(p, text);
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, e.time_ns);
+    p = copy(p, ",\"args\":{\"message\":");
+    p = copy(p, text);
+    if ((e.flags & EventFlags::truncated) != 0) p = copy(p, ",\"truncated\":true");
+    p = copy(p, location);
+    *p++ = '}';
+    *p++ = '}';
+    done(p);
+  }
+
   // A counter sample: `"args":{"value":v}`. Perfetto names a counter track "<name>
   // <arg key>" and Catapult shows the key as the series name, so the key is the same
   // word for every counter rather than the counter's name again. Tracks belong to the
@@ -696,6 +809,7 @@ class ChromeTraceExporter final : public Exporter {
   std::uint64_t runs_ = 0;
 
   detail::ZoneTracker tracker_;
+  const TraceContext* context_ = nullptr;  // the context of the call being served
   std::vector<std::string> site_names_;
   std::vector<std::string> site_locations_;
   std::vector<std::string> site_categories_;
@@ -713,8 +827,10 @@ class ChromeTraceExporter final : public Exporter {
   std::size_t capacity_ = 0;
   bool finished_ = false;
   std::string scratch_;           // cold paths: header, metadata, doubles
+  std::string message_;           // a message's text, escaped
   std::uint32_t pid_ = 0;
   std::vector<char> site_per_thread_;  // by site: SiteOptions::per_thread_track
+  std::vector<char> site_step_;        // by site: Session::step()'s zones (named "step #N")
   std::vector<std::uint32_t> named_pids_;  // other processes named so far (merged files)
   std::vector<std::vector<Deferred>> deferred_;  // per thread: zones waiting for their outer one
   std::uint64_t skipped_counters_ = 0;

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/output.hpp"        // append_valid_utf8, append_uint, OutputSink
-#include "common/thread_book.hpp"   // thread names after their rows were folded
-#include "common/zone_tracker.hpp"  // self and total time of each closed zone
+#include "output.hpp"        // append_valid_utf8, append_uint, OutputSink
+#include "thread_book.hpp"   // thread names after their rows were folded
+#include "zone_tracker.hpp"  // self and total time of each closed zone
 
 namespace ringtrace {
 namespace {
@@ -144,6 +144,8 @@ class FoldedStacksExporter final : public Exporter {
         begin(e, options_.estimate_sampled ? rates_.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         end(e);
+      } else if (detail::is_switch(e.kind)) [[unlikely]] {
+        tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
       }
     }
   }
@@ -160,7 +162,7 @@ class FoldedStacksExporter final : public Exporter {
   struct Node {
     std::uint32_t parent;
     std::uint32_t frame;  // SiteId, or kThreadFrame | ThreadId
-    std::uint64_t self_ns;
+    std::uint64_t self_ns;   // wall, or on-CPU (FoldedStacksOptions::on_cpu)
     std::uint64_t total_ns;
     std::uint64_t calls;
   };
@@ -214,8 +216,8 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<std::uint32_t>& stack = cursor(zone.thread);
     Node& node = nodes_[stack.back()];
     stack.pop_back();
-    node.self_ns += zone.self_ns * zone.weight;
-    node.total_ns += zone.total_ns * zone.weight;
+    node.self_ns += (options_.on_cpu ? zone.self_on_cpu_ns() : zone.self_ns) * zone.weight;
+    node.total_ns += (options_.on_cpu ? zone.on_cpu_ns() : zone.total_ns) * zone.weight;
     node.calls += zone.weight;
   }
 
@@ -310,6 +312,8 @@ class FoldedStacksExporter final : public Exporter {
       }
       std::reverse(pending.begin() + first_pushed, pending.end());
     };
+    // On-CPU values: every stack starts with a frame that says so.
+    if (options_.on_cpu) line = "[on-CPU time];";
     push_children({0}, 0);
     while (!pending.empty()) {
       Group group = std::move(pending.back());

@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "common/output.hpp"
+#include "output.hpp"
 
 namespace ringtrace::detail {
 namespace {

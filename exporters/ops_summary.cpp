@@ -13,10 +13,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common/output.hpp"
-#include "common/report_text.hpp"
-#include "common/thread_book.hpp"
-#include "common/zone_tracker.hpp"
+#include "output.hpp"
+#include "report_text.hpp"
+#include "thread_book.hpp"
+#include "zone_tracker.hpp"
 
 namespace ringtrace {
 namespace {
@@ -82,6 +82,14 @@ void append_counts_json(std::string& out, const CaptureCounts& c) {
   append_uint(out, c.total_ns);
   out.append(",\"time_percent\":");
   detail::append_double(out, c.time_percent());
+  if (c.on_cpu) {
+    out.append(",\"captured_on_cpu_ns\":");
+    append_uint(out, c.captured_on_cpu_ns);
+    out.append(",\"total_on_cpu_ns\":");
+    append_uint(out, c.total_on_cpu_ns);
+    out.append(",\"on_cpu_time_percent\":");
+    detail::append_double(out, c.on_cpu_time_percent());
+  }
 }
 
 void append_counts_csv(std::string& out, const CaptureCounts& c) {
@@ -101,6 +109,14 @@ void append_counts_csv(std::string& out, const CaptureCounts& c) {
   append_uint(out, c.total_ns);
   out.push_back(',');
   detail::report::append_percent_number(out, c.captured_ns, c.total_ns);
+  if (c.on_cpu) {
+    out.push_back(',');
+    append_uint(out, c.captured_on_cpu_ns);
+    out.push_back(',');
+    append_uint(out, c.total_on_cpu_ns);
+    out.push_back(',');
+    detail::report::append_percent_number(out, c.captured_on_cpu_ns, c.total_on_cpu_ns);
+  }
   out.append("\r\n");
 }
 
@@ -130,29 +146,35 @@ std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& opti
   if (summary.estimated) out.append("Estimates: zones of sampled sites counted as many times as their sampling rate\n");
   if (!summary.threads.empty()) {
     std::vector<std::vector<std::string>> rows;
-    auto row_of = [](std::string label, const CaptureCounts& c) {
-      return std::vector<std::string>{std::move(label),
-                                      std::to_string(c.unique_graphs),
-                                      std::to_string(c.graph_calls),
-                                      std::to_string(c.captured_ops),
-                                      std::to_string(c.total_ops),
-                                      format_percent(c.captured_ops, c.total_ops),
-                                      format_time(c.captured_ns, Unit::automatic),
-                                      format_time(c.total_ns, Unit::automatic),
-                                      format_percent(c.captured_ns, c.total_ns)};
+    const bool on_cpu = summary.total.on_cpu;
+    auto row_of = [on_cpu](std::string label, const CaptureCounts& c) {
+      std::vector<std::string> row{std::move(label),
+                                   std::to_string(c.unique_graphs),
+                                   std::to_string(c.graph_calls),
+                                   std::to_string(c.captured_ops),
+                                   std::to_string(c.total_ops),
+                                   format_percent(c.captured_ops, c.total_ops),
+                                   format_time(c.captured_ns, Unit::automatic),
+                                   format_time(c.total_ns, Unit::automatic),
+                                   format_percent(c.captured_ns, c.total_ns)};
+      if (on_cpu) {
+        row.push_back(format_time(c.captured_on_cpu_ns, Unit::automatic));
+        row.push_back(format_time(c.total_on_cpu_ns, Unit::automatic));
+        row.push_back(format_percent(c.captured_on_cpu_ns, c.total_on_cpu_ns));
+      }
+      return row;
     };
     for (const OpsSummaryThread& t : summary.threads) rows.push_back(row_of(thread_label(t), t.counts));
     rows.push_back(row_of("total", summary.total));
-    out.append(detail::report::render_table({{"Thread", true},
-                                             {"Graphs"},
-                                             {"Graph calls"},
-                                             {"Captured ops"},
-                                             {"Total ops"},
-                                             {"Ops %"},
-                                             {"Captured time"},
-                                             {"Total time"},
-                                             {"Time %"}},
-                                            rows));
+    std::vector<detail::report::TextColumn> columns = {{"Thread", true}, {"Graphs"},     {"Graph calls"},
+                                                       {"Captured ops"}, {"Total ops"},  {"Ops %"},
+                                                       {"Captured time"}, {"Total time"}, {"Time %"}};
+    if (on_cpu) {
+      columns.push_back({"Captured on-CPU"});
+      columns.push_back({"Total on-CPU"});
+      columns.push_back({"On-CPU time %"});
+    }
+    out.append(detail::report::render_table(columns, rows));
   }
   if (summary.missing.empty()) {
     out.append(summary.total.total_ops == 0 ? "No ops.\n" : "Every op ran inside a region.\n");
@@ -187,7 +209,9 @@ std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& opti
 std::string format_csv(const OpsSummary& summary) {
   std::string out =
       "scope,thread,os_tid,thread_name,unique_graphs,graph_calls,captured_ops,total_ops,ops_percent,"
-      "captured_ns,total_ns,time_percent\r\n";
+      "captured_ns,total_ns,time_percent";
+  if (summary.total.on_cpu) out.append(",captured_on_cpu_ns,total_on_cpu_ns,on_cpu_time_percent");
+  out.append("\r\n");
   for (const OpsSummaryThread& t : summary.threads) {
     out.append("thread,");
     detail::append_uint(out, t.thread);
@@ -253,6 +277,9 @@ std::string format_json(const OpsSummary& summary) {
 
 double CaptureCounts::ops_percent() const { return detail::report::percent(captured_ops, total_ops); }
 double CaptureCounts::time_percent() const { return detail::report::percent(captured_ns, total_ns); }
+double CaptureCounts::on_cpu_time_percent() const {
+  return detail::report::percent(captured_on_cpu_ns, total_on_cpu_ns);
+}
 
 std::string one_line(const CaptureCounts& c) {
   std::string s;
@@ -268,6 +295,11 @@ std::string one_line(const CaptureCounts& c) {
   s.append("% ops ");
   detail::append_uint(s, detail::report::whole_percent(c.captured_ns, c.total_ns));
   s.append("% time");
+  if (c.on_cpu) {
+    s.push_back(' ');
+    detail::append_uint(s, detail::report::whole_percent(c.captured_on_cpu_ns, c.total_on_cpu_ns));
+    s.append("% on-CPU time");
+  }
   return s;
 }
 
@@ -357,9 +389,11 @@ struct OpsSummaryExporter::Impl {
         if (t.open_ops == 0) {  // not nested inside another op
           t.counts.total_ops += z.weight;
           t.counts.total_ns += z.total_ns * z.weight;
+          t.counts.total_on_cpu_ns += z.on_cpu_ns() * z.weight;  // total_ns without switches
           if (t.open_regions > 0) {
             t.counts.captured_ops += z.weight;
             t.counts.captured_ns += z.total_ns * z.weight;
+            t.counts.captured_on_cpu_ns += z.on_cpu_ns() * z.weight;
           } else {
             add_missing(z, outer);
           }
@@ -397,6 +431,8 @@ struct OpsSummaryExporter::Impl {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) {
           on_close(z, outer);
         });
+      } else if (detail::is_switch(e.kind)) [[unlikely]] {
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
       }
     }
   }
@@ -422,6 +458,8 @@ struct OpsSummaryExporter::Impl {
       s.total.total_ops += t.counts.total_ops;
       s.total.captured_ns += t.counts.captured_ns;
       s.total.total_ns += t.counts.total_ns;
+      s.total.captured_on_cpu_ns += t.counts.captured_on_cpu_ns;
+      s.total.total_on_cpu_ns += t.counts.total_on_cpu_ns;
       s.threads.push_back(std::move(row));
     }
     // Threads in the order of their first event, as in every exporter and stats().
@@ -430,6 +468,9 @@ struct OpsSummaryExporter::Impl {
       return index(a.thread) < index(b.thread);
     });
     s.total.unique_graphs = graphs.size();
+    // On-CPU numbers when the stream had switches (else they are the wall times: left out).
+    s.total.on_cpu = tracker.any_switches();
+    for (OpsSummaryThread& t : s.threads) t.counts.on_cpu = s.total.on_cpu;
     s.estimated = options.estimate_sampled && rates.any_sampled();
     s.missing.reserve(missing.size());
     for (const auto& [key, totals] : missing) {

@@ -6,8 +6,9 @@
 // packets together, the begin carrying what attached to the zone: debug annotations and
 // flow ids, which trace_processor v20.1 reads on a slice's begin only); trace_processor
 // sorts packets by time when it loads a file. Each thread's events are on a packet
-// sequence of their own: no track uuid on them (the sequence's TrackEventDefaults) and
-// times as deltas on an incremental clock, so that a zone takes about 20 bytes. Memory:
+// sequence of their own: no track uuid on them (the sequence's TrackEventDefaults), and
+// times on the trace clock, or with PerfettoOptions::delta_timestamps as deltas on an
+// incremental clock (a zone then takes about 20 bytes instead of 30). Memory:
 // the open zones per thread, the interning tables (one entry per site, a bit per name
 // and thread), never the number of events.
 #include "ringtrace/exporters/perfetto.hpp"
@@ -20,10 +21,12 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
-#include "common/output.hpp"        // OutputSink, UTF-8 repair
-#include "common/zone_tracker.hpp"  // begin time of each zone at its end
+#include "output.hpp"        // OutputSink, UTF-8 repair
+#include "step_zones.hpp"    // Session::step()'s zones
+#include "zone_tracker.hpp"  // begin time of each zone at its end
 
 namespace ringtrace {
 namespace {
@@ -32,7 +35,7 @@ namespace {
 namespace f {
 constexpr unsigned trace_packet = 1;  // Trace
 // TracePacket
-constexpr unsigned clock_snapshot = 6, timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
+constexpr unsigned chrome_events = 5, clock_snapshot = 6, timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
                    sequence_flags = 13, incremental_state_cleared = 41, timestamp_clock_id = 58,
                    trace_packet_defaults = 59, track_descriptor = 60;
 // TracePacketDefaults (its timestamp_clock_id is 58 too); TrackEventDefaults' track_uuid is 11
@@ -41,7 +44,7 @@ constexpr unsigned track_event_defaults = 11;
 constexpr unsigned clocks = 1, clock_id = 1, clock_timestamp = 2, is_incremental = 3;
 // TrackEvent
 constexpr unsigned category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                   counter_value = 30, flow_ids_old = 36, terminating_flow_ids_old = 42, double_counter_value = 44,
+                   event_name = 23, counter_value = 30, flow_ids_old = 36, terminating_flow_ids_old = 42, double_counter_value = 44,
                    flow_ids = 47, terminating_flow_ids = 48;
 // TrackDescriptor
 constexpr unsigned uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
@@ -51,18 +54,26 @@ constexpr unsigned pid = 1, tid = 2, process_name = 6, thread_name = 5;
 constexpr unsigned event_categories = 1, event_names = 2, debug_annotation_names = 3, iid = 1, iname = 2;
 // DebugAnnotation
 constexpr unsigned da_name_iid = 1, bool_value = 2, int_value = 4, double_value = 5, string_value = 6;
+// ChromeEventBundle (chrome_events): its metadata, each a ChromeMetadata
+constexpr unsigned bundle_metadata = 2;
+namespace metadata {
+constexpr unsigned name = 1, string_value = 2, int_value = 4;
+}  // namespace metadata
 }  // namespace f
 
 // Sequence 1 carries the track descriptors and the session's counts; each thread's
-// events are on a sequence of their own (2 + ThreadId), where they need no track uuid
-// (TrackEventDefaults) and their times are short deltas (an incremental clock).
+// events are on a sequence of their own (2 + 2 * ThreadId), where they need no track uuid
+// (TrackEventDefaults); with delta timestamps, a second one (3 + 2 * ThreadId) takes the
+// begins written after the zones inside them.
 constexpr std::uint64_t kGlobalSequence = 1;
 constexpr std::uint32_t kIncrementalStateCleared = 1;
 // Clocks: the trace's (BOOTTIME in trace_processor's default; ringtrace's CLOCK_MONOTONIC
-// nanoseconds are written as they are, as ever), and two sequence-scoped ones defined at
-// a thread sequence's start: 64 counts up by deltas from the sequence's base (the
-// default of the sequence's packets), 65 is the nanoseconds since the base (for a packet
-// earlier than the last one, which a delta cannot express).
+// nanoseconds are written as they are, as ever), and with delta timestamps two
+// sequence-scoped ones defined by a ClockSnapshot at a thread sequence's start: 64 counts
+// up by deltas from the sequence's base (the default of the sequence's packets), 65 is
+// the nanoseconds since the base (for a packet earlier than the last one, which a delta
+// cannot express). Perfetto UI draws every ClockSnapshot as a "Snapshot" marker on a
+// "Clock Snapshots" track, so by default there are none: every time is absolute.
 constexpr std::uint64_t kTraceClock = 6, kDeltaClock = 64, kSinceBaseClock = 65;
 constexpr std::uint64_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4;
 
@@ -209,6 +220,7 @@ class PerfettoExporter final : public Exporter {
     }
     started_ = true;
     tracker_ = detail::ZoneTracker{};
+    tracker_.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
     site_iids_.clear();
     site_categories_.clear();
     site_keys_.clear();
@@ -245,10 +257,12 @@ class PerfettoExporter final : public Exporter {
   }
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
+    context_ = &context;  // for the off-CPU intervals the tracker hands over
     for (const Event& e : events) {
       switch (e.kind) {
         case EventKind::zone_begin: {
           see_thread(e.thread, context, e.time_ns);
+          tracker_.ran(e.thread, e.time_ns);  // an off-CPU interval it ends is written before it
           Event begin = e;
           begin.time_ns = begin_boundary(e.thread, e.time_ns);
           tracker_.feed(begin, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
@@ -284,6 +298,15 @@ class PerfettoExporter final : public Exporter {
         case EventKind::async_end:
           write_async(e, context);
           break;
+        case EventKind::message:
+          write_message(e, context);
+          break;
+        case EventKind::switch_out:
+        case EventKind::switch_in:
+          // The thread's CPU state: its off-CPU intervals are written as they end
+          // (write_off_cpu), its zones get their on-CPU time.
+          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          break;
       }
       if (out_.size() >= options_.buffer_bytes) flush();
     }
@@ -296,30 +319,44 @@ class PerfettoExporter final : public Exporter {
   }
 
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
+    context_ = &context;
     tracker_.close_open(context.clock().stop_ns,
                         [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
                           close_zone(zone, outer, context);
                         });
+    tracker_.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
       if (context.thread(t).id == t) see_thread(t, context, context.clock().stop_ns);  // not a folded thread without events
     }
     write_renamed_threads(context);
-    // The session's counts: an instant on the process track at the stop time (the
-    // global sequence: the trace's clock, absolute).
+    // The session's counts, and what whoever fed the stream says about it, as trace
+    // metadata (ChromeEventBundle's, which trace_processor puts in its `metadata` table as
+    // `cr-<name>` and Perfetto UI lists under "Info and stats"): no track, no slice.
+    // No timestamp: trace_processor v20.1 counts a clock_sync_failure for a timed one.
+    const std::size_t packet = begin_untimed(global_);
     Proto p(out_);
-    const std::size_t packet = p.begin(f::trace_packet);
-    p.uint(f::timestamp, context.clock().stop_ns);
-    p.uint(f::sequence_id, global_.id);
-    const std::size_t event = p.begin(f::track_event);
-    p.uint(f::type, kInstant);
-    p.uint(f::track_uuid, process_uuid());
-    p.uint(f::name_iid, intern(global_, name_iids_, f::event_names, "ringtrace_session"));
-    annotate_uint(global_, p, "recorded_events", stats.recorded);
-    annotate_uint(global_, p, "dropped_events", stats.dropped);
-    annotate_uint(global_, p, "late_events", stats.late_events);
-    annotate_uint(global_, p, "closed_at_stop", stats.closed_at_stop);
-    annotate_uint(global_, p, "args_without_zone", args_without_zone_);
-    p.end(event);
+    const std::size_t bundle = p.begin(f::chrome_events);
+    const auto count = [&](std::string_view name, std::uint64_t value) {
+      metadata(p, std::string("ringtrace_session.").append(name), static_cast<std::int64_t>(value));
+    };
+    metadata(p, "ringtrace_session.clock", std::string(stats.clock.tsc ? "tsc" : "monotonic"));
+    count("clock_start_ns", context.clock().start_ns);
+    count("clock_stop_ns", context.clock().stop_ns);
+    count("recorded_events", stats.recorded);
+    count("dropped_events", stats.dropped);
+    count("late_events", stats.late_events);
+    count("unbalanced_ends", stats.unbalanced_ends);
+    count("closed_at_stop", stats.closed_at_stop);
+    count("args_without_zone", args_without_zone_);
+    if (stats.context_switches != 0 || !stats.context_switches_unavailable.empty()) {
+      count("context_switches", stats.context_switches);
+      count("context_switches_lost", stats.context_switches_lost);
+      if (!stats.context_switches_unavailable.empty()) {
+        metadata(p, "ringtrace_session.context_switches_unavailable", stats.context_switches_unavailable);
+      }
+    }
+    for (const TraceMetadata& m : context.metadata()) metadata(p, "ringtrace_metadata." + m.key, m.value);
+    p.end(bundle);
     end_packet(global_, packet);
     flush();
     sink_->close();
@@ -327,6 +364,18 @@ class PerfettoExporter final : public Exporter {
   }
 
  private:
+  // One ChromeMetadata entry of a ChromeEventBundle.
+  static void metadata(Proto& p, std::string_view name, const std::variant<std::int64_t, std::string>& value) {
+    const std::size_t entry = p.begin(f::bundle_metadata);
+    p.str(f::metadata::name, name);
+    if (const auto* number = std::get_if<std::int64_t>(&value)) {
+      p.sint(f::metadata::int_value, *number);
+    } else {
+      p.str(f::metadata::string_value, std::get<std::string>(value));
+    }
+    p.end(entry);
+  }
+
   struct Flow {
     std::uint64_t id;
     std::uint32_t depth;
@@ -420,11 +469,15 @@ class PerfettoExporter final : public Exporter {
     p.uint(f::incremental_state_cleared, 1);
     p.uint(f::sequence_flags, kIncrementalStateCleared);
     const std::size_t defaults = p.begin(f::trace_packet_defaults);
-    p.uint(f::timestamp_clock_id, kDeltaClock);
+    if (options_.delta_timestamps) p.uint(f::timestamp_clock_id, kDeltaClock);
     const std::size_t track_defaults = p.begin(f::track_event_defaults);
     p.uint(f::track_uuid, thread_uuid(thread));
     p.end(track_defaults);
     p.end(defaults);
+    if (!options_.delta_timestamps) {  // times on the trace clock: nothing to define
+      p.end(packet);
+      return;
+    }
     const std::size_t snapshot = p.begin(f::clock_snapshot);
     for (const auto& [clock, value, incremental] : {std::tuple{kDeltaClock, base, true},
                                                     std::tuple{kSinceBaseClock, std::uint64_t{0}, false},
@@ -446,6 +499,14 @@ class PerfettoExporter final : public Exporter {
   // one's begin was written) on the main one with clock 65, the time since the base.
   std::size_t begin_packet(ThreadId thread, std::uint64_t time_ns, Sequence*& on) {
     Sequence* s = &sequence(thread);
+    if (!options_.delta_timestamps) {  // the time itself, on the trace clock
+      Proto p(out_);
+      const std::size_t at = p.begin(f::trace_packet);
+      p.uint(f::timestamp, time_ns);
+      p.uint(f::sequence_id, s->id);
+      on = s;
+      return at;
+    }
     const std::uint64_t base = threads_[thread].base;
     std::uint64_t clock = kDeltaClock;
     if (time_ns < s->last) [[unlikely]] {
@@ -512,6 +573,17 @@ class PerfettoExporter final : public Exporter {
       s.pending.append(definitions_[iid]);
     }
     return iid;
+  }
+  // Session::step()'s zones, by site.
+  bool is_step(SiteId site, const TraceContext& context) {
+    if (site >= site_step_.size()) {
+      const std::size_t from = site_step_.size();
+      site_step_.resize(context.site_count(), 0);
+      for (std::size_t id = from; id < site_step_.size(); ++id) {
+        site_step_[id] = is_step_site(context.site(static_cast<SiteId>(id))) ? 1 : 0;
+      }
+    }
+    return site_step_[site] != 0;
   }
   std::uint64_t site_name_iid(Sequence& s, SiteId site, const TraceContext& context) {
     if (site >= site_iids_.size()) site_iids_.resize(context.site_count(), 0);
@@ -628,12 +700,17 @@ class PerfettoExporter final : public Exporter {
     Sequence* on = nullptr;
     std::size_t packet = begin_packet(zone.thread, zone.begin_ns, on);
     Sequence& s = *on;
-    const std::uint64_t name = site_name_iid(s, zone.site, context);
+    const bool step = is_step(zone.site, context);
+    const std::uint64_t name = step ? 0 : site_name_iid(s, zone.site, context);
     const std::uint64_t category = site_category_iid(s, zone.site, region, context);
     Proto p(out_);
     std::size_t event = p.begin(f::track_event);
     p.uint(f::type, kSliceBegin);
-    p.uint(f::name_iid, name);
+    if (step) [[unlikely]] {
+      p.str(f::event_name, detail::step_zone_label(zone.value));  // "step #N", not interned: one per step
+    } else {
+      p.uint(f::name_iid, name);
+    }
     if (category != 0) p.uint(f::category_iids, category);
     out_.append(args);
     if (region) {
@@ -642,6 +719,7 @@ class PerfettoExporter final : public Exporter {
       p.sint(f::int_value, zone.value);
       p.end(d);
     }
+    if (zone.on_cpu_known) annotate_uint(s, p, "on_cpu_ns", zone.on_cpu_ns());  // Config::context_switches
     if ((zone.flags & EventFlags::closed_at_stop) != 0) {
       const std::size_t d = p.begin(f::debug_annotations);
       p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "closed_at_stop"));
@@ -667,13 +745,46 @@ class PerfettoExporter final : public Exporter {
     end_packet(*on, packet);
   }
 
+  // An interval the thread spent off the CPU, as a slice on its track, named by why
+  // ("off-CPU (preempted)": runnable, waiting for a CPU; "off-CPU (blocked)": sleep,
+  // lock, I/O), category "ringtrace.sched": it lies between two zone boundaries of the
+  // thread (ZoneTracker), so it nests in the zone that waited. Its begin and end keep
+  // the thread's boundary rules (begin_boundary).
+  void write_off_cpu(const detail::OffCpuInterval& off, const TraceContext& context) {
+    see_thread(off.thread, context, off.begin_ns);
+    ThreadOut& t = threads_[off.thread];
+    const std::uint64_t begin = std::max(off.begin_ns, t.next_begin);
+    if (off.end_ns <= begin) return;
+    t.next_begin = off.end_ns + 1;
+    t.next_end = off.end_ns;
+    Sequence* on = nullptr;
+    std::size_t packet = begin_packet(off.thread, begin, on);
+    Sequence& s = *on;
+    const std::uint64_t name = intern(s, name_iids_, f::event_names, off.preempted ? "off-CPU (preempted)" : "off-CPU (blocked)");
+    const std::uint64_t category = category_iid(s, "ringtrace.sched");
+    Proto p(out_);
+    std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kSliceBegin);
+    p.uint(f::name_iid, name);
+    p.uint(f::category_iids, category);
+    p.end(event);
+    end_packet(s, packet);
+    if (write_end_fast(off.thread, off.end_ns)) return;
+    packet = begin_packet(off.thread, off.end_ns, on);
+    event = p.begin(f::track_event);
+    p.uint(f::type, kSliceEnd);
+    p.end(event);
+    end_packet(*on, packet);
+  }
+
   // The end packet of a zone, the most common packet, written with one check of room:
-  // when its time is a delta on the thread's main sequence and nothing is pending to be
-  // defined there (else false: the general path writes it). The same bytes as the
-  // general path: packet {timestamp, sequence_id, track_event {type}}.
+  // when nothing is pending to be defined on the thread's main sequence and its time is
+  // absolute or a delta there (else false: the general path writes it). The same bytes
+  // as the general path: packet {timestamp, sequence_id, track_event {type}}.
   bool write_end_fast(ThreadId thread, std::uint64_t time_ns) {
     Sequence& s = sequence(thread);
-    if (time_ns < s.last || !s.pending.empty()) [[unlikely]] return false;
+    const bool delta = options_.delta_timestamps;
+    if ((delta && time_ns < s.last) || !s.pending.empty()) [[unlikely]] return false;
     static_assert(f::trace_packet < 16 && f::timestamp < 16 && f::sequence_id < 16 && f::track_event < 16 &&
                   f::type < 16 && kSliceEnd < 128, "one-byte tags");
     char* const start = out_.room(40);  // tags, two varints of 10 bytes at most, the event
@@ -681,8 +792,8 @@ class PerfettoExporter final : public Exporter {
     *p++ = static_cast<char>(f::trace_packet << 3 | 2);
     char* const length = p++;
     *p++ = static_cast<char>(f::timestamp << 3);
-    p = put_varint(p, time_ns - s.last);
-    s.last = time_ns;
+    p = put_varint(p, delta ? time_ns - s.last : time_ns);
+    if (delta) s.last = time_ns;
     *p++ = static_cast<char>(f::sequence_id << 3);
     p = put_varint(p, s.id);
     *p++ = static_cast<char>(f::track_event << 3 | 2);
@@ -707,11 +818,11 @@ class PerfettoExporter final : public Exporter {
     // annotation keeps the iid. Packets are written at the zone's end, after any
     // definition: the key's definition may end up in an earlier packet of the sequence,
     // which is what incremental state allows.
-    // Defined on both of the thread's sequences: the zone's begin may go on either.
+    // With delta timestamps, defined on both of the thread's sequences: the zone's begin
+    // may go on either.
     Sequence& s = sequence(e.thread);
-    Sequence& back = sequence(e.thread, true);
     const std::string_view key = context.site(e.site).name;
-    const std::uint64_t key_iid = use(back, site_key_iid(s, e.site, context));
+    const std::uint64_t key_iid = use_on_back(e.thread, site_key_iid(s, e.site, context));
     Proto p(out);
     const std::size_t d = p.begin(f::debug_annotations);
     p.uint(f::da_name_iid, key_iid);
@@ -726,10 +837,15 @@ class PerfettoExporter final : public Exporter {
     if ((e.flags & EventFlags::truncated) != 0) {
       const std::size_t t = p.begin(f::debug_annotations);
       p.uint(f::da_name_iid,
-             use(back, intern(s, key_iids_, f::debug_annotation_names, std::string(key) + ".truncated")));
+             use_on_back(e.thread, intern(s, key_iids_, f::debug_annotation_names, std::string(key) + ".truncated")));
       p.uint(f::bool_value, 1);
       p.end(t);
     }
+  }
+
+  // An iid defined on a thread's second sequence too, when it has one (delta timestamps).
+  std::uint64_t use_on_back(ThreadId thread, std::uint64_t iid) {
+    return options_.delta_timestamps ? use(sequence(thread, true), iid) : iid;
   }
 
   void write_instant(const Event& e, const TraceContext& context, std::string_view count_key) {
@@ -744,6 +860,29 @@ class PerfettoExporter final : public Exporter {
     // The Chrome trace's categories: "instant", "ringtrace" for a count of dropped events.
     p.uint(f::category_iids, category_iid(s, count_key.empty() ? "instant" : "ringtrace"));
     if (!count_key.empty()) annotate_uint(s, p, count_key, e.value.u);
+    p.end(event);
+    end_packet(s, packet);
+  }
+
+  // A message (RINGTRACE_MESSAGE): an instant on the thread's track named by its text (a
+  // name of its own, not interned: messages rarely repeat), category "message", the text
+  // again as the annotation "message" (and "truncated" when it was cut at recording).
+  void write_message(const Event& e, const TraceContext& context) {
+    see_thread(e.thread, context, e.time_ns);
+    Sequence* on = nullptr;
+    const std::size_t packet = begin_packet(e.thread, e.time_ns, on);
+    Sequence& s = *on;
+    const std::string_view text = context.text(e);  // Proto::str repairs invalid UTF-8
+    Proto p(out_);
+    const std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kInstant);
+    p.str(f::event_name, text);
+    p.uint(f::category_iids, category_iid(s, "message"));
+    const std::size_t a = p.begin(f::debug_annotations);
+    p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "message"));
+    p.str(f::string_value, text);
+    p.end(a);
+    if ((e.flags & EventFlags::truncated) != 0) annotate_uint(s, p, "truncated", 1);
     p.end(event);
     end_packet(s, packet);
   }
@@ -845,7 +984,9 @@ class PerfettoExporter final : public Exporter {
   Sequence global_;                   // sequence 1: descriptors, the session's counts
   std::vector<std::string> definitions_;  // by iid: its encoded InternedData entry
   detail::ZoneTracker tracker_;
+  const TraceContext* context_ = nullptr;  // the context of the call being served
   std::vector<std::uint64_t> site_iids_, site_categories_, site_keys_;
+  std::vector<char> site_step_;  // by site: Session::step()'s zones (named "step #N" one by one)
   std::unordered_map<std::string, std::uint64_t> name_iids_, category_iids_, key_iids_;
   std::uint64_t next_iid_ = 1;
   std::vector<ThreadOut> threads_;

@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "marshal_writer.hpp"
-#include "common/output.hpp"
-#include "common/u64_map.hpp"
-#include "common/zone_tracker.hpp"
+#include "output.hpp"
+#include "u64_map.hpp"
+#include "zone_tracker.hpp"
 
 namespace ringtrace {
 namespace {
@@ -99,6 +99,7 @@ struct PstatsAggregator::State {
   std::vector<ThreadCounts> threads;         // index: ThreadId
   detail::SampleRates rates;
   bool estimate = false;
+  bool on_cpu = false;
   std::uint64_t dropped_events = 0;
   std::uint64_t closed_at_stop = 0;
   std::string key_text;                      // scratch for resolve()
@@ -177,11 +178,13 @@ struct PstatsAggregator::State {
     ThreadCounts& thread = threads[zone.thread];
     Counts& f = functions[callee];
     const std::uint64_t w = zone.weight;  // 1 unless estimating sampled sites
+    const std::uint64_t self_ns = on_cpu ? zone.self_on_cpu_ns() : zone.self_ns;
+    const std::uint64_t total_ns = on_cpu ? zone.on_cpu_ns() : zone.total_ns;
     f.calls += w;
-    f.self_ns += zone.self_ns * w;
+    f.self_ns += self_ns * w;
     if (--thread.function_active[callee] == 0) {
       f.primitive_calls += w;
-      f.cumulative_ns += zone.total_ns * w;
+      f.cumulative_ns += total_ns * w;
     }
     if ((zone.flags & EventFlags::closed_at_stop) != 0) ++closed_at_stop;
     if (!outer.empty()) {
@@ -189,10 +192,10 @@ struct PstatsAggregator::State {
       const std::uint32_t edge = edge_of(caller, callee);
       Counts& c = edges[edge].counts;
       c.calls += w;
-      c.self_ns += zone.self_ns * w;
+      c.self_ns += self_ns * w;
       if (--thread.edge_active[edge] == 0) {
         c.primitive_calls += w;
-        c.cumulative_ns += zone.total_ns * w;
+        c.cumulative_ns += total_ns * w;
       }
     }
   }
@@ -204,12 +207,14 @@ PstatsAggregator::PstatsAggregator(PstatsAggregator&&) noexcept = default;
 PstatsAggregator& PstatsAggregator::operator=(PstatsAggregator&&) noexcept = default;
 
 void PstatsAggregator::reset() {
-  const bool estimate = state_->estimate;
+  const bool estimate = state_->estimate, on_cpu = state_->on_cpu;
   state_ = std::make_unique<State>();
   state_->estimate = estimate;
+  state_->on_cpu = on_cpu;
 }
 
 void PstatsAggregator::set_estimate_sampled(bool on) { state_->estimate = on; }
+void PstatsAggregator::set_on_cpu(bool on) { state_->on_cpu = on; }
 
 void PstatsAggregator::add(std::span<const Event> events, const TraceContext& context) {
   State& s = *state_;
@@ -228,6 +233,10 @@ void PstatsAggregator::add(std::span<const Event> events, const TraceContext& co
       case EventKind::dropped:
         s.dropped_events += e.value.u;
         break;
+      case EventKind::switch_out:
+      case EventKind::switch_in:
+        s.tracker.feed(e, on_close);  // the thread's CPU state, for on-CPU times
+        break;
       default:
         break;
     }
@@ -245,6 +254,7 @@ PstatsTable PstatsAggregator::table() const {
   const State& s = *state_;
   PstatsTable table;
   table.estimated = s.estimate && s.rates.any_sampled();
+  table.on_cpu = s.on_cpu;
   table.functions.reserve(s.keys.size());
   for (std::size_t i = 0; i < s.keys.size(); ++i) {
     const State::Counts& c = s.functions[i];
@@ -289,9 +299,9 @@ std::string encode_pstats(const PstatsTable& table) {
     w.integer(static_cast<std::uint64_t>(line));
     w.string(name);
   };
-  w.begin_dict();
-  if (table.functions.empty()) {
-    write_key("~", 0, "<ringtrace: no zones recorded>");
+  // An entry of no calls, for what the dict has no other room to say.
+  const auto write_note = [&](const char* name) {
+    write_key("~", 0, name);
     w.begin_tuple(5);
     w.integer(std::uint64_t{0});
     w.integer(std::uint64_t{0});
@@ -299,7 +309,10 @@ std::string encode_pstats(const PstatsTable& table) {
     w.float64(0.0);
     w.begin_dict();
     w.end_dict();
-  }
+  };
+  w.begin_dict();
+  if (table.functions.empty()) write_note("<ringtrace: no zones recorded>");
+  if (table.on_cpu) write_note("<ringtrace: times are on-CPU>");
   // Edges grouped by callee, each group in order of first call.
   std::vector<std::uint32_t> order(table.edges.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -355,6 +368,7 @@ PstatsExporter::PstatsExporter(std::string path, PstatsOptions options)
   if (!options_.report_path.empty()) reject_gzip(options_.report_path);
   sink_ = std::make_unique<Sink>(path_);
   aggregator_.set_estimate_sampled(options_.estimate_sampled);
+  aggregator_.set_on_cpu(options_.on_cpu);
 }
 
 PstatsExporter::~PstatsExporter() = default;

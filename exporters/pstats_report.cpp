@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/output.hpp"
+#include "output.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 
 namespace ringtrace {
@@ -73,6 +73,9 @@ std::string format_pstats_report(const PstatsTable& input, const PstatsReportOpt
   }
   if (input.estimated) {
     out.append("   Estimates: zones of sampled sites counted as many times as their sampling rate\n\n");
+  }
+  if (input.on_cpu) {
+    out.append("   Times are on-CPU: each zone's time less the time its thread was switched out inside it\n\n");
   }
   double total_tt = 0;  // summed as pstats sums it: in seconds, in the file's order
   for (const PstatsFunction& f : table.functions) total_tt += seconds(f.self_ns);

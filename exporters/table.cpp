@@ -15,11 +15,12 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "common/latency_histogram.hpp"
-#include "common/output.hpp"
-#include "common/report_text.hpp"
-#include "common/u64_map.hpp"
-#include "common/zone_tracker.hpp"
+#include "latency_histogram.hpp"
+#include "output.hpp"
+#include "report_text.hpp"
+#include "step_zones.hpp"
+#include "u64_map.hpp"
+#include "zone_tracker.hpp"
 
 namespace ringtrace {
 namespace {
@@ -66,6 +67,15 @@ class DeferredIncrements {
   };
   Entry entries_[kDepth] = {};
   std::size_t next_ = 0;
+};
+
+// A group's on-CPU numbers, kept apart (a table without context switches never touches
+// them): as Group's, of each zone's on-CPU time.
+struct CpuGroup {
+  std::uint64_t self_ns = 0;
+  std::uint64_t total_ns = 0;
+  std::uint64_t inclusive_ns = 0;
+  detail::LatencyHistogram histogram;
 };
 
 // A group's key and order, read when the table is made.
@@ -119,6 +129,11 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
       {"Name", true}, {"Self %"}, {"Self"}, {"Total %"}, {"Total"}, {"Avg"},
       {"Min"},        {"Max"},    {"p50"},  {"p99"},     {"Calls"}};
   if (with_stack) columns.push_back({"Stack", true});
+  if (table.on_cpu) {
+    for (const char* c : {"On-CPU Self", "On-CPU Total", "On-CPU Avg", "On-CPU p50", "On-CPU p99"}) {
+      columns.insert(columns.end() - (with_stack ? 1 : 0), detail::report::TextColumn{c});
+    }
+  }
   std::vector<std::vector<std::string>> rows;
   rows.reserve(table.rows.size());
   for (const TableRow& r : table.rows) {
@@ -134,12 +149,20 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
         format_time(r.p50_ns, unit),
         format_time(r.p99_ns, unit),
         std::to_string(r.calls)};
+    if (table.on_cpu) {
+      for (const std::uint64_t v : {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
+        row.push_back(format_time(v, unit));
+      }
+    }
     if (with_stack) row.push_back(join_stack(r.stack, true));
     rows.push_back(std::move(row));
   }
   std::string out;
   if (table.estimated) out.append("Estimates: zones of sampled sites counted as many times as their sampling rate\n");
   if (options.top_level_only) out.append("Top-level zones only\n");
+  if (table.on_cpu) {
+    out.append("On-CPU columns: each zone's time less the time its thread was switched out inside it\n");
+  }
   out.append(detail::report::render_table(columns, rows));
   if (table.rows.size() < table.groups) {
     out.append("Rows shown: " + std::to_string(table.rows.size()) + " of " + std::to_string(table.groups) + "\n");
@@ -166,7 +189,9 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
 std::string format_csv(const KeyAverages& table, const TableOptions& options) {
   const bool stacks = options.group_by_stack_n > 0;
   std::string out = stacks ? "name,stack," : "name,";
-  out.append("self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls\r\n");
+  out.append("self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls");
+  if (table.on_cpu) out.append(",on_cpu_self_ns,on_cpu_total_ns,on_cpu_avg_ns,on_cpu_p50_ns,on_cpu_p99_ns");
+  out.append("\r\n");
   for (const TableRow& r : table.rows) {
     detail::append_csv_field(out, r.name);
     out.push_back(',');
@@ -183,6 +208,12 @@ std::string format_csv(const KeyAverages& table, const TableOptions& options) {
       out.push_back(',');
       detail::append_uint(out, v);
     }
+    if (table.on_cpu) {
+      for (const std::uint64_t v : {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
+        out.push_back(',');
+        detail::append_uint(out, v);
+      }
+    }
     out.append("\r\n");
   }
   return out;
@@ -197,6 +228,7 @@ std::string format_json(const KeyAverages& table) {
   out.append(",\"dropped\":");
   append_uint(out, table.dropped);
   if (table.estimated) out.append(",\"estimated\":true");
+  if (table.on_cpu) out.append(",\"on_cpu\":true");
   out.append(",\"dropped_by_thread\":[");
   for (std::size_t i = 0; i < table.dropped_by_thread.size(); ++i) {
     const ThreadDrops& t = table.dropped_by_thread[i];
@@ -237,6 +269,17 @@ std::string format_json(const KeyAverages& table) {
       out.append("\":");
       append_uint(out, value);
     }
+    if (table.on_cpu) {
+      const std::pair<const char*, std::uint64_t> cpu[] = {
+          {"on_cpu_self_ns", r.on_cpu_self_ns}, {"on_cpu_total_ns", r.on_cpu_total_ns}, {"on_cpu_avg_ns", r.on_cpu_avg_ns},
+          {"on_cpu_p50_ns", r.on_cpu_p50_ns},   {"on_cpu_p99_ns", r.on_cpu_p99_ns}};
+      for (const auto& [key, value] : cpu) {
+        out.append(",\"");
+        out.append(key);
+        out.append("\":");
+        append_uint(out, value);
+      }
+    }
     out.push_back('}');
   }
   out.append("]}\n");
@@ -257,6 +300,11 @@ std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
     case S::p50: return r.p50_ns;
     case S::p99: return r.p99_ns;
     case S::calls: return r.calls;
+    case S::on_cpu_self: return r.on_cpu_self_ns;
+    case S::on_cpu_total: return r.on_cpu_total_ns;
+    case S::on_cpu_avg: return r.on_cpu_avg_ns;
+    case S::on_cpu_p50: return r.on_cpu_p50_ns;
+    case S::on_cpu_p99: return r.on_cpu_p99_ns;
     case S::name:
     case S::first_seen: break;
   }
@@ -285,6 +333,7 @@ struct TableExporter::Impl {
   std::size_t stack_n = 0;
   std::vector<std::uint32_t> site_name;   // by SiteId: index into names (kNoGroup: unresolved)
   std::vector<std::uint32_t> site_group;  // by SiteId (stack_n == 0)
+  std::vector<char> site_step;           // by SiteId: Session::step()'s zones, a row per step
   std::vector<std::string> names;
   std::unordered_map<std::string, std::uint32_t> name_index;
   std::vector<Group> groups;
@@ -295,6 +344,10 @@ struct TableExporter::Impl {
   std::vector<ThreadState> threads;
   std::uint64_t self_total_ns = 0;
   std::uint64_t next_seen = 0;
+  // On-CPU: from the first zone closed after a switch event on (the zones closed before
+  // were on-CPU for their whole time: their numbers are copied).
+  bool on_cpu = false;
+  std::vector<CpuGroup> cpu_groups;
 
   void reset() {
     tracker = detail::ZoneTracker();
@@ -302,6 +355,7 @@ struct TableExporter::Impl {
     stack_n = std::min(options.group_by_stack_n, kMaxStackFrames);
     site_name.clear();
     site_group.clear();
+    site_step.clear();
     names.clear();
     name_index.clear();
     groups.clear();
@@ -312,6 +366,8 @@ struct TableExporter::Impl {
     threads.clear();
     self_total_ns = 0;
     next_seen = 0;
+    on_cpu = false;
+    cpu_groups.clear();
   }
 
   std::uint32_t group_for_key(std::vector<std::uint32_t> key) {
@@ -332,7 +388,10 @@ struct TableExporter::Impl {
       site_group.resize(site_name.size(), kNoGroup);
     }
     const SiteInfo& info = context.site(site);
-    // Session::step()'s zones "step #N" make one row "step #*" when asked.
+    // Session::step()'s zones "step #N" make one row "step #*" when asked, else a row
+    // each (step_group).
+    if (site >= site_step.size()) site_step.resize(site_name.size(), 0);
+    site_step[site] = !options.fold_steps && is_step_site(info) ? 1 : 0;
     const std::string_view name = options.fold_steps && (info.options & SiteOptions::step) != 0 ? std::string_view("step #*")
                                                                                                 : std::string_view(info.name);
     auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
@@ -361,7 +420,9 @@ struct TableExporter::Impl {
         if (e.site >= site_name.size() || site_name[e.site] == kNoGroup) [[unlikely]] resolve_site(e.site, context);
         const std::span<const detail::OpenZone> open = tracker.open(e.thread);
         std::uint32_t g;
-        if (stack_n == 0) {
+        if (e.site < site_step.size() && site_step[e.site] != 0) [[unlikely]] {
+          g = step_group(e.value.u);
+        } else if (stack_n == 0) {
           g = site_group[e.site];
         } else {
           const std::uint32_t parent = open.empty() ? kNoGroup : open.back().tag & ~kNested;
@@ -377,8 +438,42 @@ struct TableExporter::Impl {
                      options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
+      } else if (detail::is_switch(e.kind)) [[unlikely]] {
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
       }
     }
+  }
+
+  // The row of Session::step()'s step N, "step #N" (steps are on a track of their own,
+  // outside every other zone).
+  [[gnu::noinline]] std::uint32_t step_group(std::uint64_t step) {
+    const std::string name = detail::step_zone_label(step);
+    auto [it, inserted] = name_index.try_emplace(name, static_cast<std::uint32_t>(names.size()));
+    if (inserted) names.push_back(name);
+    return group_for_key({it->second});
+  }
+
+  // The first close after a switch: every group's numbers so far are its on-CPU ones.
+  [[gnu::noinline]] void start_on_cpu() {
+    on_cpu = true;
+    deferred.flush(groups);
+    cpu_groups.resize(groups.size());
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      cpu_groups[g].self_ns = groups[g].self_ns;
+      cpu_groups[g].total_ns = groups[g].total_ns;
+      cpu_groups[g].inclusive_ns = groups[g].inclusive_ns;
+      cpu_groups[g].histogram = groups[g].histogram.clone();
+    }
+  }
+  [[gnu::noinline]] void on_close_cpu(const detail::ClosedZone& z, std::uint32_t g, bool outermost) {
+    if (!on_cpu) start_on_cpu();
+    if (g >= cpu_groups.size()) cpu_groups.resize(groups.size());
+    const std::uint64_t w = z.weight;
+    CpuGroup& c = cpu_groups[g];
+    c.self_ns += z.self_on_cpu_ns() * w;
+    c.inclusive_ns += z.on_cpu_ns() * w;
+    if (outermost) c.total_ns += z.on_cpu_ns() * w;
+    c.histogram.record(z.on_cpu_ns(), w);
   }
 
   // A begin at depth >= kScanDepth: counts it; true when the group was already open there.
@@ -399,6 +494,7 @@ struct TableExporter::Impl {
     }
     self_total_ns += z.self_ns;
     if (options.top_level_only && z.depth != 0) return;
+    if (tracker.any_switches()) [[unlikely]] on_close_cpu(z, g, outermost);
     Group& group = groups[g];
     if (group.histogram.count() == 0) [[unlikely]] keys[g].first_seen = next_seen++;
     group.self_ns += z.self_ns;
@@ -412,6 +508,7 @@ struct TableExporter::Impl {
     const std::uint64_t w = z.weight;
     self_total_ns += z.self_ns * w;
     if (options.top_level_only && z.depth != 0) return;
+    if (tracker.any_switches()) on_close_cpu(z, g, outermost);
     Group& group = groups[g];
     if (group.histogram.count() == 0) keys[g].first_seen = next_seen++;
     group.self_ns += z.self_ns * w;
@@ -427,6 +524,9 @@ struct TableExporter::Impl {
     KeyAverages out;
     out.self_total_ns = self_total_ns;
     out.estimated = options.estimate_sampled && rates.any_sampled();
+    out.on_cpu = on_cpu || tracker.any_switches();
+    if (out.on_cpu && !on_cpu) start_on_cpu();  // switches, and no zone closed since
+    cpu_groups.resize(groups.size());
     // Rows carry numbers only until sorted; names and stacks are filled in for the rows
     // kept (thousands of groups, a row limit of 100 by default).
     std::vector<TableRow> rows;
@@ -445,6 +545,16 @@ struct TableExporter::Impl {
       r.p99_ns = g.histogram.percentile(99);
       r.self_percent = detail::report::percent(r.self_ns, self_total_ns);
       r.total_percent = detail::report::percent(r.total_ns, self_total_ns);
+      if (out.on_cpu) {
+        const CpuGroup& c = cpu_groups[i];
+        const std::uint64_t n = c.histogram.count();
+        r.on_cpu_self_ns = c.self_ns;
+        r.on_cpu_total_ns = c.total_ns;
+        r.on_cpu_avg_ns = n == 0 ? 0 : c.inclusive_ns / n + (c.inclusive_ns % n * 2 >= n ? 1 : 0);
+        r.on_cpu_p50_ns = c.histogram.percentile(50);
+        r.on_cpu_p99_ns = c.histogram.percentile(99);
+        r.on_cpu_max_ns = c.histogram.max();
+      }
       rows.push_back(r);
       group_of.push_back(static_cast<std::uint32_t>(i));
     }

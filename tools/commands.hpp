@@ -1,12 +1,18 @@
-// The `ringtrace` tool's subcommands, one file each, sharing these helpers.
+// The `ringtrace` tool's subcommands, one file each, sharing these helpers (common.cpp).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace ringtrace {
+struct ReplayProcess;
+}
 
 namespace ringtrace::tool {
 
@@ -14,16 +20,78 @@ int convert(const std::vector<std::string>& args);
 int report(const std::vector<std::string>& args);
 int info(const std::vector<std::string>& args);
 int merge(const std::vector<std::string>& args);
+int dump(const std::vector<std::string>& args);
+int record(const std::vector<std::string>& args);
 
-// One line on standard error, "ringtrace <command>: <message>"; returns 1 or 2.
+// One line on standard error, "ringtrace <command>: <message>"; returns `status`. The
+// library's exception texts start with "ringtrace: " themselves: that prefix is left
+// out, so every line has exactly one.
 int error(std::string_view command, std::string_view message, int status = 1);
+// `message` without its leading "ringtrace: " prefixes.
+std::string_view without_prefix(std::string_view message);
+
+// Thrown for a command line the command cannot take (a missing value, a number that is
+// none): main() prints it as an error with status 2, as the commands' own usage errors.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The value after args[i] (the option's name), advancing i; UsageError if there is none.
+const std::string& option_value(const std::vector<std::string>& args, std::size_t& i);
+// A count given on the command line: decimal digits only (std::stoul takes "-1" and
+// " 12x" and fails with the text "stoul"); UsageError naming the option otherwise.
+std::size_t parse_count(std::string_view option, const std::string& text);
+
 bool wants_help(const std::vector<std::string>& args);
 // A subcommand's usage text: on standard output with status 0 when asked for (--help),
 // else (a usage error) on standard error with status 2.
 int usage(const std::vector<std::string>& args, const char* text);
 
+// Inputs. The reader seeks through a file, so an input is a regular file (or a link to
+// one), never '-' or a FIFO: check_input() throws naming the file before anything opens
+// it (a FIFO would block the reader), and also checks the ring file that would be read
+// beside it. ring_file_of() is that ring file: run.rtrace.rings for run.rtrace, for the
+// .partial of older versions and for a killed run's temporary run.rtrace.partial.XXXXXXXX.
+void check_input(const std::string& path, bool with_rings);
+std::filesystem::path ring_file_of(const std::string& input);
+
 // Duration in readable units: 1.234 s, 12.345 ms, 123.456 us, 789 ns.
 std::string duration(std::uint64_t ns);
+// How long a command took, for its summary line: 840 ms, 3.25 s, 12.3 s.
+std::string elapsed(std::chrono::steady_clock::duration time);
+// A file size in decimal units with three significant digits: 999 bytes, 1.00 kB,
+// 12.3 MB, 1.88 GB (the tests recompute it from the file's size).
+std::string byte_size(std::uint64_t bytes);
+// 45123456 -> "45,123,456".
+std::string thousands(std::uint64_t n);
+
+// For processes[i] of a merged file whose pid an earlier process has too: a note for the
+// end of its row, since the reader gives it an unused pid (docs/guide.md, "Several
+// processes"); "" for the others.
+std::string pid_note(const std::vector<ReplayProcess>& processes, std::size_t i);
+
+// The cap of name columns (threads, call sites, processes): one long name does not push
+// every other row's columns off the screen.
+constexpr std::size_t kNameCap = 40;
+
+// Rows printed in aligned columns: each column as wide as its widest cell (counted in
+// code points) up to its cap, a longer cell cut to the cap and ending in "...", control
+// characters shown as '?' (a name with a tab or a newline would break the rows). Columns
+// are two spaces apart; the last one is not padded.
+class Columns {
+ public:
+  enum class Align { left, right };
+  struct Column {
+    Align align = Align::left;
+    std::size_t cap = 0;  // 0: no cap
+  };
+  explicit Columns(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  void add(std::vector<std::string> cells);  // as many cells as columns
+  void print(std::FILE* out, std::string_view indent) const;
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
 
 // A progress bar on standard error for work that has lasted a second, only when standard
 // error is a terminal; erased when the work is done (done == total) or the bar destroyed.

@@ -1,10 +1,16 @@
 // ringtrace convert: a binary trace file into any of the exporters' formats, in one
 // pass, through the same exporters a live session uses.
+#include <array>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>  // std::ref
 #include <iostream>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -15,6 +21,7 @@
 #include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
+#include "ringtrace/files.hpp"
 
 namespace ringtrace::tool {
 
@@ -23,14 +30,18 @@ namespace {
 constexpr const char* kHelp =
     "usage: ringtrace convert FILE [outputs and options]\n"
     "\n"
-    "Converts a binary trace file (or the .partial file a killed process left) into the\n"
-    "formats below, any subset, in one pass. OUT '-' is standard output (not for --pstats).\n"
-    "Every output is opened before any work: a path that cannot be written fails at once.\n"
+    "Converts a binary trace file (or the temporary a killed process left) into the\n"
+    "formats below, any subset, in one pass. OUT '-' is standard output (not for --pstats,\n"
+    "and for one output at most); any other OUT is a regular file or a new one (a FIFO,\n"
+    "a device or a directory is refused). FILE is a regular file, not '-' or a FIFO.\n"
+    "Every output is opened before any work: a path that cannot be written fails at once,\n"
+    "and so do an output on FILE itself (or its ring file) and two outputs on one file.\n"
+    "Each output is written to OUT.partial.XXXXXXXX and renamed to OUT at the end.\n"
     "A file cut short converts up to its last complete chunk, then the command exits 1\n"
     "with one line saying where the file ends. If the recording kept its rings in a file\n"
     "(BinaryTraceOptions::rings_in_file), the ring file beside it (run.rtrace.rings for\n"
-    "run.rtrace or run.rtrace.partial) gives what the process had recorded after that,\n"
-    "and the line says how many events came from it.\n"
+    "run.rtrace or its temporary run.rtrace.partial.XXXXXXXX) gives what the process had\n"
+    "recorded after that, and the line says how many events came from it.\n"
     "\n"
     "outputs:\n"
     "  --chrome OUT      Chrome trace JSON (.gz: compressed) for Perfetto UI, chrome://tracing\n"
@@ -49,7 +60,206 @@ constexpr const char* kHelp =
     "  --fold-steps           table: Session::step()'s zones in one row \"step #*\"\n"
     "  --estimate-sampled     pstats, folded, summary, table: zones of sampled sites count\n"
     "                         as many times as their rate (estimates of the whole run)\n"
-    "  --no-rings             never read a ring file beside FILE\n";
+    "  --on-cpu               pstats, folded: each zone's on-CPU time instead of its wall\n"
+    "                         time (needs a recording with context switches; the files say so)\n"
+    "  --no-rings             never read a ring file beside FILE\n"
+    "  --symbols-path DIR     instrumented functions the recording left unnamed (or named\n"
+    "                         module+0x... only) are named from the recorded modules'\n"
+    "                         files; also look for them (same build id: the binaries, or\n"
+    "                         their .debug files) in DIR, as DIR/.build-id/xx/yyyy[.debug],\n"
+    "                         DIR/<file name> or DIR/<recorded path> (repeatable)\n"
+    "\n"
+    "On success, one line on standard error says what was written, how big, how long\n"
+    "it took and how many events were read.\n";
+
+struct Output {
+  const char* flag;
+  const std::string& path;
+};
+
+// Why the outputs cannot be written as asked, or "": an output on the input itself (or
+// the ring file read beside it) would replace the recording before it is read, two
+// outputs on one file (or both on standard output) would mix into one broken file.
+// Paths are compared after normalising (dir/../dir/x is dir/x) and, for files that
+// exist, by inode (a link, a hard link).
+std::string refused(const std::string& input, bool rings, std::span<const Output> outputs) {
+  const std::filesystem::path ring_file = ring_file_of(input);
+  std::error_code ec;
+  const bool ring_file_exists = rings && std::filesystem::exists(ring_file, ec);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Output& o = outputs[i];
+    if (o.path.empty()) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      const Output& other = outputs[j];
+      if (other.path.empty() || (other.path == "-") != (o.path == "-")) continue;
+      if (o.path == "-") return std::string(other.flag) + " and " + o.flag + " both write to standard output: one output there";
+      if (same_file(other.path, o.path)) {
+        return std::string(other.flag) + " and " + o.flag + " both write '" + o.path + "': one file per output";
+      }
+    }
+    if (o.path == "-") continue;
+    if (same_file(input, o.path)) {
+      return std::string(o.flag) + " '" + o.path + "' is the input file: writing it would replace the recording";
+    }
+    if (ring_file_exists && same_file(ring_file, o.path)) {
+      return std::string(o.flag) + " '" + o.path + "' is the ring file read beside the input";
+    }
+  }
+  return {};
+}
+
+// What the command line asks for.
+struct Request {
+  std::string input;
+  std::string chrome, perfetto, pstats, folded, summary, table;
+  ChromeTraceOptions chrome_options;
+  FoldedStacksOptions folded_options;
+  OpsSummaryOptions summary_options;
+  TableOptions table_options;
+  bool estimate = false;
+  bool on_cpu = false;  // --on-cpu: pstats (folded_options carries its own)
+  bool rings = true;
+  std::vector<std::filesystem::path> symbol_paths;
+
+  // Every output, in the order they are written and named in the summary line.
+  std::array<Output, 6> outputs() const {
+    return {{{"--chrome", chrome}, {"--perfetto", perfetto}, {"--pstats", pstats},
+             {"--folded", folded}, {"--summary", summary}, {"--table", table}}};
+  }
+};
+
+// The command line, or UsageError.
+Request parse(const std::vector<std::string>& args) {
+  Request r;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--chrome") {
+      r.chrome = option_value(args, i);
+    } else if (a == "--perfetto") {
+      r.perfetto = option_value(args, i);
+    } else if (a == "--pstats") {
+      r.pstats = option_value(args, i);
+    } else if (a == "--folded") {
+      r.folded = option_value(args, i);
+    } else if (a == "--summary") {
+      r.summary = option_value(args, i);
+    } else if (a == "--table") {
+      r.table = option_value(args, i);
+    } else if (a == "--source-locations") {
+      r.chrome_options.source_locations = true;
+    } else if (a == "--per-thread-counters") {
+      r.chrome_options.per_thread_counters = true;
+    } else if (a == "--folded-value") {
+      const std::string& v = option_value(args, i);
+      if (v == "self") {
+        r.folded_options.value = FoldedValue::self_ns;
+      } else if (v == "total") {
+        r.folded_options.value = FoldedValue::total_ns;
+      } else if (v == "calls") {
+        r.folded_options.value = FoldedValue::calls;
+      } else {
+        throw UsageError("--folded-value takes self, total or calls, not '" + v + "'");
+      }
+    } else if (a == "--thread-roots") {
+      r.folded_options.thread_root = true;
+    } else if (a == "--transparent") {
+      r.summary_options.transparent_names.push_back(option_value(args, i));
+    } else if (a == "--rows") {
+      r.table_options.row_limit = parse_count(a, option_value(args, i));
+    } else if (a == "--fold-steps") {
+      r.table_options.fold_steps = true;
+    } else if (a == "--estimate-sampled") {
+      r.estimate = true;
+    } else if (a == "--on-cpu") {
+      r.folded_options.on_cpu = r.on_cpu = true;
+    } else if (a == "--no-rings") {
+      r.rings = false;
+    } else if (a == "--symbols-path") {
+      r.symbol_paths.emplace_back(option_value(args, i));
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError("unknown option '" + a + "' (see ringtrace convert --help)");
+    } else if (r.input.empty()) {
+      r.input = a;
+    } else {
+      throw UsageError("one input file only ('" + r.input + "', then '" + a + "')");
+    }
+  }
+  if (r.input.empty()) throw UsageError("no input file (see ringtrace convert --help)");
+  if (r.chrome.empty() && r.perfetto.empty() && r.pstats.empty() && r.folded.empty() && r.summary.empty() &&
+      r.table.empty()) {
+    throw UsageError("no output asked for: --chrome, --perfetto, --pstats, --folded, --summary or --table");
+  }
+  if (r.pstats == "-") throw UsageError("--pstats writes a binary file, not to standard output");
+  r.folded_options.estimate_sampled = r.summary_options.estimate_sampled = r.table_options.estimate_sampled =
+      r.estimate;
+  return r;
+}
+
+// Every output's exporter, opened (and so checked) before anything is read.
+std::vector<std::shared_ptr<Exporter>> open_outputs(const Request& r) {
+  std::vector<std::shared_ptr<Exporter>> exporters;
+  if (!r.chrome.empty()) {
+    exporters.push_back(r.chrome == "-" ? chrome_trace_exporter(std::cout, r.chrome_options)
+                                       : chrome_trace_exporter(r.chrome, r.chrome_options));
+  }
+  if (!r.perfetto.empty()) {
+    PerfettoOptions perfetto_options;
+    perfetto_options.per_thread_counters = r.chrome_options.per_thread_counters;
+    exporters.push_back(r.perfetto == "-" ? perfetto_exporter(std::cout, perfetto_options)
+                                          : perfetto_exporter(r.perfetto, perfetto_options));
+  }
+  if (!r.pstats.empty()) {
+    PstatsOptions pstats_options;
+    pstats_options.estimate_sampled = r.estimate;
+    pstats_options.on_cpu = r.on_cpu;
+    exporters.push_back(pstats_exporter(r.pstats, pstats_options));
+  }
+  if (!r.folded.empty()) {
+    exporters.push_back(r.folded == "-" ? folded_stacks_exporter(std::cout, r.folded_options)
+                                        : folded_stacks_exporter(r.folded, r.folded_options));
+  }
+  if (!r.summary.empty()) {
+    exporters.push_back(r.summary == "-" ? ops_summary_exporter(std::cout, r.summary_options)
+                                         : ops_summary_exporter(r.summary, r.summary_options));
+  }
+  if (!r.table.empty()) {
+    exporters.push_back(r.table == "-" ? table_exporter(std::cout, r.table_options)
+                                       : table_exporter(r.table, r.table_options));
+  }
+  return exporters;
+}
+
+// Chrome JSON spends most of its bytes on keys repeated in every event and on decimal
+// times; Perfetto's protobuf holds the same trace in about a third of that (docs/guide.md,
+// "Perfetto trace"; measured on the demo's trace too). Worth a line once the JSON is
+// large enough to be slow to load; not for .gz, whose ratio is another.
+constexpr std::uintmax_t kLargeJsonBytes = 256'000'000;
+
+// The line that says what a successful conversion wrote, on standard error (standard
+// output may be one of the outputs):
+//   ringtrace convert: wrote trace.json (1.88 GB) in 12.3 s from run.rtrace (45,123,456 events)
+void print_summary(const Request& r, const ReplayResult& result, std::chrono::steady_clock::duration took) {
+  std::string written;
+  std::uintmax_t chrome_bytes = 0;
+  for (const Output& o : r.outputs()) {
+    if (o.path.empty()) continue;
+    if (!written.empty()) written += ", ";
+    if (o.path == "-") {
+      written += std::string("standard output (") + o.flag + ")";
+      continue;
+    }
+    std::error_code ec;
+    const std::uintmax_t bytes = std::filesystem::file_size(o.path, ec);
+    written += o.path + " (" + (ec ? std::string("size unknown") : byte_size(bytes)) + ")";
+    if (std::string_view(o.flag) == "--chrome" && !ec) chrome_bytes = bytes;
+  }
+  std::fprintf(stderr, "ringtrace convert: wrote %s in %s from %s (%s events)\n", written.c_str(), elapsed(took).c_str(),
+               r.input.c_str(), thousands(result.events).c_str());
+  if (chrome_bytes >= kLargeJsonBytes && r.perfetto.empty() && !r.chrome.ends_with(".gz")) {
+    std::fprintf(stderr, "ringtrace convert: --perfetto OUT writes this trace in about a third of the size "
+                         "(for Perfetto UI and trace_processor)\n");
+  }
+}
 
 }  // namespace
 
@@ -58,108 +268,23 @@ int convert(const std::vector<std::string>& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::string input;
-  std::string chrome, perfetto, pstats, folded, summary, table;
-  ChromeTraceOptions chrome_options;
-  FoldedStacksOptions folded_options;
-  OpsSummaryOptions summary_options;
-  TableOptions table_options;
-  bool estimate = false;
-  bool rings = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw std::runtime_error(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--chrome") {
-      chrome = value();
-    } else if (a == "--perfetto") {
-      perfetto = value();
-    } else if (a == "--pstats") {
-      pstats = value();
-    } else if (a == "--folded") {
-      folded = value();
-    } else if (a == "--summary") {
-      summary = value();
-    } else if (a == "--table") {
-      table = value();
-    } else if (a == "--source-locations") {
-      chrome_options.source_locations = true;
-    } else if (a == "--per-thread-counters") {
-      chrome_options.per_thread_counters = true;
-    } else if (a == "--folded-value") {
-      const std::string& v = value();
-      if (v == "self") {
-        folded_options.value = FoldedValue::self_ns;
-      } else if (v == "total") {
-        folded_options.value = FoldedValue::total_ns;
-      } else if (v == "calls") {
-        folded_options.value = FoldedValue::calls;
-      } else {
-        return error("convert", "--folded-value takes self, total or calls, not '" + v + "'", 2);
-      }
-    } else if (a == "--thread-roots") {
-      folded_options.thread_root = true;
-    } else if (a == "--transparent") {
-      summary_options.transparent_names.push_back(value());
-    } else if (a == "--rows") {
-      table_options.row_limit = std::stoul(value());
-    } else if (a == "--fold-steps") {
-      table_options.fold_steps = true;
-    } else if (a == "--estimate-sampled") {
-      estimate = true;
-    } else if (a == "--no-rings") {
-      rings = false;
-    } else if (!a.empty() && a[0] == '-') {
-      return error("convert", "unknown option '" + a + "' (see ringtrace convert --help)", 2);
-    } else if (input.empty()) {
-      input = a;
-    } else {
-      return error("convert", "one input file only ('" + input + "', then '" + a + "')", 2);
-    }
-  }
-  if (input.empty()) return error("convert", "no input file (see ringtrace convert --help)", 2);
-  if (chrome.empty() && perfetto.empty() && pstats.empty() && folded.empty() && summary.empty() && table.empty()) {
-    return error("convert", "no output asked for: --chrome, --perfetto, --pstats, --folded, --summary or --table", 2);
-  }
-  if (pstats == "-") return error("convert", "--pstats writes a binary file, not to standard output", 2);
-  folded_options.estimate_sampled = summary_options.estimate_sampled = table_options.estimate_sampled = estimate;
-  PstatsOptions pstats_options;
-  pstats_options.estimate_sampled = estimate;
-  // Every output opened (and so checked) before reading anything.
-  std::vector<std::shared_ptr<Exporter>> exporters;
-  if (!chrome.empty()) {
-    exporters.push_back(chrome == "-" ? chrome_trace_exporter(std::cout, chrome_options)
-                                     : chrome_trace_exporter(chrome, chrome_options));
-  }
-  if (!perfetto.empty()) {
-    PerfettoOptions perfetto_options;
-    perfetto_options.per_thread_counters = chrome_options.per_thread_counters;
-    exporters.push_back(perfetto == "-" ? perfetto_exporter(std::cout, perfetto_options)
-                                        : perfetto_exporter(perfetto, perfetto_options));
-  }
-  if (!pstats.empty()) exporters.push_back(pstats_exporter(pstats, pstats_options));
-  if (!folded.empty()) {
-    exporters.push_back(folded == "-" ? folded_stacks_exporter(std::cout, folded_options)
-                                      : folded_stacks_exporter(folded, folded_options));
-  }
-  if (!summary.empty()) {
-    exporters.push_back(summary == "-" ? ops_summary_exporter(std::cout, summary_options)
-                                       : ops_summary_exporter(summary, summary_options));
-  }
-  if (!table.empty()) {
-    exporters.push_back(table == "-" ? table_exporter(std::cout, table_options) : table_exporter(table, table_options));
-  }
+  const auto start = std::chrono::steady_clock::now();
+  const Request r = parse(args);
+  if (const std::string why = refused(r.input, r.rings, r.outputs()); !why.empty()) throw UsageError(why);
+  check_input(r.input, r.rings);
+  const std::vector<std::shared_ptr<Exporter>> exporters = open_outputs(r);
   std::vector<Exporter*> raw;
   for (const auto& x : exporters) raw.push_back(x.get());
   ProgressBar bar("ringtrace convert");
   ReplayOptions options;
   options.progress = std::ref(bar);
-  options.recover_rings = rings;
-  const ReplayResult result = replay_file(input, raw, options);
+  options.recover_rings = r.rings;
+  options.symbol_paths = r.symbol_paths;
+  if (r.rings) options.rings = ring_file_of(r.input);
+  const ReplayResult result = replay_file(r.input, raw, options);
   std::cout.flush();
-  if (!result.problem.empty()) return error("convert", input + ": " + result.problem);
+  if (!result.problem.empty()) return error("convert", r.input + ": " + result.problem);
+  print_summary(r, result, std::chrono::steady_clock::now() - start);
   return 0;
 }
 

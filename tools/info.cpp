@@ -5,6 +5,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -31,9 +32,7 @@ class Census final : public Exporter {
     clock = context.clock();
     for (SiteId id = 1; id < context.site_count(); ++id) {
       const SiteInfo& site = context.site(id);
-      sites.push_back(std::string(site.name) + (site.file[0] != '\0' ? std::string("  ") + site.file + ":" +
-                                                                             std::to_string(site.line)
-                                                                       : std::string()));
+      sites.push_back({site.name, site.file[0] != '\0' ? std::string(site.file) + ":" + std::to_string(site.line) : ""});
     }
   }
   std::map<EventKind, std::uint64_t> kinds;
@@ -42,8 +41,46 @@ class Census final : public Exporter {
   std::string process;
   std::uint32_t pid = 0;
   ClockInfo clock;
-  std::vector<std::string> sites;
+  std::vector<std::pair<std::string, std::string>> sites;  // name, file:line ("" when interned)
 };
+
+constexpr std::size_t kShownSites = 20;  // the rest is counted
+
+void print_processes(const std::vector<ReplayProcess>& processes) {
+  std::printf("processes:   %zu, merged\n", processes.size());
+  Columns rows({{}, {Columns::Align::left, kNameCap}, {Columns::Align::left, kNameCap}, {}});
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    const ReplayProcess& p = processes[i];
+    std::string clock = p.realtime_aligned ? "offset " + std::to_string(p.offset_ns) + " ns by CLOCK_REALTIME"
+                                           : "same clock";
+    if (!p.source.empty()) clock += ", from " + p.source;
+    rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, clock + pid_note(processes, i)});
+  }
+  rows.print(stdout, "  ");
+  for (const ReplayProcess& p : processes) {
+    if (!p.complete) std::printf("  pid %u: %s\n", p.pid, p.problem.c_str());
+  }
+}
+
+void print_threads(const std::vector<ThreadStats>& threads) {
+  std::printf("threads:     %zu\n", threads.size());
+  Columns rows({{Columns::Align::left, kNameCap}, {}, {Columns::Align::right}, {Columns::Align::right}});
+  for (const ThreadStats& t : threads) {
+    std::string tid = std::to_string(t.os_tid);
+    if (t.pid != 0) tid = std::to_string(t.pid) + "/" + tid;  // a merged file: pid/tid
+    rows.add({t.name.empty() ? "(unnamed)" : t.name, "tid " + tid, std::to_string(t.recorded) + " events",
+              std::to_string(t.dropped) + " dropped"});
+  }
+  rows.print(stdout, "  ");
+}
+
+void print_sites(const std::vector<std::pair<std::string, std::string>>& sites) {
+  std::printf("call sites:  %zu\n", sites.size());
+  Columns rows({{Columns::Align::left, kNameCap}, {}});
+  for (std::size_t i = 0; i < sites.size() && i < kShownSites; ++i) rows.add({sites[i].first, sites[i].second});
+  rows.print(stdout, "  ");
+  if (sites.size() > kShownSites) std::printf("  ... and %zu more\n", sites.size() - kShownSites);
+}
 
 }  // namespace
 
@@ -58,11 +95,14 @@ int info(const std::vector<std::string>& args) {
         "(a file cut short, e.g. by a killed process, is read up to its last complete chunk\n"
         "and info says where it ends; info still exits 0). A file cut short whose recording\n"
         "kept its rings in a file is read on from the ring file beside it (run.rtrace.rings),\n"
-        "unless --no-rings; info says how many events came from there.\n");
+        "unless --no-rings; info says how many events came from there. FILE is a regular\n"
+        "file (a FIFO, '-' or a device is refused).\n");
   }
+  check_input(args[0], rings);
   Census census;
   ReplayOptions options;
   options.recover_rings = rings;
+  if (rings) options.rings = ring_file_of(args[0]);
   Exporter* const one[] = {&census};
   const ReplayResult r = replay_file(args[0], std::span<Exporter* const>(one), options);
   const SessionStats& s = census.stats;
@@ -76,14 +116,7 @@ int info(const std::vector<std::string>& args) {
   if (r.processes.size() <= 1) {
     std::printf("process:     %s (pid %u) on host %s\n", census.process.c_str(), census.pid, r.host.c_str());
   } else {
-    std::printf("processes:   %zu, merged\n", r.processes.size());
-    for (const ReplayProcess& p : r.processes) {
-      std::printf("  pid %-8u %-20s host %-16s %s%s%s\n", p.pid, p.name.c_str(), p.host.c_str(),
-                  p.realtime_aligned ? ("offset " + std::to_string(p.offset_ns) + " ns by CLOCK_REALTIME").c_str()
-                                     : "same clock",
-                  p.source.empty() ? "" : ", from ", p.source.c_str());
-      if (!p.complete) std::printf("    %s\n", p.problem.c_str());
-    }
+    print_processes(r.processes);
   }
   char when[64] = "?";
   const std::time_t secs = static_cast<std::time_t>(r.realtime_start_ns / 1000000000u);
@@ -97,17 +130,15 @@ int info(const std::vector<std::string>& args) {
   std::printf("events:      %llu recorded, %llu dropped", static_cast<unsigned long long>(s.recorded),
               static_cast<unsigned long long>(s.dropped));
   if (s.closed_at_stop != 0) std::printf(", %llu zones closed at the end", static_cast<unsigned long long>(s.closed_at_stop));
-  std::printf("\nthreads:     %zu\n", s.threads.size());
-  for (const ThreadStats& t : s.threads) {
-    std::string tid = std::to_string(t.os_tid);
-    if (t.pid != 0) tid = std::to_string(t.pid) + "/" + tid;  // a merged file: pid/tid
-    std::printf("  %-24s tid %-8s %12llu events %10llu dropped\n", t.name.empty() ? "(unnamed)" : t.name.c_str(),
-                tid.c_str(), static_cast<unsigned long long>(t.recorded),
-                static_cast<unsigned long long>(t.dropped));
+  std::printf("\n");
+  if (!s.context_switches_unavailable.empty()) {
+    std::printf("switches:    unavailable: %s\n", s.context_switches_unavailable.c_str());
+  } else if (s.context_switches != 0) {
+    std::printf("switches:    %llu context switches, %llu lost\n", static_cast<unsigned long long>(s.context_switches),
+                static_cast<unsigned long long>(s.context_switches_lost));
   }
-  std::printf("call sites:  %zu\n", census.sites.size());
-  for (std::size_t i = 0; i < census.sites.size() && i < 20; ++i) std::printf("  %s\n", census.sites[i].c_str());
-  if (census.sites.size() > 20) std::printf("  ... and %zu more\n", census.sites.size() - 20);
+  print_threads(s.threads);
+  print_sites(census.sites);
   return 0;
 }
 

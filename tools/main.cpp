@@ -3,116 +3,101 @@
 //   ringtrace report FILE
 //   ringtrace info FILE
 //   ringtrace merge FILE... -o OUT.rtrace
-#include <unistd.h>  // isatty
-
+//   ringtrace dump FILE
+//   ringtrace record [-o run.rtrace | --chrome t.json ...] -- ./program args
+//   ringtrace --version
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
 
+#ifndef RINGTRACE_TOOL_VERSION
+#error "RINGTRACE_TOOL_VERSION (the project's version) comes from tools/CMakeLists.txt"
+#endif
+
 namespace {
 
-constexpr const char* kUsage =
-    "usage: ringtrace <command> [arguments]\n"
-    "\n"
-    "Reads binary trace files (.rtrace) recorded with ringtrace::binary_trace_exporter.\n"
-    "\n"
-    "commands:\n"
-    "  convert FILE [--chrome OUT] [--perfetto OUT] [--pstats OUT] [--folded OUT] [--summary OUT] [--table OUT]\n"
-    "               any subset; '-' writes to standard output\n"
-    "  report FILE  the key-averages table and the captured-ops summary\n"
-    "  info FILE    process, host, duration, threads, call sites, drops, whether the file is complete\n"
-    "  merge FILE... -o OUT\n"
-    "               several processes' files into one, on one timeline\n"
-    "\n"
-    "'ringtrace <command> --help' describes a command.\n";
+int version(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    return ringtrace::tool::usage(args, "usage: ringtrace version (or ringtrace --version, ringtrace -V)\n"
+                                        "\n"
+                                        "Prints \"ringtrace <version>\", the version of the project it was built from.\n");
+  }
+  std::printf("ringtrace %s\n", RINGTRACE_TOOL_VERSION);
+  return 0;
+}
+
+// The commands, one line each: its name, its function (a file of its own in tools/)
+// and its line in the usage text.
+struct Command {
+  std::string_view name;
+  int (*run)(const std::vector<std::string>& args);
+  std::string_view arguments;
+  std::string_view what;
+};
+constexpr Command kCommands[] = {
+    {"convert", ringtrace::tool::convert, "FILE --chrome OUT ...", "other formats, any subset in one pass ('-': standard output)"},
+    {"report", ringtrace::tool::report, "FILE", "the key-averages table and the captured-ops summary"},
+    {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
+    {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
+    {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
+    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS", "runs a program that links ringtrace, recording all of it"},
+    {"version", version, "", "the tool's version (also --version, -V)"},
+};
+
+void print_usage(std::FILE* out) {
+  std::fputs("usage: ringtrace <command> [arguments]\n"
+             "\n"
+             "Records programs that link ringtrace, and reads the binary trace files (.rtrace) they write.\n"
+             "\n"
+             "commands:\n",
+             out);
+  std::size_t width = 0;
+  for (const Command& c : kCommands) width = std::max(width, c.name.size() + 1 + c.arguments.size());
+  for (const Command& c : kCommands) {
+    const std::string synopsis = std::string(c.name) + " " + std::string(c.arguments);
+    std::fprintf(out, "  %-*s  %.*s\n", static_cast<int>(width), synopsis.c_str(), static_cast<int>(c.what.size()),
+                 c.what.data());
+  }
+  std::fputs("\n'ringtrace <command> --help' describes a command.\n", out);
+}
+
+const Command* find_command(std::string_view name) {
+  if (name == "--version" || name == "-V") name = "version";
+  for (const Command& c : kCommands) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
-namespace ringtrace::tool {
-
-int error(std::string_view command, std::string_view message, int status) {
-  std::fprintf(stderr, "ringtrace %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
-               static_cast<int>(message.size()), message.data());
-  return status;
-}
-
-bool wants_help(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
-int usage(const std::vector<std::string>& args, const char* text) {
-  const bool help = wants_help(args);
-  std::fputs(text, help ? stdout : stderr);
-  return help ? 0 : 2;
-}
-
-std::string duration(std::uint64_t ns) {
-  char text[64];
-  if (ns >= 1000000000u) {
-    std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(ns) / 1e9);
-  } else if (ns >= 1000000u) {
-    std::snprintf(text, sizeof text, "%.3f ms", static_cast<double>(ns) / 1e6);
-  } else if (ns >= 1000u) {
-    std::snprintf(text, sizeof text, "%.3f us", static_cast<double>(ns) / 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%llu ns", static_cast<unsigned long long>(ns));
-  }
-  return text;
-}
-
-ProgressBar::ProgressBar(std::string label)
-    : label_(std::move(label)), terminal_(::isatty(2) == 1), start_(std::chrono::steady_clock::now()) {}
-
-void ProgressBar::operator()(std::uint64_t done, std::uint64_t total) {
-  if (!terminal_) return;
-  if (done >= total) {
-    erase();
-    return;
-  }
-  const auto now = std::chrono::steady_clock::now();
-  if (now - start_ < std::chrono::seconds(1) || (shown_ && now - drawn_ < std::chrono::milliseconds(100))) return;
-  drawn_ = now;
-  constexpr int kWidth = 30;
-  const double part = total == 0 ? 0 : static_cast<double>(done) / static_cast<double>(total);
-  const int filled = static_cast<int>(part * kWidth);
-  std::string bar(static_cast<std::size_t>(filled), '#');
-  bar.append(static_cast<std::size_t>(kWidth - filled), '.');
-  std::fprintf(stderr, "\r%s [%s] %3d%%  %.1f / %.1f MB", label_.c_str(), bar.c_str(), static_cast<int>(part * 100),
-               static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6);
-  std::fflush(stderr);
-  shown_ = true;
-}
-
-void ProgressBar::erase() {
-  if (!shown_) return;
-  std::fprintf(stderr, "\r%*s\r", static_cast<int>(label_.size()) + 64, "");
-  std::fflush(stderr);
-  shown_ = false;
-}
-
-}  // namespace ringtrace::tool
-
 int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
   }
-  const std::string command = argv[1];
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h") {
+    print_usage(stdout);
+    return 0;
+  }
+  const Command* command = find_command(name);
+  if (command == nullptr) {
+    std::fprintf(stderr, "ringtrace: unknown command '%s'\n", argv[1]);
+    print_usage(stderr);
+    return 2;
+  }
   const std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    if (command == "convert") return ringtrace::tool::convert(args);
-    if (command == "report") return ringtrace::tool::report(args);
-    if (command == "info") return ringtrace::tool::info(args);
-    if (command == "merge") return ringtrace::tool::merge(args);
+    return command->run(args);
+  } catch (const ringtrace::tool::UsageError& e) {
+    return ringtrace::tool::error(command->name, e.what(), 2);
   } catch (const std::exception& e) {
-    return ringtrace::tool::error(command, e.what());
+    return ringtrace::tool::error(command->name, e.what());
   }
-  std::fprintf(stderr, "ringtrace: unknown command '%s'\n%s", command.c_str(), kUsage);
-  return 2;
 }

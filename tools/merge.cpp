@@ -1,4 +1,8 @@
 // ringtrace merge: several processes' recordings into one file and one timeline.
+#include <sys/stat.h>  // lstat, stat
+
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>  // std::ref
 #include <filesystem>
@@ -7,8 +11,60 @@
 
 #include "commands.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/files.hpp"
 
 namespace ringtrace::tool {
+
+namespace {
+
+// Why the inputs cannot be merged as given, or "": one file given twice (the same path,
+// another path to it, a link) would be merged twice, its second copy under a new pid as
+// if it were another process. Compared by device and inode; every input exists (its
+// check_input() passed).
+std::string given_twice(const std::vector<std::filesystem::path>& inputs) {
+  std::vector<struct stat> seen(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (::stat(inputs[i].c_str(), &seen[i]) != 0) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (seen[j].st_dev != seen[i].st_dev || seen[j].st_ino != seen[i].st_ino) continue;
+      // Built by appending: g++ 12 warns falsely (-Wrestrict) on "'" + string + ... here.
+      std::string why = "'";
+      why.append(inputs[j].string());
+      if (inputs[i] == inputs[j]) {
+        why.append("' is given twice");
+      } else {
+        why.append("' and '").append(inputs[i].string()).append("' are the same file");
+      }
+      return why.append(": give each recording once");
+    }
+  }
+  return {};
+}
+
+void print_processes(const std::string& output, const std::vector<ReplayProcess>& processes) {
+  std::printf("%s: %zu processes\n", output.c_str(), processes.size());
+  Columns rows({{}, {Columns::Align::left, kNameCap}, {Columns::Align::left, kNameCap}, {}});
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    const ReplayProcess& p = processes[i];
+    const std::string clock = p.realtime_aligned ? "placed by CLOCK_REALTIME, offset " + std::to_string(p.offset_ns) +
+                                                       " ns (as exact as the hosts' clocks agree)"
+                                                 : "same host and boot: exact";
+    rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, clock + pid_note(processes, i)});
+  }
+  rows.print(stdout, "  ");
+}
+
+// What a successful merge wrote, on standard error as convert's line:
+//   ringtrace merge: wrote both.rtrace (12.3 MB) in 85 ms from 2 files (2 processes)
+void print_summary(const std::string& output, std::size_t files, std::size_t processes,
+                   std::chrono::steady_clock::duration took) {
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(output, ec);
+  std::fprintf(stderr, "ringtrace merge: wrote %s (%s) in %s from %zu files (%zu processes)\n", output.c_str(),
+               ec ? "size unknown" : byte_size(bytes).c_str(), elapsed(took).c_str(), files, processes);
+}
+
+}  // namespace
 
 int merge(const std::vector<std::string>& args) {
   std::vector<std::filesystem::path> inputs;
@@ -40,20 +96,33 @@ int merge(const std::vector<std::string>& args) {
         "clocks agree (ringtrace cannot measure that; NTP usually keeps it near a millisecond).\n"
         "\n"
         "A file cut short (a killed process) gives what it holds up to its last complete\n"
-        "frame; merge then still writes OUT, names the file on standard error and exits 1.\n");
+        "frame; merge then still writes OUT, names the file on standard error and exits 1.\n"
+        "\n"
+        "Every FILE is a regular file (a FIFO, '-' or a device is refused), each given once\n"
+        "(a file given twice, under any path, is refused); OUT is a regular file or a new\n"
+        "one, written as OUT.partial and renamed at the end. On success, one line on\n"
+        "standard error says what was written, how big and how long it took.\n");
+  }
+  // Before anything is read: inputs are regular files (a FIFO would block the reader),
+  // OUT is a regular file or a new one. merge_files() writes OUT.partial (a name anyone
+  // can predict) and opens it following links: a link or anything but a regular file
+  // there is refused rather than written through.
+  const auto start = std::chrono::steady_clock::now();
+  for (const std::filesystem::path& input : inputs) check_input(input.string(), false);
+  if (const std::string twice = given_twice(inputs); !twice.empty()) return error("merge", twice, 2);
+  ringtrace::check_output_file(output);
+  struct stat st {};
+  const std::string partial = output + ".partial";
+  if (::lstat(partial.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return error("merge", "'" + partial + "' exists and is not a regular file (a link?): not written through; remove it", 1);
   }
   ProgressBar bar("ringtrace merge");
   const MergeResult r = merge_files(inputs, output, std::ref(bar));
-  std::printf("%s: %zu processes\n", output.c_str(), r.processes.size());
-  for (const ReplayProcess& p : r.processes) {
-    std::printf("  pid %-8u %-20s host %-16s %s\n", p.pid, p.name.c_str(), p.host.c_str(),
-                p.realtime_aligned ? ("placed by CLOCK_REALTIME, offset " + std::to_string(p.offset_ns) +
-                                      " ns (as exact as the hosts' clocks agree)")
-                                         .c_str()
-                                   : "same host and boot: exact");
-  }
+  print_processes(output, r.processes);
   for (const std::string& problem : r.problems) error("merge", problem);
-  return r.problems.empty() ? 0 : 1;
+  if (!r.problems.empty()) return 1;
+  print_summary(output, inputs.size(), r.processes.size(), std::chrono::steady_clock::now() - start);
+  return 0;
 }
 
 }  // namespace ringtrace::tool

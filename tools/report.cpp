@@ -25,7 +25,8 @@ int report(const std::vector<std::string>& args) {
         "counts zones of sampled sites as many times as their rate (and says so); --fold-steps\n"
         "puts Session::step()'s zones in one row \"step #*\". A file cut short is read up to\n"
         "its last complete chunk, then from its ring file if the recording kept one (see\n"
-        "ringtrace convert --help; --no-rings: never), and report exits 1 saying so.\n",
+        "ringtrace convert --help; --no-rings: never), and report exits 1 saying so. FILE is\n"
+        "a regular file (a FIFO, '-' or a device is refused).\n",
         stdout);
     return 0;
   }
@@ -35,13 +36,10 @@ int report(const std::vector<std::string>& args) {
   OpsSummaryOptions summary_options;
   bool rings = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if ((args[i] == "--rows" || args[i] == "--transparent") && i + 1 >= args.size()) {
-      return error("report", args[i] + " needs a value", 2);
-    }
     if (args[i] == "--rows") {
-      table_options.row_limit = std::stoul(args[++i]);
+      table_options.row_limit = parse_count("--rows", option_value(args, i));
     } else if (args[i] == "--transparent") {
-      summary_options.transparent_names.push_back(args[++i]);
+      summary_options.transparent_names.push_back(option_value(args, i));
     } else if (args[i] == "--fold-steps") {
       table_options.fold_steps = true;
     } else if (args[i] == "--estimate-sampled") {
@@ -57,6 +55,7 @@ int report(const std::vector<std::string>& args) {
     }
   }
   if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
+  check_input(input, rings);
   auto table = table_exporter(std::cout, table_options);
   auto summary = ops_summary_exporter(std::cout, summary_options);
   Exporter* const both[] = {table.get(), summary.get()};
@@ -64,6 +63,7 @@ int report(const std::vector<std::string>& args) {
   ReplayOptions options;
   options.progress = std::ref(bar);
   options.recover_rings = rings;
+  if (rings) options.rings = ring_file_of(input);
   const ReplayResult result = replay_file(input, both, options);
   std::cout.flush();
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);

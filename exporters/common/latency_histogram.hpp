@@ -66,6 +66,20 @@ class LatencyHistogram {
     return *this;
   }
   ~LatencyHistogram() { delete[] counts_; }
+  // A copy (copies are explicit: an owner keeps many and never copies one by accident).
+  LatencyHistogram clone() const {
+    LatencyHistogram h;
+    if (size_ != 0) {
+      h.counts_ = new std::uint64_t[size_];
+      std::copy(counts_, counts_ + size_, h.counts_);
+    }
+    h.base_ = base_;
+    h.size_ = size_;
+    h.count_ = count_;
+    h.min_ = min_;
+    h.max_ = max_;
+    return h;
+  }
 
   void record(std::uint64_t v) { increment(add(v)); }
   // v counted `weight` times (an estimate for a sampled zone); weight >= 1.

@@ -10,9 +10,10 @@
 #include <cmath>
 #include <cstdio>   // rename
 #include <cstring>
-#include <filesystem>
 #include <ostream>
 #include <stdexcept>
+
+#include "file_paths.hpp"  // temporaries, output path checks
 
 namespace ringtrace::detail {
 namespace {
@@ -82,29 +83,20 @@ void for_each_utf8(std::string& out, std::string_view s, OnValid&& on_valid) {
   throw std::runtime_error("ringtrace: cannot " + what + " '" + name + "': " + std::strerror(error));
 }
 
-// Writes `<path>.partial` and renames it to `<path>` at close(), so that a run that
-// never finishes (a crash, SIGKILL, an exit that skips stop()) leaves the previous
-// run's file intact and its own partial output beside it. The .partial is created at
-// the first write: an exporter that is made and then refused (its path already in use)
-// or never run touches nothing; the constructor still checks that the file can be
-// created, so a bad path fails at once. Only the process that opened the sink touches
-// the file: a fork child's copy writes, flushes and renames nothing.
+// Writes a temporary beside `path` (<ringtrace/files.hpp> has the naming rule) and
+// renames it to `path` at close(), so that a run that never finishes (a crash, SIGKILL,
+// an exit that skips stop()) leaves the previous run's file intact and its own partial
+// output beside it, and two runs on one path never write into one file. The temporary
+// is created exclusively, with a name no other process can guess, at the first write:
+// an exporter that is made and then refused (its path already in use) or never run
+// leaves nothing; the constructor still creates one and removes it, so a bad path fails
+// at once. Only the process that opened the sink touches the file: a fork child's copy
+// writes, flushes and renames nothing.
 class FileSink final : public OutputSink {
  public:
   explicit FileSink(const std::string& path) : OutputSink(path), owner_(::getpid()) {
-    // A path that exists and is no regular file (a FIFO, /dev/stdout, /dev/full) is
-    // written in place: there is nothing to keep, and renaming over it would replace it.
-    struct stat st {};
-    const bool exists = ::stat(path.c_str(), &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) throw_os_error("open for writing", path, EISDIR);
-    special_ = exists && !S_ISREG(st.st_mode);
-    partial_ = special_ ? path : path + ".partial";
-    if (!special_) {
-      const std::string dir = std::filesystem::path(path).parent_path().string();
-      if (::access(dir.empty() ? "." : dir.c_str(), W_OK | X_OK) != 0) throw_os_error("open for writing", path, errno);
-    } else {
-      open_now();
-    }
+    check_output_path(path);
+    check_temporary(path);
     buffer_.reserve(kBufferSize);
   }
   ~FileSink() override { abandon(); }
@@ -139,11 +131,18 @@ class FileSink final : public OutputSink {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) throw_os_error("close", partial_, errno);
-    if (!special_ && ::rename(partial_.c_str(), name().c_str()) != 0) {
-      throw_os_error("rename " + partial_ + " to", name(), errno);
+    // Something that is neither a file nor a link may have taken the path meanwhile (a
+    // FIFO, a device node): leave it, the output stays in the temporary.
+    struct stat st {};
+    if (::lstat(name().c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+      throw std::runtime_error("ringtrace: cannot replace '" + name() + "': it is no longer a regular file; the output is in " +
+                               partial_);
     }
+    // rename() replaces the path itself: a symbolic link there is replaced, its target
+    // left alone.
+    if (::rename(partial_.c_str(), name().c_str()) != 0) throw_os_error("rename " + partial_ + " to", name(), errno);
   }
-  // Ends without replacing the final file: what was written stays in the .partial. In
+  // Ends without replacing the final file: what was written stays in the temporary. In
   // a fork child, only the descriptor is closed.
   void abandon() noexcept {
     if (closed_) return;
@@ -162,8 +161,9 @@ class FileSink final : public OutputSink {
   static constexpr std::size_t kBufferSize = std::size_t{1} << 18;
   bool owned() const { return ::getpid() == owner_; }
   void open_now() {
-    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | (special_ ? 0 : O_TRUNC) | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw_os_error("open for writing", partial_, errno);
+    TemporaryFile file = create_temporary(name(), O_WRONLY);
+    fd_ = file.fd;
+    partial_ = std::move(file.path);
   }
   void write_all(std::string_view text) {
     if (fd_ < 0) open_now();
@@ -178,7 +178,6 @@ class FileSink final : public OutputSink {
   }
   std::string partial_;
   pid_t owner_;
-  bool special_ = false;
   bool closed_ = false;
   int fd_ = -1;
   std::string buffer_;
@@ -195,7 +194,7 @@ class GzipSink final : public OutputSink {
     open_ = true;
   }
   ~GzipSink() override {
-    // Unfinished: what was compressed so far reaches the .partial as a sync point (it
+    // Unfinished: what was compressed so far reaches the temporary as a sync point (it
     // decompresses up to there), with no trailer; a fork child adds nothing.
     if (!finished_ && open_ && ::getpid() == owner_) {
       try {

@@ -38,18 +38,21 @@ inline void append_us(std::string& out, std::uint64_t ns) { append_thousandths(o
 class OutputSink {
  public:
   virtual ~OutputSink() = default;
-  // Writes `path` + ".partial" (created or truncated now, so a bad path fails here) and
-  // renames it to `path` at close(); gzip-compressed when the path ends in ".gz". A sink
-  // destroyed without close() leaves `path` as it was: the .partial keeps what was
-  // written (or is removed if nothing was). In another process than the one that opened
-  // it (a fork child), the sink never writes, flushes or renames anything.
+  // Writes a temporary `path`.partial.XXXXXXXX (<ringtrace/files.hpp>), created
+  // exclusively at the first write, and renames it to `path` at close(); gzip-compressed
+  // when the path ends in ".gz". Throws now, naming `path`, when it is a directory or
+  // exists and is no regular file (a FIFO, a device: following links), or when no file
+  // can be created beside it (one is created and removed to know). A sink destroyed
+  // without close() leaves `path` as it was: the temporary keeps what was written (none
+  // exists if nothing was). In another process than the one that opened it (a fork
+  // child), the sink never writes, flushes or renames anything.
   static std::unique_ptr<OutputSink> open_file(const std::string& path);
   // Writes to a stream the caller keeps alive; close() flushes it.
   static std::unique_ptr<OutputSink> to_stream(std::ostream& stream, std::string name = "stream");
 
   virtual void write(std::string_view text) = 0;
   // Hands what is buffered to the OS (gzip: up to a sync point that decompresses), so
-  // that a process killed afterwards keeps it in the .partial file.
+  // that a process killed afterwards keeps it in the temporary.
   virtual void flush() = 0;
   // Flushes and finishes the output (gzip trailer, file close, rename). Idempotent.
   virtual void close() = 0;

@@ -1,6 +1,8 @@
 // Session configuration. Every field has a default that suits a typical program.
 #pragma once
 
+#include "ringtrace/requires_cxx20.hpp"  // first: one clear error below C++20
+
 #include <chrono>   // drain interval and grace window
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint32_t
@@ -32,15 +34,45 @@ struct FlightRecorder {
   std::chrono::milliseconds after{0};
   // Rate limit: a request (the trigger's or snapshot()'s) less than this after the
   // last snapshot began, or while one is still taking its `after`, is counted in
-  // SessionStats::snapshots_suppressed and writes nothing.
+  // SessionStats::snapshots_suppressed and writes nothing. snapshot()'s requests wait
+  // for the stream to reach their time; of those waiting within min_interval of one
+  // another only the oldest and the newest are kept (at most one of them can be
+  // served), and at most 64 wait: the others are counted as suppressed when they are
+  // made. So snapshot() in a loop costs a constant per call and holds no memory.
   std::chrono::milliseconds min_interval{1000};
 };
 
-// The flight recorder's automatic snapshot: when a zone named `zone` ends longer than
-// `longer_than` after it began (empty zone: no trigger).
+// The flight recorder's automatic snapshot: when a zone named `zone` ends and took longer
+// than `longer_than` (by `measure`; empty zone: no trigger).
 struct Trigger {
+  // What `longer_than` is compared with: the zone's wall time, its on-CPU time, or its
+  // off-CPU time (wall less on-CPU: the time its thread waited inside it). On-CPU and
+  // off-CPU need Config::context_switches; without switch events a zone's on-CPU time is
+  // its wall time and its off-CPU time 0.
+  enum class Measure : std::uint8_t { wall, on_cpu, off_cpu };
   std::string zone;
   std::chrono::nanoseconds longer_than{0};
+  Measure measure = Measure::wall;
+};
+
+// Automatic function instrumentation: code built with -finstrument-functions and linked
+// with ringtrace::functions records every instrumented call as a zone named after its
+// function (docs/functions.md). What a session keeps of those calls:
+struct FunctionOptions {
+  // Calls deeper than this many instrumented functions on a thread are not recorded, nor
+  // is any instrumented call they make (counted in SessionStats::functions.too_deep); each
+  // thread keeps 16 bytes per level for its stack of calls. 1 to 1,048,576.
+  std::uint32_t max_depth = 1024;
+  // Calls shorter than this are left out by the drainer, counted per function
+  // (SessionStats::functions). 0: every call kept. The drainer then holds every thread's
+  // newest `min_duration` of events back one pass.
+  std::chrono::nanoseconds min_duration{0};
+  // ECMAScript regular expressions searched in a function's qualified name
+  // ("ns::Parser::parse(std::string_view)"), decided once per function: when `include`
+  // has any, only functions that match one are kept; a function that matches one of
+  // `exclude` is left out (counted in SessionStats::functions.excluded).
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
 };
 
 // What a thread does when its ring is full.
@@ -57,8 +89,10 @@ enum class ClockSource {
 };
 
 struct Config {
-  // Records per thread ring (16 bytes each); rounded up to a power of two, at least 64.
-  // A zone takes two records, a counter or region begin two, an instant one.
+  // The size of each thread's ring, in units of 16 bytes: the ring is buffer_records * 16
+  // bytes, rounded up to a power of two, 4 KiB at least. A zone takes 24 bytes (its begin
+  // 16, its end 8), an instant or a value 16, a counter, async span or region begin 24, a
+  // text or message 24 and its bytes (docs/file-format.md, "Ring records").
   std::size_t buffer_records = std::size_t{1} << 16;
 
   OverflowPolicy overflow = OverflowPolicy::drop;
@@ -72,8 +106,10 @@ struct Config {
   // The thread that wakes the sleeping drainer (its ring past high_water) then yields
   // its CPU once (sched_yield): on a machine whose cores are all busy the drainer runs
   // at once rather than after that thread's time slice, and rings do not overflow
-  // meanwhile. At most once per drainer pass; with a core free it returns at once. false:
-  // never yield (the thread then only makes the futex call that wakes the drainer).
+  // meanwhile. At most once per drainer pass; with a core free it returns at once. Under
+  // the drop policy a thread whose ring is full also yields at its first drop and every
+  // 16th after it while the ring stays full (it never waits: it drops and goes on).
+  // false: never yield (the thread then only makes the futex call that wakes the drainer).
   bool yield_to_drainer = true;
 
   // Events younger than this are held back one pass so that a thread that was
@@ -96,6 +132,13 @@ struct Config {
   // their output alone.
   bool per_thread_counters = false;
 
+  // Zones named at run time (RINGTRACE_ZONE_DYNAMIC): each distinct name (per call site)
+  // becomes a site of its own, up to this many; every further name shares one site,
+  // "ringtrace: run-time names past the limit", counted in
+  // SessionStats::runtime_names_overflowed. Bounds the sites' memory (a name is at most
+  // 256 bytes) whatever the program names its zones after.
+  std::uint32_t max_runtime_names = 65536;
+
   // Threads a session keeps a row for after they exit. The first max_thread_rows
   // threads of a session keep their row (stats, ThreadInfo) until stop(); a later
   // thread keeps it while it lives, and once it has exited and its last event is
@@ -103,6 +146,17 @@ struct Config {
   // id resolves to a placeholder (ringtrace::kFoldedThread). So the runtime's memory
   // follows the threads alive at once, not the threads ever started.
   std::uint32_t max_thread_rows = 4096;
+
+  // Context switches (docs/context-switches.md): the drainer opens a perf_event_open
+  // stream of switch records for each thread it serves (the kernel writes them; the
+  // recording threads run no code of ours for it) and merges them into the stream as
+  // EventKind::switch_out / switch_in events, from which every exporter that times zones
+  // gets each zone's on-CPU time (wall time less the time its thread was off the CPU
+  // inside it). Where the kernel refuses (perf_event_paranoid 3, a seccomp filter, an
+  // old kernel) the session runs without them and SessionStats::context_switches_unavailable
+  // says why. Each traced thread's switches then take about 1 us longer, and each thread
+  // holds a 36 KiB kernel ring (8 + 1 pages, charged to the locked-memory budget).
+  bool context_switches = false;
 
   // Shown by exporters that name the process (Chrome trace metadata).
   std::string process_name = "ringtrace";
@@ -115,6 +169,9 @@ struct Config {
   // the recorder on and no schedule, the window factories get snapshots only.
   FlightRecorder flight_recorder;
   Trigger trigger;
+
+  // Instrumented functions (-finstrument-functions with ringtrace::functions).
+  FunctionOptions functions;
 
   // Steps and windows: with a schedule, events are recorded only in warmup and active
   // steps, and the window exporters (Session::add_window_exporter) get one window per

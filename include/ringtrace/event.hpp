@@ -1,6 +1,8 @@
 // The merged, time-ordered event stream that exporters receive.
 #pragma once
 
+#include "ringtrace/requires_cxx20.hpp"  // first: one clear error below C++20
+
 #include <cstdint>  // fixed-width fields of Event
 
 namespace ringtrace {
@@ -28,7 +30,34 @@ enum class EventKind : std::uint8_t {
   // may end on another thread than the one it began on; spans do not nest in zones.
   async_begin = 8,
   async_end = 9,
+  // A line of text at a point in time on the thread (RINGTRACE_MESSAGE): the site names
+  // where it was written; the bytes are TraceContext::text(event), text_size long (flag
+  // `text` always set, `truncated` if it was cut at recording).
+  message = 10,
+  // Context switches of the thread (Config::context_switches; docs/context-switches.md):
+  // switch_out, it left the CPU at time_ns; switch_in, it came back. Site: the built-in
+  // "ringtrace: switched out" / "ringtrace: switched in". value.u holds the
+  // SwitchBits below. Written by the kernel, not the thread: depth is 0. Exporters that
+  // do not draw them ignore them; exporters/common's ZoneTracker turns them into each
+  // zone's on-CPU time.
+  switch_out = 11,
+  switch_in = 12,
 };
+
+// Event::value.u of switch_out and switch_in events.
+namespace SwitchBits {
+// switch_out: the kernel preempted the thread (it stayed runnable: it waited for a
+// CPU); clear, it blocked (sleep, lock, I/O) or the kernel did not say (before Linux 4.17).
+inline constexpr std::uint64_t preempted = 1;
+// The thread's switches are tracked from this event on (its stream opened now): a
+// switch_in means it was on the CPU or runnable then; a switch_out means it was already
+// off the CPU (it left at or before this time).
+inline constexpr std::uint64_t stream_start = 2;
+// Switch records were lost (the kernel's ring was full) just before this one: the state
+// between the thread's previous switch event and this one is unknown.
+inline constexpr std::uint64_t after_loss = 4;
+// Bits 3 to 63 are 0 (reserved).
+}  // namespace SwitchBits
 
 namespace EventFlags {
 inline constexpr std::uint8_t counter_double = 1;  // counter or arg value is value.d

@@ -7,6 +7,7 @@
 #include <filesystem>  // output paths
 #include <span>        // batches of events
 #include <string>      // thread names
+#include <variant>     // trace metadata values
 #include <vector>      // output paths
 
 #include "ringtrace/event.hpp"  // Event, SiteId, ThreadId
@@ -25,6 +26,12 @@ struct ThreadInfo {
   // The thread's process: 0 means the context's process_id(). Set in a stream of several
   // processes (a file written by `ringtrace merge`), where each keeps its own pid.
   std::uint32_t pid = 0;
+};
+
+// One fact about a whole trace (TraceContext::metadata): an integer or a text under a key.
+struct TraceMetadata {
+  std::string key;
+  std::variant<std::int64_t, std::string> value;
 };
 
 // What TraceContext::thread() returns for a thread whose row was folded
@@ -58,6 +65,12 @@ class TraceContext {
   // The name of process `pid` (a ThreadInfo::pid) in a stream of several processes; the
   // context's own process_name() for any other.
   virtual const std::string& process_name_of(std::uint32_t /*pid*/) const { return process_name(); }
+  // Facts about the whole trace added by whoever feeds the exporters (ringtrace::benchmark:
+  // the trace's bound and what it left out), complete when on_finish is called. The
+  // exporters with a place for them write them at the end, beside the session's counts:
+  // the Chrome trace in its last event's args (`ringtrace_metadata`), the Perfetto trace
+  // as trace metadata (`ringtrace_metadata.<key>`). A live session and replay() add none.
+  virtual std::span<const TraceMetadata> metadata() const { return {}; }
 };
 
 // Receives the merged stream. All calls come from one thread (the drainer, or the

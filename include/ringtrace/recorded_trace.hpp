@@ -33,7 +33,7 @@ struct RecordedTrace {
   std::vector<RecordedSite> sites;   // index: SiteId
   std::vector<ThreadInfo> threads;   // index: ThreadId
   std::vector<Event> events;         // ordered by time_ns
-  std::string texts;                 // arg texts: an event's value.u is its offset here
+  std::string texts;                 // arg and message texts: an event's value.u is its offset here
   SessionStats stats;
 };
 
@@ -89,7 +89,8 @@ class RINGTRACE_API TraceBuilder {
   ThreadId thread(std::string name = {}, std::uint64_t os_tid = 0);
 
   // Throws std::logic_error on misuse: unknown ids, time going backwards on a thread,
-  // an end with no open zone.
+  // an end with no open zone. `region_id`: a region's id, or a step zone's number (a
+  // zone-kind site with SiteOptions::step, as the session's "step" site).
   TraceBuilder& begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::int64_t region_id = 0);
   TraceBuilder& end(ThreadId thread, std::uint64_t time_ns);
   TraceBuilder& instant(ThreadId thread, SiteId site, std::uint64_t time_ns);
@@ -107,6 +108,11 @@ class RINGTRACE_API TraceBuilder {
   TraceBuilder& flow_in(ThreadId thread, std::uint64_t time_ns, std::uint64_t id);
   TraceBuilder& async_begin(ThreadId thread, SiteId site, std::uint64_t time_ns, std::uint64_t id);
   TraceBuilder& async_end(ThreadId thread, SiteId site, std::uint64_t time_ns, std::uint64_t id);
+  // Context switches of the thread (EventKind::switch_out / switch_in), as a session with
+  // Config::context_switches delivers them; `bits` are SwitchBits. Their sites
+  // ("ringtrace: switched out" / "in") are made on first use.
+  TraceBuilder& switch_out(ThreadId thread, std::uint64_t time_ns, std::uint64_t bits = 0);
+  TraceBuilder& switch_in(ThreadId thread, std::uint64_t time_ns, std::uint64_t bits = 0);
 
   // Zones still open are closed at `stop_ns` (or the last event's time if later),
   // flagged closed_at_stop, as a live session does at stop().
@@ -124,7 +130,9 @@ class RINGTRACE_API TraceBuilder {
 
   RecordedTrace trace_;
   std::vector<ThreadState> state_;
+  TraceBuilder& add_switch(ThreadId thread, std::uint64_t time_ns, bool out, std::uint64_t bits);
   SiteId flow_out_site_ = 0, flow_in_site_ = 0;  // made on first use
+  SiteId switch_out_site_ = 0, switch_in_site_ = 0;  // made on first use
   std::vector<Event> pending_;  // in the order added; build() stable-sorts by time
 };
 

@@ -62,9 +62,13 @@ class RINGTRACE_API Session {
   void add_window_exporter(WindowExporterFactory factory);
 
   // Ends the current step and begins the next one (steps are counted from 0; the first
-  // begins at start()). On the thread that calls it, each recorded step is a zone named
-  // "step #N". With a schedule, switches recording off in skipped and wait steps and on
-  // in warmup and active ones. Call it from one thread at a time; not from an exporter.
+  // begins at start()). Each recorded step is a zone named "step #N" on the session's
+  // "steps" track, a thread of its own in every exporter, whichever thread called
+  // step(): from start() with a schedule or window exporters, else from the first call
+  // on (a frame between two calls, as ringtrace::frame_mark() makes them). With a
+  // schedule, switches recording off in skipped and wait steps and on in warmup and
+  // active ones. Any thread, several at once (they take turns); not from a signal
+  // handler or an exporter.
   void step();
   std::uint64_t current_step() const noexcept;
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>  // counters
 #include <string>   // names, error messages
+#include <utility>  // per-function counts
 #include <vector>   // per-thread rows
 
 #include "ringtrace/event.hpp"  // ThreadId
@@ -25,6 +26,23 @@ struct ThreadStats {
   std::uint64_t recorded = 0;  // events delivered to the exporters from this thread
   std::uint64_t dropped = 0;   // events lost because the ring was full (drop policy)
   std::uint32_t pid = 0;       // the thread's process (ThreadInfo::pid; 0: the session's own)
+  std::uint64_t switches = 0;  // switch_out and switch_in events delivered (Config::context_switches)
+};
+
+// Calls of instrumented functions (Config::functions) the session did not record as
+// they ran.
+struct FunctionStats {
+  // Calls whose exit an exception or a longjmp skipped: closed where the thread next
+  // entered or left an instrumented function, with an argument "unwound" = 1.
+  std::uint64_t unwound = 0;
+  // Calls deeper than FunctionOptions::max_depth, not recorded.
+  std::uint64_t too_deep = 0;
+  // Calls shorter than FunctionOptions::min_duration, left out by the drainer.
+  std::uint64_t short_calls = 0;
+  // Calls of functions the name filters left out (FunctionOptions::include, exclude).
+  std::uint64_t excluded = 0;
+  // The short calls per function, most first: (qualified name, calls left out).
+  std::vector<std::pair<std::string, std::uint64_t>> short_by_function;
 };
 
 struct SessionStats {
@@ -39,11 +57,29 @@ struct SessionStats {
   // of signal handlers that interrupted their thread while it was binding its ring.
   std::uint64_t dropped_without_ring = 0;
   std::uint64_t late_events = 0;     // events whose time was raised to keep the order
-  std::uint64_t unbalanced_ends = 0;  // zone ends with no open zone (ignored)
-  std::uint64_t closed_at_stop = 0;   // zones still open at stop(), closed at the stop time
+  // Zone ends with no open zone (ignored), and RINGTRACE_ZONE_ENDs with no
+  // RINGTRACE_ZONE_BEGIN open on their thread.
+  std::uint64_t unbalanced_ends = 0;
+  std::uint64_t closed_at_stop = 0;
+  // Zones named at run time (RINGTRACE_ZONE_DYNAMIC): the distinct (call site, name)
+  // given a site of their own, and the zones past Config::max_runtime_names of them,
+  // which share the one site "ringtrace: run-time names past the limit".
+  std::uint64_t runtime_names = 0;
+  std::uint64_t runtime_names_overflowed = 0;   // zones still open at stop(), closed at the stop time
   std::uint64_t drain_passes = 0;
   std::uint64_t snapshots = 0;             // flight-recorder snapshots written
   std::uint64_t snapshots_suppressed = 0;  // requests and triggers the rate limit refused
+  FunctionStats functions;  // instrumented functions' calls not recorded as they ran
+  // Config::context_switches. Empty when switches are recorded (or were not asked for);
+  // else why they are missing, once for the session (the first refusal, e.g.
+  // "perf_event_open: Permission denied (perf_event_paranoid 3)"): the session runs
+  // as it would without them. A refusal that concerns one thread only (its stream could
+  // not be mapped: the locked-memory budget) is counted in threads_without_switches and
+  // its message kept here too.
+  std::string context_switches_unavailable;
+  std::uint64_t context_switches = 0;       // switch_out and switch_in events delivered
+  std::uint64_t context_switches_lost = 0;  // switch records the kernel could not keep (its ring was full)
+  std::uint64_t threads_without_switches = 0;  // threads whose switches were asked for and not recorded
   ClockInfo clock;
   std::string allocator;               // "mimalloc" or "system" (where ring memory came from)
   std::vector<std::string> exporter_errors;  // an exporter that threw is listed and disabled

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "chrome_folded/chrome_folded_streams.hpp"
-#include "common/output.hpp"
+#include "output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/perfetto.hpp"
@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
   ringtrace::PerfettoOptions perfetto_per_thread;
   perfetto_per_thread.per_thread_counters = true;
   session.add_exporter(ringtrace::perfetto_exporter(dir / "live_counters.perfetto-trace", perfetto_per_thread));
+  ringtrace::PerfettoOptions perfetto_delta;
+  perfetto_delta.delta_timestamps = true;
+  session.add_exporter(ringtrace::perfetto_exporter(dir / "live_delta.perfetto-trace", perfetto_delta));
   session.add_exporter(ringtrace::folded_stacks_exporter((dir / "live.folded").string()));
   ringtrace::FoldedStacksOptions calls;
   calls.value = ringtrace::FoldedValue::calls;
@@ -159,6 +162,9 @@ int main(int argc, char** argv) {
   const ringtrace::RecordedTrace exact = ties(false), moved = ties(true);
   ringtrace::replay(exact, *ringtrace::chrome_trace_exporter((dir / "ties.json").string()));
   ringtrace::replay(exact, *ringtrace::perfetto_exporter(dir / "ties.perfetto-trace"));
+  ringtrace::PerfettoOptions delta;
+  delta.delta_timestamps = true;
+  ringtrace::replay(exact, *ringtrace::perfetto_exporter(dir / "ties_delta.perfetto-trace", delta));
   if (!write_expected(exact, exact.stats, dir / "ties_expected.json")) return 1;
   if (!write_expected(moved, moved.stats, dir / "ties_perfetto_expected.json")) return 1;
   std::printf("live session and ties: files in %s\n", dir.c_str());
@@ -214,12 +220,15 @@ bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::Sess
     }
     out += "]";
   }
-  std::uint64_t self_total = 0;
+  std::uint64_t self_total = 0, instants = 0;
   for (const auto& z : zones) self_total += z.self_ns;
+  for (const ringtrace::Event& e : trace.events) {
+    instants += e.kind == ringtrace::EventKind::instant || e.kind == ringtrace::EventKind::dropped;
+  }
   out += std::string("],\n\"zone_count\":") + std::to_string(zones.size()) + ",\"self_total_ns\":" + std::to_string(self_total) +
          ",\"top_level_total_ns\":" + std::to_string(ringtrace::testing::top_level_total(trace)) +
          ",\"closed_at_stop\":" + std::to_string(stats.closed_at_stop) + ",\"recorded\":" +
-         std::to_string(stats.recorded) + "}\n";
+         std::to_string(stats.recorded) + ",\"instant_count\":" + std::to_string(instants) + "}\n";
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr || std::fwrite(out.data(), 1, out.size(), file) != out.size() || std::fclose(file) != 0) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());

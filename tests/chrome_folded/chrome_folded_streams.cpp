@@ -5,6 +5,34 @@
 
 namespace ringtrace::testing {
 
+namespace {
+// A recorded trace's context, plus metadata.
+class MetadataContext final : public TraceContext {
+ public:
+  MetadataContext(const RecordedTrace& trace, std::vector<TraceMetadata> metadata)
+      : base_(trace), metadata_(std::move(metadata)) {}
+  const SiteInfo& site(SiteId id) const override { return base_.site(id); }
+  std::uint32_t site_count() const override { return base_.site_count(); }
+  const ThreadInfo& thread(ThreadId id) const override { return base_.thread(id); }
+  std::uint32_t thread_count() const override { return base_.thread_count(); }
+  const ClockInfo& clock() const override { return base_.clock(); }
+  const std::string& process_name() const override { return base_.process_name(); }
+  std::string_view text(const Event& e) const override { return base_.text(e); }
+  std::span<const TraceMetadata> metadata() const override { return metadata_; }
+
+ private:
+  RecordedTraceContext base_;
+  std::vector<TraceMetadata> metadata_;
+};
+}  // namespace
+
+void replay_with_metadata(const RecordedTrace& trace, Exporter& exporter, std::vector<TraceMetadata> metadata) {
+  const MetadataContext context(trace, std::move(metadata));
+  exporter.on_start(context);
+  exporter.on_events(trace.events, context);
+  exporter.on_finish(context, trace.stats);
+}
+
 RecordedTrace golden_trace() {
   TraceBuilder b("golden \"proc\"");
   const SiteId main = b.site("main", SiteKind::zone, "src/main.cpp", 10);

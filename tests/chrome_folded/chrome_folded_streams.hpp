@@ -44,4 +44,7 @@ std::vector<RefZone> reference_zones(const RecordedTrace& trace);
 // Sum of all zones' self times, computed as the sum of the top-level zones' durations.
 std::uint64_t top_level_total(const RecordedTrace& trace);
 
+// replay() with a context whose metadata() is `metadata` (what ringtrace::benchmark adds).
+void replay_with_metadata(const RecordedTrace& trace, Exporter& exporter, std::vector<TraceMetadata> metadata);
+
 }  // namespace ringtrace::testing

@@ -1,13 +1,15 @@
 // A process killed with SIGKILL while it records, for the `clients` tests: its own
-// Chrome trace, left as trace.json.partial (flushed after every drainer pass, never
-// closed), must load in Perfetto's trace_processor and Catapult up to its last drain.
+// Chrome trace, left in its temporary trace.json.partial.XXXXXXXX (flushed after every
+// drainer pass, never closed), must load in Perfetto's trace_processor and Catapult up
+// to its last drain.
 //
 //   chrome_killed <dir>
 // Forks a child that records nested zones on two named threads into
 // <dir>/trace.json and <dir>/run.rtrace, kills it with SIGKILL once its Chrome trace
-// holds a few hundred zones, then writes <dir>/expected.json from the killed run's
-// binary file (flushed before the Chrome trace in every pass, so it holds every zone
-// the Chrome trace holds): [name, begin_ns, duration_ns] per thread, the format
+// holds a few hundred zones, renames that temporary, as it is, to <dir>/killed.json
+// (the name the next test is given), then writes <dir>/expected.json from the killed
+// run's binary file (flushed before the Chrome trace in every pass, so it holds every
+// zone the Chrome trace holds): [name, begin_ns, duration_ns] per thread, the format
 // check_cut_files.mjs reads. Exit 0 when the files are there, 1 otherwise.
 #include <signal.h>
 #include <sys/wait.h>
@@ -25,6 +27,7 @@
 
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/files.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -82,9 +85,14 @@ int main(int argc, char** argv) {
   const pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) record_until_killed(dir);
-  const fs::path partial = dir / "trace.json.partial";
+  // The temporaries of trace.json and run.rtrace (<ringtrace/files.hpp>), once created.
+  const auto partial_of = [&](const char* output) {
+    const std::vector<fs::path> found = ringtrace::partial_files(dir / output);
+    return found.size() == 1 ? found[0] : fs::path();
+  };
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < until && count_of(read_file(partial), "\"ph\":\"X\"") < 400) {
+  while (std::chrono::steady_clock::now() < until &&
+         (partial_of("trace.json").empty() || count_of(read_file(partial_of("trace.json")), "\"ph\":\"X\"") < 400)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   kill(pid, SIGKILL);
@@ -94,12 +102,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the recording child did not die of SIGKILL (status %d)\n", status);
     return 1;
   }
-  if (fs::exists(dir / "trace.json") || !fs::exists(partial)) {
-    std::fprintf(stderr, "expected only the killed run's trace.json.partial\n");
+  if (fs::exists(dir / "trace.json") || partial_of("trace.json").empty() || partial_of("run.rtrace").empty()) {
+    std::fprintf(stderr, "expected only the killed run's temporaries of trace.json and run.rtrace\n");
     return 1;
   }
+  const fs::path partial = dir / "killed.json";
+  fs::rename(partial_of("trace.json"), partial);
   ringtrace::MemoryExporter memory;
-  const ringtrace::ReplayResult replay = ringtrace::replay_file(dir / "run.rtrace.partial", memory);
+  const ringtrace::ReplayResult replay = ringtrace::replay_file(partial_of("run.rtrace"), memory);
   const ringtrace::RecordedTrace trace = memory.trace();
   // Zones closed in the file (replay closes the ones open at the cut, flagged: not in
   // the Chrome trace, which writes a zone when it ends).

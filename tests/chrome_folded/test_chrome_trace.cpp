@@ -18,7 +18,7 @@
 
 #include "chrome_folded_streams.hpp"
 #include "golden_files.hpp"
-#include "common/output.hpp"
+#include "output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
@@ -94,7 +94,7 @@ TEST(ChromeTrace, KeyFactsOfTheGoldenStream) {
   // Zones open at stop end at the stop time, marked.
   EXPECT_NE(text.find(R"("name":"main","pid":7,"tid":1001,"ts":1.000,"dur":8.000,"args":{"closed_at_stop":true}})"),
             std::string::npos);
-  // Dropped events: a marker on the thread, and the totals in the ringtrace_session event.
+  // Dropped events: a marker on the thread, and the totals in the session's counts.
   EXPECT_NE(text.find(R"({"ph":"i","s":"t","cat":"ringtrace","name":"ringtrace: dropped events","pid":7,"tid":1001,"ts":6.100,"args":{"count":3}})"),
             std::string::npos);
   EXPECT_NE(text.find(R"("dropped_events":3,)"), std::string::npos);
@@ -114,7 +114,33 @@ TEST(ChromeTrace, KeyFactsOfTheGoldenStream) {
             std::string::npos);
   EXPECT_NE(text.find(R"({"ph":"M","name":"thread_sort_index","pid":7,"tid":1002,"args":{"sort_index":1}})"),
             std::string::npos);
-  EXPECT_EQ(text.rfind("]}}\n]\n"), text.size() - 6);
+  // The session's counts: in the args of a last process_name that states the name again
+  // (no metadata name of its own: Catapult warns about those), then the array's end.
+  const std::string last = text.substr(text.rfind("\n{\"ph\""));
+  EXPECT_TRUE(last.starts_with(R"(
+{"ph":"M","name":"process_name","pid":7,"tid":0,"args":{"name":"golden \"proc\"","ringtrace_session":{"producer":"ringtrace",)"))
+      << last;
+  EXPECT_EQ(count(text, "ringtrace_session"), 1u);
+  EXPECT_EQ(count(text, "ringtrace_metadata"), 0u);  // replay() adds none
+  EXPECT_EQ(text.rfind("]}}}\n]\n"), text.size() - 7);
+}
+
+// What the context says about the trace (ringtrace::benchmark: its bound) rides in the
+// last event's args too, after the session's counts: integers as numbers, texts escaped.
+TEST(ChromeTrace, ContextMetadataRidesWithTheSessionCounts) {
+  std::ostringstream out;
+  ChromeTraceOptions options;
+  options.pid = 7;
+  auto exporter = chrome_trace_exporter(out, options);
+  replay_with_metadata(golden_trace(), *exporter,
+                       {{"max_ms", std::int64_t{100}}, {"left_out", std::int64_t{-1}}, {"benchmark", std::string("BM \"x\"/8")}});
+  const std::string text = out.str();
+  const std::string tail = R"(]},"ringtrace_metadata":{"max_ms":100,"left_out":-1,"benchmark":"BM \"x\"/8"}}}
+]
+)";
+  ASSERT_GE(text.size(), tail.size());
+  EXPECT_EQ(text.substr(text.size() - tail.size()), tail);
+  EXPECT_EQ(count(text, "ringtrace_metadata"), 1u);
 }
 
 TEST(ChromeTrace, LargeTimesKeepEveryNanosecond) {
@@ -326,7 +352,7 @@ TEST(ChromeTrace, ASecondRunRewritesTheFile) {
   EXPECT_EQ(count(second, "second_run_zone"), 2u);
   EXPECT_EQ(count(second, "\"ringtrace_session\""), 1u);
   EXPECT_EQ(second.find("[\n"), 0u);
-  EXPECT_EQ(second.rfind("]}}\n]\n"), second.size() - 6);
+  EXPECT_EQ(second.rfind("]}}}\n]\n"), second.size() - 7);
 }
 
 TEST(ChromeTrace, ZoneOpenAtStopIsClosedAtTheStopTimeAndMarked) {
@@ -360,6 +386,7 @@ TEST(ChromeTrace, DroppedEventsOfALiveSessionAreMarkedWithTheirCount) {
   Config config;
   config.buffer_records = 64;
   config.overflow = OverflowPolicy::drop;
+  config.yield_to_drainer = false;  // drops must happen: no yield to let the drainer keep up
   std::function<void(int)> recurse = [&](int depth) {
     RINGTRACE_ZONE("recurse");
     if (depth > 0) recurse(depth - 1);

@@ -3,9 +3,13 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <span>
 #include <stdexcept>
 #include <thread>
 
@@ -232,26 +236,66 @@ TEST(Capture, AThrowingExporterIsReportedAndTheOthersContinue) {
   EXPECT_NE(stats.exporter_errors[0].find("disk full"), std::string::npos);
 }
 
+// Holds the drainer inside its first delivery until released (or 20 s pass), so that a
+// test knows nothing reads the rings meanwhile; then records into a MemoryExporter.
+class HoldingExporter : public ringtrace::Exporter {
+ public:
+  explicit HoldingExporter(std::shared_ptr<ringtrace::MemoryExporter> memory) : memory_(std::move(memory)) {}
+  void on_start(const ringtrace::TraceContext& context) override { memory_->on_start(context); }
+  void on_events(std::span<const Event> events, const ringtrace::TraceContext& context) override {
+    if (!held_.exchange(true)) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!released_.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    }
+    memory_->on_events(events, context);
+  }
+  void on_flush(const ringtrace::TraceContext& context) override { memory_->on_flush(context); }
+  void on_finish(const ringtrace::TraceContext& context, const ringtrace::SessionStats& stats) override {
+    memory_->on_finish(context, stats);
+  }
+  bool held() const { return held_.load(); }
+  void release() { released_.store(true); }
+
+ private:
+  std::shared_ptr<ringtrace::MemoryExporter> memory_;
+  std::atomic<bool> held_{false};
+  std::atomic<bool> released_{false};
+};
+
+// 200 nested zones while the drainer reads nothing (it is held in the exporter until the
+// recursion has reached its bottom): their begins cannot all fit a 64-record ring with
+// their ends, so some are dropped, and each zone is recorded whole or dropped whole.
 TEST(Capture, DeepRecursionBeyondTheRingDropsWholeZones) {
   ringtrace::Config config;
   config.buffer_records = 64;
   config.overflow = ringtrace::OverflowPolicy::drop;
   ringtrace::Session session(config);
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
-  session.add_exporter(memory);
+  auto holding = std::make_shared<HoldingExporter>(memory);
+  session.add_exporter(holding);
   session.start();
+  RINGTRACE_INSTANT("before");  // the drainer's first delivery, where it is held
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!holding->held() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_TRUE(holding->held()) << "the drainer never delivered the first event";
   std::function<void(int)> recurse = [&](int depth) {
     RINGTRACE_ZONE("recurse");
-    if (depth > 0) recurse(depth - 1);
+    if (depth > 0) {
+      recurse(depth - 1);
+    } else {
+      holding->release();  // every begin tried: the ends may need the drainer
+    }
   };
-  recurse(200);  // 200 nested zones cannot all fit a 64-slot ring with their ends
+  recurse(200);
   session.stop();
   const RecordedTrace trace = memory->trace();
-  std::uint64_t begins = 0, ends = 0;
+  std::uint64_t begins = 0, ends = 0, instants = 0;
   for (const Event& e : trace.events) {
     begins += e.kind == EventKind::zone_begin;
     ends += e.kind == EventKind::zone_end;
+    instants += e.kind == EventKind::instant;
   }
+  EXPECT_EQ(instants, 1u);
   EXPECT_EQ(begins, ends);
   EXPECT_EQ(begins * 2 + trace.stats.dropped, 402u);
   EXPECT_GT(trace.stats.dropped, 0u);

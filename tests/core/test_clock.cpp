@@ -46,9 +46,9 @@ TEST(TickConverter, RefitsRemoveAWrongStartingSlopeAndStayMonotone) {
   EXPECT_NEAR(static_cast<double>(c.to_ns(t1 + period / 2)), static_cast<double>(truth(t1 + period / 2)), 20'000.0);
 }
 
-// The drainer converts through a snapshot of the newest segment; it must agree with the
+// A decoder converts through a copy of the segments; it must agree with the
 // converter itself, in the newest segment and for older ticks (late events).
-TEST(TickConverter, SnapshotAgreesWithTheConverterInEverySegment) {
+TEST(TickConverter, ACopyOfItsSegmentsAgreesWithTheConverterInEverySegment) {
   const auto truth = [](std::uint64_t ticks) { return 7'000'000ull + ticks * 3 / 8; };
   TickConverter c;
   const std::uint64_t t0 = 5'000, t1 = t0 + 30'000'000;
@@ -57,7 +57,7 @@ TEST(TickConverter, SnapshotAgreesWithTheConverterInEverySegment) {
   for (int second = 1; second <= 5; ++second) {
     c.refit(ClockSample{t1 + second * period, truth(t1 + second * period) + (second % 2 ? 700 : -300)}, period);
   }
-  const TickConverter::Snapshot snapshot(c);
+  const ringtrace::detail::SegmentClock snapshot = c.segments();  // what a decoder converts with
   for (std::uint64_t ticks = t0; ticks < t1 + 7 * period; ticks += period / 7 + 12'345) {
     ASSERT_EQ(snapshot.to_ns(ticks), c.to_ns(ticks)) << ticks;
   }
@@ -69,10 +69,15 @@ TEST(Clock, SessionTimesFollowClockMonotonicWithinATenthOfAPercent) {
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   session.add_exporter(memory);
   session.start();
-  std::vector<std::uint64_t> reference;
+  // Each instant bracketed by CLOCK_MONOTONIC reads: its time lies between them, and a
+  // preemption between the instant and a read (on a loaded machine, over 100 us) widens
+  // the bracket instead of failing the test.
+  std::vector<std::uint64_t> before, reference, after;
   for (int i = 0; i < 26; ++i) {  // 2.5 s: spans at least two drainer re-fits
+    before.push_back(ringtrace::detail::monotonic_ns());
     RINGTRACE_INSTANT("tick");
-    reference.push_back(ringtrace::detail::monotonic_ns());
+    after.push_back(ringtrace::detail::monotonic_ns());
+    reference.push_back(before.back() / 2 + after.back() / 2);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   session.stop();
@@ -80,12 +85,15 @@ TEST(Clock, SessionTimesFollowClockMonotonicWithinATenthOfAPercent) {
   ASSERT_TRUE(trace.clock.tsc);
   ASSERT_EQ(trace.events.size(), reference.size());
   EXPECT_GE(trace.clock.recalibrations, 1u);
+  const auto half_width = [&](std::size_t i) { return static_cast<double>(after[i] - before[i]) / 2; };
   for (std::size_t i = 1; i < reference.size(); ++i) {
     const double measured = static_cast<double>(trace.events[i].time_ns - trace.events[0].time_ns);
     const double expected = static_cast<double>(reference[i] - reference[0]);
-    EXPECT_LE(std::fabs(measured - expected), expected * 0.001) << "instant " << i;
+    EXPECT_LE(std::fabs(measured - expected), expected * 0.001 + half_width(i) + half_width(0)) << "instant " << i;
     // On the CLOCK_MONOTONIC timeline itself, not only in differences.
-    EXPECT_LT(std::fabs(static_cast<double>(trace.events[i].time_ns) - static_cast<double>(reference[i])), 200'000.0);
+    EXPECT_LT(std::fabs(static_cast<double>(trace.events[i].time_ns) - static_cast<double>(reference[i])),
+              200'000.0 + half_width(i))
+        << "instant " << i;
   }
 }
 

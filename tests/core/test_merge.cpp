@@ -13,6 +13,7 @@
 
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
+#include "thread_registry.hpp"  // run_drainer_pass
 
 namespace {
 
@@ -26,26 +27,30 @@ constexpr ringtrace::SiteInfo kRegion{"merge_region", "f", "test_merge.cpp", 2, 
 constexpr ringtrace::SiteInfo kCounter{"merge_counter", "f", "test_merge.cpp", 3, ringtrace::SiteKind::counter};
 constexpr ringtrace::SiteInfo kInstant{"merge_instant", "f", "test_merge.cpp", 4, ringtrace::SiteKind::instant};
 
-// Writes one record (and its payload slot) at `ticks` into this thread's ring.
+// Writes one record (and its payload) at `ticks` into this thread's ring, as the hot path
+// does (include/ringtrace/detail/record.hpp).
 void put(std::uint64_t ticks, const ringtrace::SiteInfo* site, rd::RecordKind kind, const std::uint64_t* payload = nullptr) {
-  rd::Reserve why = rd::Reserve::ok;
   const std::uint32_t epoch = rd::g_epoch.load(std::memory_order_relaxed);
-  rd::ThreadWriter* t = rd::enter<2>(epoch, why);
-  ASSERT_NE(t, nullptr) << "no room or no session";
-  const std::uint64_t pos = t->write_pos;
-  t->slots[pos & t->mask] = rd::Record{ticks, rd::record_word(site, kind)};
-  if (payload != nullptr) t->slots[(pos + 1) & t->mask] = rd::Record{*payload, 0};
-  rd::publish(*t, pos + (payload != nullptr ? 2 : 1));
-  rd::leave(*t, epoch);
+  if (rd::t_writer.epoch != epoch) {
+    ASSERT_TRUE(rd::bind_thread(epoch));
+  }
+  rd::WriterBlock* b = rd::writable(rd::t_writer, epoch);
+  ASSERT_NE(b, nullptr) << "no room, no session or no TSC";
+  if (kind == rd::record_zone_end) {
+    rd::publish(rd::reserve(*b, 8), rd::end_slot(ticks));
+    return;
+  }
+  const std::uintptr_t at = rd::reserve(*b, payload != nullptr ? 24 : 16);
+  rd::put(at + 8, ticks);
+  if (payload != nullptr) rd::put(at + 16, *payload);
+  rd::publish(at, rd::record_header(site, kind));
 }
 
+// Whether the session's clock is the TSC (else the fast path, and put(), are closed).
 bool writer_uses_tsc() {
-  rd::Reserve why = rd::Reserve::ok;
   const std::uint32_t epoch = rd::g_epoch.load(std::memory_order_relaxed);
-  rd::ThreadWriter* t = rd::enter<2>(epoch, why);
-  if (t == nullptr) return false;
-  rd::leave(*t, epoch);
-  return t->use_tsc;
+  if (rd::t_writer.epoch != epoch && !rd::bind_thread(epoch)) return false;
+  return rd::writable(rd::t_writer, epoch) != nullptr;
 }
 
 std::uint32_t thread_index(const ringtrace::RecordedTrace& trace, ringtrace::ThreadId id) {
@@ -74,11 +79,22 @@ TEST_P(InterleavedMerge, ThreadsComeOutInExactTimeOrder) {
   session.add_exporter(memory);
   session.start();
   const bool tsc = writer_uses_tsc();
-  const std::uint64_t base = rd::read_ticks(tsc);
+  // Every worker binds its ring and a pass accepts them all before the times begin, and
+  // no worker exits before stop(): then nothing wakes the drainer until stop(). (A pass
+  // that a thread's registration or exit woke more than merge_grace after `base` delivered
+  // the first threads' items before the last had written theirs: under ThreadSanitizer on
+  // a loaded machine, 9 threads' writes take longer than that.)
+  std::atomic<int> bound{0}, written{0};
+  std::atomic<std::uint64_t> start{0};
+  std::atomic<bool> stopped{false};
   std::vector<std::thread> workers;
   for (int t = 0; t < k; ++t) {
-    workers.emplace_back([t, k, base] {
+    workers.emplace_back([t, k, &bound, &start, &written, &stopped] {
       ringtrace::set_thread_name(std::string("w").append(std::to_string(t)));
+      writer_uses_tsc();  // binds this thread's ring
+      bound.fetch_add(1);
+      std::uint64_t base;
+      while ((base = start.load()) == 0) std::this_thread::yield();
       for (std::uint64_t j = 0; j < kItems; ++j) {
         const std::uint64_t ticks = base + (j * static_cast<std::uint64_t>(k) + static_cast<std::uint64_t>(t)) * 16;
         switch (j % 4) {
@@ -90,18 +106,27 @@ TEST_P(InterleavedMerge, ThreadsComeOutInExactTimeOrder) {
               put(ticks, &kZone, rd::record_zone_begin);
             }
             break;
-          case 1: put(ticks, &kCounter, rd::record_value_int, &j); break;
+          case 1: put(ticks, &kCounter, rd::record_timed_int, &j); break;
           case 2: put(ticks, &kZone, rd::record_zone_end); break;
           case 3: put(ticks, &kInstant, rd::record_instant); break;
         }
       }
+      written.fetch_add(1);
+      while (!stopped.load()) std::this_thread::yield();
     });
   }
-  for (auto& w : workers) w.join();
+  while (bound.load() < k) std::this_thread::yield();
+  const bool passed = rd::run_drainer_pass();
+  const std::uint64_t base = rd::read_ticks(tsc);
+  start.store(base);
+  while (written.load() < k) std::this_thread::yield();
   // stop() delivers nothing stamped after it: let the clock pass the last fabricated time.
   const std::uint64_t last = base + kItems * static_cast<std::uint64_t>(k) * 16;
   while (rd::read_ticks(tsc) <= last) std::this_thread::sleep_for(std::chrono::microseconds(100));
   session.stop();
+  stopped.store(true);
+  for (auto& w : workers) w.join();
+  ASSERT_TRUE(passed) << "no drainer pass on demand";
   const ringtrace::RecordedTrace trace = memory->trace();
   std::vector<const Event*> mine;
   for (const Event& e : trace.events) {

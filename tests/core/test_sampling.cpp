@@ -255,5 +255,22 @@ TEST(Sampling, EstimatesScaleSampledSitesInEveryAggregator) {
   EXPECT_NE(format_ops_summary(ops, ops_options).find("Estimates:"), std::string::npos);
 }
 
+// Each session starts a sampled site's count afresh, on every thread: the first zone of
+// the site in a session is recorded, whatever the sessions before left in the countdown.
+// (It used to carry over: recorded, then not, then recorded.)
+TEST(Sampling, EverySessionRecordsTheSitesFirstZoneOnEveryThread) {
+  const auto one_zone = [] { RINGTRACE_ZONE_SAMPLED("fresh", 3); };
+  for (int session_number = 0; session_number < 3; ++session_number) {
+    Session session;
+    auto memory = std::make_shared<MemoryExporter>();
+    session.add_exporter(memory);
+    session.start();
+    one_zone();  // the main thread, which ran the sessions before
+    std::thread([&] { one_zone(); }).join();
+    session.stop();
+    EXPECT_EQ(count(memory->trace()).begins["fresh"], 2u) << "session " << session_number;
+  }
+}
+
 }  // namespace
 }  // namespace ringtrace

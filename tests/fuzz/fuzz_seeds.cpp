@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/files.hpp"
 #include "ringtrace/ringtrace.hpp"
 
 int main(int argc, char** argv) {
@@ -77,7 +78,9 @@ int main(int argc, char** argv) {
   }
   int status = 0;
   ::waitpid(child, &status, 0);
-  std::ifstream trace(killed.string() + ".partial", std::ios::binary), ring(killed.string() + ".rings", std::ios::binary);
+  const std::vector<std::filesystem::path> partials = ringtrace::partial_files(killed);  // its temporary
+  if (partials.size() != 1) return 1;
+  std::ifstream trace(partials[0], std::ios::binary), ring(killed.string() + ".rings", std::ios::binary);
   std::ostringstream bytes, ring_bytes;
   bytes << trace.rdbuf();
   ring_bytes << ring.rdbuf();
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
   seed.write("\x89RINGS\0\0", 8);
   const auto n = static_cast<std::uint32_t>(r.size());
   seed.write(reinterpret_cast<const char*>(&n), 4);
-  std::filesystem::remove(killed.string() + ".partial");
+  std::filesystem::remove(partials[0]);
   std::filesystem::remove(killed.string() + ".rings");
   return r.empty() ? 1 : 0;
 }

@@ -154,8 +154,20 @@ Decoded decode_trace(const std::string& bytes) {
   return d;
 }
 
+void check_slices_threads_and_interning(const Decoded& d, bool delta);
+
+// Both timestamp encodings: absolute on the trace clock (the default), and deltas on
+// clocks defined per sequence; the decoded times are the same.
 TEST(Perfetto, SlicesThreadsAndInterning) {
-  const Decoded d = decode_trace(perfetto(golden_trace()));
+  for (const bool delta : {false, true}) {
+    SCOPED_TRACE(delta ? "delta timestamps" : "absolute timestamps");
+    PerfettoOptions options;
+    options.delta_timestamps = delta;
+    check_slices_threads_and_interning(decode_trace(perfetto(golden_trace(), options)), delta);
+  }
+}
+
+void check_slices_threads_and_interning(const Decoded& d, bool delta) {
   ASSERT_FALSE(d.packets.empty());
   EXPECT_EQ(d.packets[0].get(41), 1u);  // incremental_state_cleared on the first packet
   EXPECT_EQ(d.packets[0].get(13), 1u);
@@ -202,7 +214,7 @@ TEST(Perfetto, SlicesThreadsAndInterning) {
     ++sequences_of_track[*tracks.begin()];
   }
   EXPECT_EQ(sequences_of_track.size(), 2u);
-  for (const auto& [track, n] : sequences_of_track) EXPECT_LE(n, 2) << track;
+  for (const auto& [track, n] : sequences_of_track) EXPECT_LE(n, delta ? 2 : 1) << track;
   // Names are repaired to UTF-8, everything else kept.
   bool weird = false;
   for (const auto& [uuid, name] : thread_names) weird = weird || name.find("worker \"1\"") == 0;
@@ -318,7 +330,7 @@ TEST(Perfetto, LongMessagesKeepEveryByte) {
     const Message event = decode(p.one(11));
     for (const std::string& a : event.all_bytes(4)) {
       const Message annotation = decode(a);
-      if (annotation.bytes.count(6) == 0) continue;  // the session's counts
+      if (annotation.bytes.count(6) == 0) continue;  // not a text
       const std::string text = annotation.one(6);
       for (std::size_t i = 0; i < text.size(); ++i) {
         ASSERT_EQ(text[i], static_cast<char>('a' + i % 26)) << text.size() << " at " << i;
@@ -329,12 +341,75 @@ TEST(Perfetto, LongMessagesKeepEveryByte) {
   EXPECT_EQ(got, lengths);
 }
 
-// Smaller than the Chrome trace of the same stream: names interned, no text numbers.
+// Perfetto UI draws each ClockSnapshot as a "Snapshot" marker of a "Clock Snapshots"
+// track: none by default; with delta timestamps one per thread sequence, each pairing
+// the sequence's clocks with the trace clock.
+TEST(Perfetto, ClockSnapshotsOnlyWithDeltaTimestamps) {
+  for (const bool delta : {false, true}) {
+    SCOPED_TRACE(delta ? "delta timestamps" : "absolute timestamps");
+    PerfettoOptions options;
+    options.delta_timestamps = delta;
+    const Decoded d = decode_trace(perfetto(golden_trace(), options));
+    std::set<std::uint64_t> timed, snapshots;  // sequences
+    std::size_t snapshot_packets = 0;
+    for (const Message& p : d.packets) {
+      if (p.bytes.count(6) != 0) {
+        ++snapshot_packets;
+        snapshots.insert(p.get(10));
+      }
+      if (p.ints.count(8) != 0) {
+        timed.insert(p.get(10));
+        EXPECT_EQ(p.get(58, 6), delta ? p.get(58, 6) : 6u) << "absolute times are on the trace clock";
+      }
+    }
+    EXPECT_EQ(snapshot_packets, delta ? snapshots.size() : 0u);
+    EXPECT_EQ(snapshots, delta ? timed : std::set<std::uint64_t>{});
+    if (delta) {
+      EXPECT_GE(snapshots.size(), 2u);  // two threads
+    }
+  }
+}
+
+// The session's counts, and what the context says about the trace, as trace metadata
+// (a ChromeEventBundle's entries: trace_processor's `metadata` table), in the last packet,
+// which has no time; no event of the session's own (it would be a slice).
+TEST(Perfetto, SessionCountsAndMetadataAreTraceMetadata) {
+  const RecordedTrace trace = golden_trace();
+  std::ostringstream out;
+  PerfettoOptions options;
+  options.pid = 99;
+  auto exporter = perfetto_exporter(out, options);
+  replay_with_metadata(trace, *exporter, {{"max_ms", std::int64_t{100}}, {"benchmark", std::string("BM_x/8")}});
+  const Decoded d = decode_trace(out.str());
+  const Message& last = d.packets.back();
+  EXPECT_EQ(last.ints.count(8), 0u) << "a time";
+  ASSERT_EQ(last.bytes.count(5), 1u);
+  std::map<std::string, std::string> entries;  // name -> "int N" or "text T"
+  for (const std::string& e : decode(last.one(5)).all_bytes(2)) {
+    const Message m = decode(e);
+    entries[m.one(1)] = m.ints.count(4) ? "int " + std::to_string(static_cast<std::int64_t>(m.get(4)))
+                                        : "text " + m.one(2);
+  }
+  EXPECT_EQ(entries["ringtrace_session.recorded_events"], "int " + std::to_string(trace.stats.recorded));
+  EXPECT_EQ(entries["ringtrace_session.dropped_events"], "int " + std::to_string(trace.stats.dropped));
+  EXPECT_EQ(entries["ringtrace_session.closed_at_stop"], "int " + std::to_string(trace.stats.closed_at_stop));
+  EXPECT_EQ(entries["ringtrace_metadata.max_ms"], "int 100");
+  EXPECT_EQ(entries["ringtrace_metadata.benchmark"], "text BM_x/8");
+  EXPECT_EQ(entries.size(), 11u);
+  for (const auto& [iid, name] : d.names) EXPECT_NE(name, "ringtrace_session");
+  std::size_t bundles = 0;
+  for (const Message& p : d.packets) bundles += p.bytes.count(5);
+  EXPECT_EQ(bundles, 1u);
+}
+
+// Smaller than the Chrome trace of the same stream: names interned, no text numbers;
+// delta timestamps smaller again. Times of a machine up for ten days (8.6e14 ns, a
+// 7-byte varint when absolute).
 TEST(Perfetto, SizeAgainstTheChromeTrace) {
   TraceBuilder b;
   const ThreadId t = b.thread("main", 10);
   const SiteId outer = b.site("request_handler"), inner = b.site("parse_headers");
-  std::uint64_t now = 1'000'000'000;
+  std::uint64_t now = 864'000'000'000'000;
   for (int i = 0; i < 20000; ++i) {
     b.begin(t, outer, now + 1000).begin(t, inner, now + 1250).end(t, now + 1750).end(t, now + 2050);
     now += 2050;
@@ -342,10 +417,16 @@ TEST(Perfetto, SizeAgainstTheChromeTrace) {
   const RecordedTrace trace = b.build();
   std::ostringstream chrome;
   replay(trace, *chrome_trace_exporter(chrome));
-  const std::size_t proto = perfetto(trace).size(), json = chrome.str().size();
+  PerfettoOptions delta;
+  delta.delta_timestamps = true;
+  const std::size_t proto = perfetto(trace).size(), proto_delta = perfetto(trace, delta).size();
+  const std::size_t json = chrome.str().size();
   RecordProperty("perfetto_bytes", std::to_string(proto));
+  RecordProperty("perfetto_delta_bytes", std::to_string(proto_delta));
   RecordProperty("chrome_bytes", std::to_string(json));
-  EXPECT_LE(proto * 4, json) << proto << " vs " << json;  // at most a quarter
+  EXPECT_LE(proto * 5, json * 2) << proto << " vs " << json;        // at most 40%
+  EXPECT_LE(proto_delta * 4, json) << proto_delta << " vs " << json;  // at most a quarter
+  EXPECT_LT(proto_delta, proto);
 }
 
 }  // namespace

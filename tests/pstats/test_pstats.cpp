@@ -3,9 +3,11 @@
 // errors and a live multi-threaded session. (check_against_cprofile.py compares the files
 // with cProfile itself; check_clients.py opens them in pyprof2calltree/callgrind_annotate.)
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 
 #include "marshal_writer.hpp"
 #include "ringtrace/exporters/pstats.hpp"
+#include "ringtrace/files.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -343,15 +346,32 @@ TEST(PstatsExporter, RejectsGzipAndUnwritablePathsAtTheFactory) {
   }
 }
 
+// A write that fails at stop (here: past RLIMIT_FSIZE, as on a full disk; output paths
+// must be regular files, so /dev/full is refused at the factory) is reported, naming the
+// file, and the previous file stays.
 TEST(PstatsExporter, AWriteFailureAtStopIsReportedBySession) {
-  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  const fs::path path = temp_dir() / "full.prof";
+  { std::ofstream(path) << "previous"; }
   ringtrace::Session session;
-  session.add_exporter(ringtrace::pstats_exporter("/dev/full"));
+  session.add_exporter(ringtrace::pstats_exporter(path));
   session.start();
   { RINGTRACE_ZONE("z"); }
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto saved_action = std::signal(SIGXFSZ, SIG_IGN);  // write() fails with EFBIG instead
+  rlimit tiny = saved;
+  tiny.rlim_cur = 16;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
   session.stop();
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, saved_action);
   ASSERT_EQ(session.stats().exporter_errors.size(), 1u);
-  EXPECT_NE(session.stats().exporter_errors[0].find("/dev/full"), std::string::npos);
+  EXPECT_NE(session.stats().exporter_errors[0].find("full.prof"), std::string::npos) << session.stats().exporter_errors[0];
+  std::ifstream in(path);
+  std::string previous;
+  in >> previous;
+  EXPECT_EQ(previous, "previous");
+  for (const fs::path& partial : ringtrace::partial_files(path)) fs::remove(partial);
 }
 
 void leaf(int spin) {

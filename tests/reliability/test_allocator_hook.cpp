@@ -1,12 +1,22 @@
 // A program whose operator new records an event: the thread's first event allocates its
 // ring from inside the recording path, and every allocation made by the runtime while a
 // thread records re-enters it. Nothing deadlocks; nested events are dropped and counted.
+// And one whose operator new raises a signal: a handler that records runs inside the
+// runtime's own calls that allocate under a lock (the category table's).
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,9 +27,16 @@ namespace {
 std::atomic<bool> g_hook_on{false};
 thread_local std::uint64_t t_hook_events = 0;
 std::atomic<std::uint64_t> g_hook_events{0};
+// Set on a thread: its next allocation raises SIGUSR1 first (once), so the handler runs
+// on that thread inside whatever allocates, before the allocation returns.
+constinit thread_local bool t_raise_in_new = false;
 }  // namespace
 
 void* operator new(std::size_t size) {
+  if (t_raise_in_new) {
+    t_raise_in_new = false;
+    std::raise(SIGUSR1);  // delivered to this thread before raise returns
+  }
   if (g_hook_on.load(std::memory_order_relaxed)) {
     RINGTRACE_ZONE("operator new");
     RINGTRACE_COUNTER("allocated bytes", static_cast<std::int64_t>(size));
@@ -70,6 +87,122 @@ TEST(AllocatorHook, AnOperatorNewThatRecordsNeverDeadlocks) {
   EXPECT_EQ(stats.recorded + stats.dropped, g_hook_events.load());
   EXPECT_GT(stats.recorded, 0u);
   EXPECT_EQ(validator->nesting_errors, 0u);
+  EXPECT_EQ(stats.unbalanced_ends, 0u);
+}
+
+// Ends the process, saying why, if it is still alive after `limit` (a deadlock cannot
+// be recovered from in-process); destroyed in time, it does nothing.
+class Watchdog {
+ public:
+  Watchdog(const char* what, std::chrono::seconds limit)
+      : thread_([this, what, limit] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (!done_changed_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "deadlocked: %s\n", what);
+            std::_Exit(1);
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_changed_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_changed_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// What the SIGUSR1 handler saw and did.
+std::atomic<int> g_handler_runs{0};
+std::atomic<int> g_handler_nested{0};  // runs that found their thread inside the runtime's marked region
+
+// The handler's events: a zone of a category whose call site it uses first (its first
+// use looks the category up, under the table's lock), and an instant.
+void handler_records() {
+  RINGTRACE_ZONE_IN("a signal handler's own category", "handler zone");
+  RINGTRACE_INSTANT("handler instant");
+}
+
+void on_usr1(int) {
+  if (ringtrace::detail::t_writer.in_slow != 0) g_handler_nested.fetch_add(1);
+  handler_records();
+  g_handler_runs.fetch_add(1);
+}
+
+struct NameCensus final : ringtrace::Exporter {
+  std::map<std::string, std::uint64_t> begins, instants;
+  void on_events(std::span<const ringtrace::Event> events, const ringtrace::TraceContext& context) override {
+    for (const ringtrace::Event& e : events) {
+      if (e.kind == ringtrace::EventKind::zone_begin) ++begins[context.site(e.site).name];
+      if (e.kind == ringtrace::EventKind::instant) ++instants[context.site(e.site).name];
+    }
+  }
+};
+
+// Issue 22, point 16. A signal handler whose first category zone comes while its thread
+// is inside ringtrace::set_category_enabled, or inside the category lookup of a call
+// site's first use, both of which hold the category table's lock: the signal is raised
+// from the operator new that the table's insertion of a new name calls, so the handler
+// runs right there, every time. Its zone's lookup finds the thread marked (SlowScope) and
+// gives up instead of taking the lock again; the zone and the instant are dropped and
+// counted (3 events a run), and the call site keeps no answer: used later outside, its
+// zone is recorded in its category and hidden when that is switched off. Without the
+// mark the handler waits forever on a lock its own thread holds (the watchdog ends the
+// test, naming the case).
+TEST(SignalInCategoryLookup, AHandlersFirstCategoryZoneThereNeverDeadlocks) {
+  Watchdog watchdog("a signal handler inside the category lookup", std::chrono::seconds(60));
+  auto census = std::make_shared<NameCensus>();
+  ringtrace::Session session;
+  session.add_exporter(census);
+  struct sigaction action {};
+  action.sa_handler = on_usr1;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+  session.start();
+  RINGTRACE_INSTANT("bound");  // the thread's first event (its ring) before any handler
+  // The table itself is allocated at its first use, before its lock is taken: make it
+  // exist, so that the allocations below are the insertions, under the lock.
+  EXPECT_TRUE(ringtrace::category_enabled("issue 22 point 16: the table exists"));
+
+  // Inside set_category_enabled: a new name (longer than a short string) is allocated.
+  t_raise_in_new = true;
+  ringtrace::set_category_enabled("issue 22 point 16: a category switched while the handler comes", false);
+  EXPECT_FALSE(t_raise_in_new);
+  EXPECT_EQ(g_handler_runs.load(), 1);
+  EXPECT_EQ(g_handler_nested.load(), 1);
+  EXPECT_FALSE(ringtrace::category_enabled("issue 22 point 16: a category switched while the handler comes"));
+
+  // Inside the lookup of a call site's first use of a new category.
+  t_raise_in_new = true;
+  {
+    RINGTRACE_ZONE_IN("issue 22 point 16: a category looked up while the handler comes", "looked-up zone");
+  }
+  EXPECT_FALSE(t_raise_in_new);
+  EXPECT_EQ(g_handler_runs.load(), 2);
+  EXPECT_EQ(g_handler_nested.load(), 2);
+
+  // Outside: the handler's call site looks its category up now, and obeys its switch.
+  handler_records();
+  ringtrace::set_category_enabled("a signal handler's own category", false);
+  handler_records();
+  session.stop();
+  sigaction(SIGUSR1, &previous, nullptr);
+  ringtrace::set_category_enabled("a signal handler's own category", true);
+
+  const ringtrace::SessionStats stats = session.stats();
+  EXPECT_EQ(stats.dropped, 6u);  // the handlers' zones (begin and end) and instants
+  // "bound", the looked-up zone, the handler's zone and instant, then its instant alone.
+  EXPECT_EQ(stats.recorded, 1u + 2u + 3u + 1u);
+  EXPECT_EQ(census->begins["looked-up zone"], 1u);
+  EXPECT_EQ(census->begins["handler zone"], 1u);
+  EXPECT_EQ(census->instants["handler instant"], 2u);
   EXPECT_EQ(stats.unbalanced_ends, 0u);
 }
 

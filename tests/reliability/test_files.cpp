@@ -15,11 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
+#include "ringtrace/files.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
@@ -62,7 +65,8 @@ TEST(Files, ASigkilledRunKeepsThePreviousFilesAndAPartialTrace) {
   }
   const std::string good_chrome = read_file(chrome), good_folded = read_file(folded);
   ASSERT_NE(good_chrome.find("previous_run"), std::string::npos);
-  ASSERT_FALSE(fs::exists(dir / "trace.json.partial")) << "a finished run leaves no .partial";
+  ASSERT_TRUE(ringtrace::partial_files(chrome).empty()) << "a finished run leaves no temporary";
+  ASSERT_TRUE(ringtrace::partial_files(folded).empty()) << "a finished run leaves no temporary";
 
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -79,8 +83,12 @@ TEST(Files, ASigkilledRunKeepsThePreviousFilesAndAPartialTrace) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
-  const fs::path partial = dir / "trace.json.partial";
-  for (int i = 0; i < 3000 && (!fs::exists(partial) || read_file(partial).find("killed_run") == std::string::npos); ++i) {
+  // The killed run's temporary: trace.json.partial.XXXXXXXX (<ringtrace/files.hpp>).
+  const auto partial = [&] {
+    const std::vector<fs::path> found = ringtrace::partial_files(chrome);
+    return found.empty() ? fs::path() : found.back();
+  };
+  for (int i = 0; i < 3000 && (partial().empty() || read_file(partial()).find("killed_run") == std::string::npos); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   kill(pid, SIGKILL);
@@ -88,7 +96,9 @@ TEST(Files, ASigkilledRunKeepsThePreviousFilesAndAPartialTrace) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_EQ(read_file(chrome), good_chrome);
   EXPECT_EQ(read_file(folded), good_folded);
-  const std::string cut = read_file(partial);
+  ASSERT_EQ(ringtrace::partial_files(chrome).size(), 1u);
+  EXPECT_EQ(ringtrace::output_of_partial(partial()), chrome);
+  const std::string cut = read_file(partial());
   ASSERT_NE(cut.find("killed_run"), std::string::npos) << "nothing was flushed before the kill";
   // A cut trace ends after a complete event: closing the array makes it whole JSON, as
   // the Trace Event Format's readers do.
@@ -161,7 +171,7 @@ TEST(Files, AForkChildNeverWritesTheParentsFiles) {
     const std::string forked = write_with_fork(make, dir / ("forked_" + name), true);
     ASSERT_FALSE(alone.empty()) << name;
     EXPECT_TRUE(alone == forked) << name << ": " << alone.size() << " bytes alone, " << forked.size() << " with a fork";
-    EXPECT_FALSE(fs::exists(dir / ("forked_" + name + ".partial"))) << name;
+    EXPECT_TRUE(ringtrace::partial_files(dir / ("forked_" + name)).empty()) << name;
   }
 }
 
@@ -277,6 +287,79 @@ TEST(Files, ASecondExporterOnAPathInUseIsRefusedNamingIt) {
   same_report.report_path = (dir / "p.prof").string();
   ringtrace::Session session;
   EXPECT_THROW(session.add_exporter(ringtrace::pstats_exporter(dir / "p.prof", same_report)), std::invalid_argument);
+}
+
+// Links planted at every path a session's exporters write, pointing at files of the
+// user's, and at the names their temporaries used to have (`<path>.partial`, which
+// anyone could predict): no target is written; each link at an output is replaced by
+// the output itself. (The ring file of BinaryTraceOptions::rings_in_file is created by
+// the live runtime: see docs/reliability.md, "Not covered".)
+TEST(Files, LinksPlantedAtEveryOutputPathLeaveTheirTargetsUntouched) {
+  const fs::path dir = fresh_dir("links");
+  const std::vector<std::string> outputs = {"trace.json",  "trace.json.gz", "trace.perfetto-trace", "trace.folded",
+                                            "trace.prof",  "report.txt",    "table.txt",            "summary.txt",
+                                            "run.rtrace"};
+  // One target per link: add_exporter compares paths with their links resolved, and
+  // would take two links to one file for one output.
+  const auto victim = [&](const std::string& name) { return dir / ("victim_" + name); };
+  for (const std::string& name : outputs) {
+    std::ofstream(victim(name)) << "precious";
+    std::ofstream(victim(name + ".partial")) << "precious";
+    fs::create_symlink(victim(name), dir / name);
+    fs::create_symlink(victim(name + ".partial"), dir / (name + ".partial"));
+  }
+  {
+    ringtrace::Session session;
+    session.add_exporter(ringtrace::chrome_trace_exporter(dir / "trace.json"));
+    session.add_exporter(ringtrace::chrome_trace_exporter(dir / "trace.json.gz"));
+    session.add_exporter(ringtrace::perfetto_exporter(dir / "trace.perfetto-trace"));
+    session.add_exporter(ringtrace::folded_stacks_exporter(dir / "trace.folded", {.value = ringtrace::FoldedValue::calls}));
+    ringtrace::PstatsOptions pstats;
+    pstats.report_path = (dir / "report.txt").string();
+    session.add_exporter(ringtrace::pstats_exporter(dir / "trace.prof", pstats));
+    session.add_exporter(ringtrace::table_exporter(dir / "table.txt"));
+    session.add_exporter(ringtrace::ops_summary_exporter(dir / "summary.txt"));
+    session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
+    session.start();
+    for (int i = 0; i < 100; ++i) {
+      RINGTRACE_ZONE("linked");
+    }
+    session.stop();
+    EXPECT_TRUE(session.stats().exporter_errors.empty());
+  }
+  for (const std::string& name : outputs) {
+    EXPECT_EQ(read_file(victim(name)), "precious") << name;
+    EXPECT_EQ(read_file(victim(name + ".partial")), "precious") << name;
+    EXPECT_FALSE(fs::is_symlink(dir / name)) << name << ": the link is replaced by the output";
+    EXPECT_GT(fs::file_size(dir / name), 0u) << name;
+    EXPECT_TRUE(fs::is_symlink(dir / (name + ".partial"))) << name << ".partial: not a name ringtrace uses";
+    EXPECT_TRUE(ringtrace::partial_files(dir / name).empty()) << name;
+  }
+  EXPECT_EQ(read_file(dir / "trace.folded"), "linked 100\n");
+}
+
+// The ring file beside a binary trace (rings_in_file) is made under a random name and
+// renamed onto `<path>.rings`: a link planted there is replaced, its target untouched,
+// and the file is removed at stop() only while the name is still its own.
+TEST(Files, ALinkPlantedAtTheRingFileLeavesItsTargetUntouched) {
+  const fs::path dir = fresh_dir("ring_link");
+  const fs::path victim = dir / "victim";
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, dir / "run.rtrace.rings");
+  {
+    ringtrace::Session session;
+    session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace", {.rings_in_file = true}));
+    session.start();
+    for (int i = 0; i < 100; ++i) {
+      RINGTRACE_ZONE("linked");
+    }
+    EXPECT_FALSE(fs::is_symlink(dir / "run.rtrace.rings")) << "the ring file replaced the link";
+    session.stop();
+    EXPECT_TRUE(session.stats().exporter_errors.empty());
+    EXPECT_EQ(session.stats().recorded, 200u);
+  }
+  EXPECT_EQ(read_file(victim), "precious");
+  EXPECT_FALSE(fs::exists(dir / "run.rtrace.rings")) << "removed at stop()";
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 // rich_live from the session's own event stream):
 //   trace_processor: every zone (name, start, duration to the ns, thread) with its args
 //     (integers, doubles, texts with hostile bytes), every flow linking the right two
-//     slices, and no import error or data loss in `stats`;
+//     slices, every message (an instant on its thread, named by its text, the text in the
+//     arg "message"), and no import error or data loss in `stats`;
 //   Catapult: the same flows between the same slices, every async span (begins on one
-//     thread, ends on another) with its start and end, and the zones' args.
+//     thread, ends on another) with its start and end, the zones' args, and the messages.
 //   node check_rich_chrome.mjs <rich.json> <expected.json>
 import fs from 'node:fs';
 import {loadTrace} from '../clients/trace_processor.mjs';
@@ -23,9 +24,10 @@ const sortedArgs = args => Object.keys(args).sort().map(k => [k, args[k]]);
   const tp = await loadTrace(fs.readFileSync(tracePath));
   equal(tp.query("select name, idx, value from stats where severity in ('error', 'data_loss') and value > 0"), [],
         'trace_processor: import errors in stats');
-  const slices = tp.query(`select s.id as id, s.name as name, s.ts as ts, s.dur as dur, thread.tid as tid,
-                                  s.arg_set_id as arg_set_id
-                           from slice s join thread_track tt on s.track_id = tt.id join thread using (utid)`);
+  const all = tp.query(`select s.id as id, s.name as name, s.ts as ts, s.dur as dur, thread.tid as tid,
+                               s.arg_set_id as arg_set_id, coalesce(s.category, '') as category
+                        from slice s join thread_track tt on s.track_id = tt.id join thread using (utid)`);
+  const slices = all.filter(s => s.category !== 'message');
   const args = new Map();
   for (const r of tp.query('select arg_set_id, key, int_value, string_value, real_value from args')) {
     if (!r.key.startsWith('args.')) continue;
@@ -44,18 +46,25 @@ const sortedArgs = args => Object.keys(args).sort().map(k => [k, args[k]]);
   equalMultiset(flows, expected.flows.map(key), 'trace_processor: flows [[tid, ts] out, [tid, ts] in]');
   check(expected.flows.length > 0 && flows.length === expected.flows.length,
         `trace_processor: ${flows.length} flows, expected ${expected.flows.length}`);
+  // Messages: instants (dur 0) on their thread's track, named by the text, which the
+  // arg "message" carries whole.
+  const messages = all.filter(s => s.category === 'message');
+  equalMultiset(messages.map(m => key([m.tid, m.ts, m.dur, args.get(m.arg_set_id)?.message])),
+                expected.messages.map(m => key([m[0], m[1], 0, m[2]])), 'trace_processor: messages [tid, ts, 0, text]');
+  check(expected.messages.length > 0 && messages.every(m => m.name === args.get(m.arg_set_id)?.message),
+        `trace_processor: ${messages.length} messages named by their text`);
 }
 
 // --- Catapult --------------------------------------------------------------------------
 {
   const model = importWithCatapult(text);
-  const warnings = model.importWarnings.filter(
-      w => !(w.type === 'metadata_parse_error' && w.message === 'Unrecognized metadata name: ringtrace_session'));
-  equal(warnings.map(w => w.message), [], 'Catapult: import warnings');
+  equal(model.importWarnings.map(w => w.message), [], 'Catapult: import warnings');
   const proc = Object.values(model.processes)[0];
   const ns = ms => Math.round(ms * 1e6);
   // Catapult shifts the trace to start at 0: one offset for everything.
-  const slices = Object.values(proc.threads).flatMap(t => t.sliceGroup.slices.map(s => [t.tid, s]));
+  const all = Object.values(proc.threads).flatMap(t => t.sliceGroup.slices.map(s => [t.tid, s]));
+  const slices = all.filter(([, s]) => s.category !== 'message');
+  const messages = all.filter(([, s]) => s.category === 'message');
   const first = Math.min(...expected.zones.map(z => z[2]));
   const offset = first - Math.min(...slices.map(([, s]) => ns(s.start)));
   const at = (tid, s) => [tid, ns(s.start) + offset];
@@ -72,6 +81,10 @@ const sortedArgs = args => Object.keys(args).sort().map(k => [k, args[k]]);
   equalMultiset(asyncs, expected.asyncs.map(a => key([a[0], a[2], a[3]])),
                 'Catapult: async spans [name, begin ns, end ns]');
   check(asyncs.length === expected.asyncs.length && asyncs.length > 0, `Catapult: ${asyncs.length} async spans`);
+  equalMultiset(messages.map(([tid, s]) => key([tid, ns(s.start) + offset, ns(s.duration), s.title, s.args.message])),
+                expected.messages.map(m => key([m[0], m[1], 0, m[2], m[2]])),
+                'Catapult: messages [tid, ts, 0, name, text]');
+  check(messages.length === expected.messages.length && messages.length > 0, `Catapult: ${messages.length} messages`);
 }
 
 finish('rich Chrome trace in trace_processor and Catapult');

@@ -3,8 +3,9 @@
 // event stream): every zone (thread, name, start and duration to the ns) with its args
 // (integers, doubles, texts with hostile bytes repaired), every flow linking the right
 // two slices, every async span (begins on one thread, ends on another) on a track of its
-// own with its start and end, thread and process names, and no import error or data
-// loss in `stats`.
+// own with its start and end, every message (an instant on its thread named by its text,
+// the text in the annotation "message"), thread and process names, and no import error
+// or data loss in `stats`.
 //   node check_rich_perfetto.mjs <rich.perfetto-trace> <expected.json>
 import fs from 'node:fs';
 import {loadTrace} from '../clients/trace_processor.mjs';
@@ -22,9 +23,10 @@ equal(tp.query('select name from process where name is not null').map(r => r.nam
 const names = tp.query('select tid, name from thread where name is not null').map(r => r.name).sort();
 check(names.includes('producer') && names.includes('consumer'), `thread names ${names}`);
 
-const slices = tp.query(`select s.id as id, s.name as name, s.ts as ts, s.dur as dur, thread.tid as tid,
-                                s.arg_set_id as arg_set_id
-                         from slice s join thread_track tt on s.track_id = tt.id join thread using (utid)`);
+const all = tp.query(`select s.id as id, s.name as name, s.ts as ts, s.dur as dur, thread.tid as tid,
+                             s.arg_set_id as arg_set_id, coalesce(s.category, '') as category
+                      from slice s join thread_track tt on s.track_id = tt.id join thread using (utid)`);
+const slices = all.filter(s => s.category !== 'message');
 const args = new Map();
 for (const r of tp.query('select arg_set_id, key, int_value, string_value, real_value from args')) {
   if (!r.key.startsWith('debug.')) continue;
@@ -43,13 +45,18 @@ equalMultiset(flows, expected.flows.map(key), 'flows [[tid, ts] out, [tid, ts] i
 check(flows.length === expected.flows.length && flows.length > 0, `${flows.length} flows`);
 // Async spans: slices on tracks that are not thread tracks.
 const asyncs = tp.query(`select s.name as name, s.ts as ts, s.dur as dur from slice s
-                         where s.track_id not in (select id from thread_track) and s.name != 'ringtrace_session'`)
+                         where s.track_id not in (select id from thread_track)`)
                    .map(s => key([s.name, s.ts, s.ts + s.dur]));
-// The session's counts: an instant on the process track.
-const session = tp.query(`select a.key as key, a.int_value as v from slice s join args a using (arg_set_id)
-                          where s.name = 'ringtrace_session'`);
-const counts = Object.fromEntries(session.map(r => [r.key, r.v]));
-check(counts['debug.recorded_events'] > 0 && counts['debug.dropped_events'] === 0,
+// The session's counts: trace metadata (no slice, no track).
+const session = tp.query(`select name, int_value as v from metadata where name like 'cr-ringtrace_session.%'`);
+const counts = Object.fromEntries(session.map(r => [r.name.slice('cr-ringtrace_session.'.length), r.v]));
+check(counts.recorded_events > 0 && counts.dropped_events === 0 && counts.late_events === 0,
       `ringtrace_session counts ${JSON.stringify(counts)}`);
 equalMultiset(asyncs, expected.asyncs.map(a => key([a[0], a[2], a[3]])), 'async spans [name, begin ns, end ns]');
+// Messages: instants (dur 0) on their thread's track, named by the text, which the
+// annotation "message" carries whole.
+const messages = all.filter(s => s.category === 'message');
+equalMultiset(messages.map(m => key([m.tid, m.ts, m.dur, m.name, args.get(m.arg_set_id)?.message])),
+              expected.messages.map(m => key([m[0], m[1], 0, m[2], m[2]])), 'messages [tid, ts, 0, name, text]');
+check(messages.length === expected.messages.length && messages.length > 0, `${messages.length} messages`);
 finish('rich Perfetto trace in trace_processor');

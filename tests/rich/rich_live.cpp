@@ -1,14 +1,16 @@
 // A live session with rich events for the `clients` tests: a producer thread hands
 // items to a consumer thread; each item is a flow from the producer's zone to the
 // consumer's, an async span that begins on the producer and ends on the consumer, and
-// values and texts (hostile bytes included) on both zones. Writes, into the folder
+// values and texts (hostile bytes included) on both zones; messages on both threads (a
+// literal, and run-time strings with hostile bytes). Writes, into the folder
 // given as argument:
 //   rich.json           Chrome trace
 //   rich.perfetto-trace Perfetto's protobuf format
 //   expected.json       what the readers must report, from the MemoryExporter stream:
 //                       zones [tid, name, begin ns, duration ns, {args}], flows
 //                       [[tid, begin ns of the zone that starts it], [tid, begin ns of
-//                       the zone that ends it]], async spans [name, id, begin ns, end ns]
+//                       the zone that ends it]], async spans [name, id, begin ns, end ns],
+//                       messages [tid, ns, text]
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -19,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/output.hpp"
+#include "output.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/recorded_trace.hpp"
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
         const std::string label = kHostile + std::to_string(i);
         RINGTRACE_ZONE_TEXT("label", label.data(), label.size());
         spin(2000);
+        if (i % 10 == 0) RINGTRACE_MESSAGE("cache flushed");  // a literal
         RINGTRACE_FLOW_OUT(1000 + i);
         RINGTRACE_ASYNC_BEGIN("job", 1000 + i);
       }
@@ -99,6 +102,10 @@ int main(int argc, char** argv) {
         spin(1000);
       }
       RINGTRACE_ZONE_VALUE("item", i);
+      if (i % 8 == 0) {  // a run-time string, hostile bytes included
+        const std::string said = "item " + std::to_string(i) + " consumed " + kHostile;
+        RINGTRACE_MESSAGE(said);
+      }
       RINGTRACE_ASYNC_END("job", 1000 + i);
     }
   });
@@ -120,7 +127,8 @@ int main(int argc, char** argv) {
   std::map<ringtrace::ThreadId, std::vector<std::size_t>> open;
   std::map<std::uint64_t, std::string> flow_from, flow_to;  // id -> [tid, begin]
   std::map<std::uint64_t, std::uint64_t> async_begin;
-  std::string asyncs;
+  std::string asyncs, messages;
+  std::size_t message_count = 0;
   for (const ringtrace::Event& e : trace.events) {
     const std::uint64_t tid = trace.threads[e.thread].os_tid;
     auto& stack = open[e.thread];
@@ -158,6 +166,11 @@ int main(int argc, char** argv) {
         asyncs.append(std::to_string(e.value.u)).append(",").append(std::to_string(async_begin.at(e.value.u)));
         asyncs.append(",").append(std::to_string(e.time_ns)).append("]");
         break;
+      case ringtrace::EventKind::message:
+        messages.append(messages.empty() ? "\n[" : ",\n[").append(std::to_string(tid)).append(",");
+        messages.append(std::to_string(e.time_ns)).append(",").append(json(context.text(e))).append("]");
+        ++message_count;
+        break;
       default: break;
     }
   }
@@ -174,9 +187,10 @@ int main(int argc, char** argv) {
     out.append(first ? "\n[" : ",\n[").append(from).append(",").append(flow_to.at(id)).append("]");
     first = false;
   }
-  out.append("],\n\"asyncs\":[").append(asyncs).append("]}\n");
+  out.append("],\n\"asyncs\":[").append(asyncs).append("],\n\"messages\":[").append(messages).append("]}\n");
   std::FILE* f = std::fopen((dir / "expected.json").c_str(), "wb");
   if (f == nullptr || std::fwrite(out.data(), 1, out.size(), f) != out.size() || std::fclose(f) != 0) return 1;
-  std::printf("rich_live: %zu zones, %zu flows, %d async spans\n", zones.size(), flow_from.size(), kItems);
+  std::printf("rich_live: %zu zones, %zu flows, %d async spans, %zu messages\n", zones.size(), flow_from.size(), kItems,
+              message_count);
   return 0;
 }

@@ -74,8 +74,8 @@ TEST(RichCapture, LongTextsAreCutAndMarked) {
   std::string big(5000, 'x');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
   Config small;
-  small.buffer_records = 64;  // a quarter of the ring: 16 slots, 256 bytes
-  for (const auto& [config, cut] : {std::pair{Config{}, std::size_t{1024}}, std::pair{small, std::size_t{256}}}) {
+  small.buffer_records = 64;  // the smallest ring, 4096 bytes: a quarter of it is still 1024
+  for (const auto& [config, cut] : {std::pair{Config{}, std::size_t{1024}}, std::pair{small, std::size_t{1024}}}) {
     const std::size_t limit = cut;  // a copy: lambdas cannot capture structured bindings before C++20's fix in clang 16
     const RecordedTrace t = record(config, [&] {
       RINGTRACE_ZONE("z");
@@ -261,6 +261,7 @@ TEST(RichCapture, AttachmentsOfDroppedZonesAreDroppedNotMisplaced) {
   Config config;
   config.buffer_records = 64;
   config.drain_interval = std::chrono::microseconds(50000);  // the ring fills between passes
+  config.yield_to_drainer = false;  // drops must happen: no yield to let the drainer keep up
   std::uint64_t produced = 0;
   const RecordedTrace t = record(config, [&] {
     for (int round = 0; round < 50; ++round) {

@@ -16,6 +16,10 @@ TABLE_COLUMNS = ["name", "self_percent", "self_ns", "total_percent", "total_ns",
                  "min_ns", "max_ns", "p50_ns", "p99_ns", "calls"]
 SUMMARY_COLUMNS = ["scope", "thread", "os_tid", "thread_name", "unique_graphs", "graph_calls", "captured_ops",
                    "total_ops", "ops_percent", "captured_ns", "total_ns", "time_percent"]
+# With context switches in the stream (Config::context_switches, on in the demo), both
+# files end with on-CPU columns.
+TABLE_ON_CPU = ["on_cpu_self_ns", "on_cpu_total_ns", "on_cpu_avg_ns", "on_cpu_p50_ns", "on_cpu_p99_ns"]
+SUMMARY_ON_CPU = ["captured_on_cpu_ns", "total_on_cpu_ns", "on_cpu_time_percent"]
 failures = []
 
 
@@ -29,11 +33,13 @@ def mlr(*args):
     return json.loads(result.stdout) if result.stdout.strip() else []
 
 
-def read(path, columns):
+def read(path, columns, on_cpu_columns=None):
     # -S: keep every field a string so that names are compared byte for byte; the
     # numbers are converted here.
     rows = mlr("--icsv", "--ojson", "-S", "cat", path)
     header = mlr("--icsv", "--ojson", "--implicit-csv-header", "--allow-ragged-csv-input", "head", "-n", "1", path)
+    if on_cpu_columns and header and list(header[0].values()) == columns + on_cpu_columns:
+        columns = columns + on_cpu_columns
     check(header and list(header[0].values()) == columns, f"{path}: columns {header[0] if header else None}")
     for row in rows:
         check(list(row.keys()) == columns, f"{path}: row keys {list(row.keys())}")
@@ -56,8 +62,8 @@ def integer(row, key):
     return int(value)
 
 
-def check_table(path, expected=None):
-    rows = read(path, TABLE_COLUMNS)
+def check_table(path, expected=None, on_cpu_allowed=False):
+    rows = read(path, TABLE_COLUMNS, TABLE_ON_CPU if on_cpu_allowed else None)
     self_sum = sum(integer(r, "self_ns") for r in rows)
     sums = mlr("--icsv", "--ojson", "stats1", "-a", "sum", "-f", "self_ns,self_percent", path)
     if rows:
@@ -73,6 +79,11 @@ def check_table(path, expected=None):
               f"{name}: min <= p50 <= p99 <= max")
         check(integer(r, "min_ns") <= integer(r, "avg_ns") <= integer(r, "max_ns"), f"{name}: min <= avg <= max")
         check(integer(r, "self_ns") <= integer(r, "calls") * integer(r, "max_ns"), f"{name}: self bounded")
+        if "on_cpu_self_ns" in r:  # on-CPU never exceeds wall
+            check(integer(r, "on_cpu_self_ns") <= integer(r, "self_ns"), f"{name}: on-CPU self <= self")
+            check(integer(r, "on_cpu_total_ns") <= integer(r, "total_ns"), f"{name}: on-CPU total <= total")
+            check(integer(r, "on_cpu_avg_ns") <= integer(r, "avg_ns"), f"{name}: on-CPU avg <= avg")
+            check(integer(r, "on_cpu_p50_ns") <= integer(r, "on_cpu_p99_ns"), f"{name}: on-CPU p50 <= p99")
         if self_sum:
             check(r["self_percent"] == percent_text(integer(r, "self_ns"), self_sum), f"{name}: self_percent")
             check(r["total_percent"] == percent_text(integer(r, "total_ns"), self_sum), f"{name}: total_percent")
@@ -83,8 +94,8 @@ def check_table(path, expected=None):
     return rows
 
 
-def check_summary(path, expected=None):
-    rows = read(path, SUMMARY_COLUMNS)
+def check_summary(path, expected=None, on_cpu_allowed=False):
+    rows = read(path, SUMMARY_COLUMNS, SUMMARY_ON_CPU if on_cpu_allowed else None)
     check(rows and rows[-1]["scope"] == "total", f"{path}: last row is not the total")
     threads = [r for r in rows if r["scope"] == "thread"]
     total = rows[-1]
@@ -96,6 +107,14 @@ def check_summary(path, expected=None):
         check(integer(r, "captured_ns") <= integer(r, "total_ns"), "captured_ns <= total_ns")
         check(r["ops_percent"] == percent_text(integer(r, "captured_ops"), integer(r, "total_ops")), "ops_percent")
         check(r["time_percent"] == percent_text(integer(r, "captured_ns"), integer(r, "total_ns")), "time_percent")
+    if rows and "total_on_cpu_ns" in rows[0]:
+        for key in ("captured_on_cpu_ns", "total_on_cpu_ns"):
+            check(sum(integer(r, key) for r in threads) == integer(total, key), f"{path}: total {key}")
+        for r in rows:
+            check(integer(r, "captured_on_cpu_ns") <= integer(r, "captured_ns"), "captured on-CPU <= captured")
+            check(integer(r, "total_on_cpu_ns") <= integer(r, "total_ns"), "total on-CPU <= total")
+            check(r["on_cpu_time_percent"] == percent_text(integer(r, "captured_on_cpu_ns"), integer(r, "total_on_cpu_ns")),
+                  "on_cpu_time_percent")
     check(integer(total, "unique_graphs") >= max([integer(r, "unique_graphs") for r in threads] + [0]),
           "unique graphs of the total")
     if expected is not None:
@@ -130,8 +149,8 @@ def main():
             ("total", "", "", 2, 2, 3, 5, 980, 1380),
         ])
     else:
-        table = check_table(f"{folder}/table.csv")
-        summary = check_summary(f"{folder}/summary.csv")
+        table = check_table(f"{folder}/table.csv", on_cpu_allowed=True)
+        summary = check_summary(f"{folder}/summary.csv", on_cpu_allowed=True)
         names = {r["name"] for r in table}
         for name in ("matmul", "relu", "allreduce", "compiled_graph", "fibonacci"):
             check(any(n == name or n.endswith(name) or name in n for n in names), f"demo table lacks {name}")

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "common/latency_histogram.hpp"
+#include "latency_histogram.hpp"
 
 namespace ringtrace::detail {
 namespace {

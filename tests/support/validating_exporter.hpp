@@ -15,9 +15,14 @@ namespace ringtrace::testing {
 class ValidatingExporter final : public Exporter {
  public:
   struct Thread {
+    std::uint64_t messages = 0;
     std::vector<SiteId> stack;
     std::uint64_t begins = 0, ends = 0, instants = 0, counters = 0, dropped = 0, closed_at_stop = 0;
     std::uint64_t args = 0, flows = 0, asyncs = 0, unattached = 0;  // unattached: args, flows with no open zone
+    // Context switches: outs and ins alternate but after a loss, and after a stream's
+    // first event (a thread found runnable reads as on the CPU until its first in).
+    std::uint64_t switch_outs = 0, switch_ins = 0, switch_alternation_errors = 0;
+    int last_switch = 0;  // 1: out, 2: in, 0: none or a stream's first
     std::uint64_t last_ns = 0;
     std::int64_t last_counter = -1;
     std::uint64_t counter_gaps = 0;  // counter values not last + counter_step
@@ -78,6 +83,19 @@ class ValidatingExporter final : public Exporter {
         case EventKind::async_end:
           ++t.asyncs;
           break;
+        case EventKind::message:
+          if (e.depth != t.stack.size()) ++depth_errors;
+          ++t.messages;
+          break;
+        case EventKind::switch_out:
+        case EventKind::switch_in: {
+          if (e.depth != 0) ++depth_errors;
+          const int kind = e.kind == EventKind::switch_out ? 1 : 2;
+          if (kind == t.last_switch && (e.value.u & SwitchBits::after_loss) == 0) ++t.switch_alternation_errors;
+          t.last_switch = (e.value.u & SwitchBits::stream_start) != 0 ? 0 : kind;
+          ++(kind == 1 ? t.switch_outs : t.switch_ins);
+          break;
+        }
       }
     }
   }

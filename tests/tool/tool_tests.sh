@@ -72,19 +72,61 @@ grep -q 'status: *file cut short at byte' "${work}/cut_info.txt" || fail "info o
 
 # A process killed with its rings in a file: convert and info read on from the ring file
 # (what the drainer had not written); --no-rings reads the file alone.
+# Its trace file is its temporary, killed.rtrace.partial.XXXXXXXX (eight random characters).
 "${record}" "${work}" killed
-[[ -f "${work}/killed.rtrace.partial" && -f "${work}/killed.rtrace.rings" ]] || fail "the killed run left no .partial and .rings"
-"${tool}" convert "${work}/killed.rtrace.partial" --chrome "${work}/killed.json" 2>"${work}/killed.err"
+partials=("${work}"/killed.rtrace.partial.????????)
+killed_partial="${partials[0]}"
+[[ ${#partials[@]} -eq 1 && -f "${killed_partial}" && -f "${work}/killed.rtrace.rings" ]] \
+  || fail "the killed run left no temporary and .rings: ${partials[*]}"
+"${tool}" convert "${killed_partial}" --chrome "${work}/killed.json" 2>"${work}/killed.err"
 status=$?
 [[ ${status} -eq 1 && $(wc -l <"${work}/killed.err") -eq 1 ]] && grep -q 'events recovered from .*killed.rtrace.rings' "${work}/killed.err" \
   || fail "convert of a killed run with its rings: status ${status}, $(cat "${work}/killed.err")"
 late=$(python3 -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1])) if e.get("name") == "late" and e.get("ph") == "X"))' "${work}/killed.json")
 [[ ${late} -eq 1001 ]] || fail "the killed run's zones: ${late} of 1001"
-"${tool}" info "${work}/killed.rtrace.partial" >"${work}/killed_info.txt" || fail "info of the killed run exits $?"
+"${tool}" info "${killed_partial}" >"${work}/killed_info.txt" || fail "info of the killed run exits $?"
 grep -q '^rings: .*killed.rtrace.rings: [0-9]* events recovered' "${work}/killed_info.txt" \
   && grep -q 'doomed ' "${work}/killed_info.txt" || fail "info of the killed run: $(cat "${work}/killed_info.txt")"
-"${tool}" convert "${work}/killed.rtrace.partial" --no-rings --chrome "${work}/killed_alone.json" 2>"${work}/killed_alone.err"
+"${tool}" convert "${killed_partial}" --no-rings --chrome "${work}/killed_alone.json" 2>"${work}/killed_alone.err"
 [[ $? -eq 1 ]] && ! grep -q 'recovered' "${work}/killed_alone.err" || fail "--no-rings: $(cat "${work}/killed_alone.err")"
+
+# Hostile ring files beside a copy of the killed run (issue 22, point 9): a header that
+# claims 2^30 slots, rings of 2^40 bytes, a slot whose write position lies. info exits 0
+# and convert 1 (the file is cut) within seconds, each saying in one line which ring
+# file was refused or which slot skipped, and what the trace file holds is converted.
+hostile() {  # hostile <name> <offset> <value> <bytes> [<offset> <value> <bytes>]
+  local name="$1"; shift
+  cp "${killed_partial}" "${work}/${name}.rtrace"
+  python3 - "${work}/killed.rtrace.rings" "${work}/${name}.rtrace.rings" "$@" <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], 'rb').read())
+fields = sys.argv[3:]
+for i in range(0, len(fields), 3):
+    offset, value, size = int(fields[i]), int(fields[i + 1]), int(fields[i + 2])
+    data[offset:offset + size] = value.to_bytes(size, 'little')
+open(sys.argv[2], 'wb').write(data)
+PY
+}
+hostile slots 40 $((1 << 30)) 8
+hostile rings 24 $((1 << 40)) 8 32 $(((1 << 40) + 4096)) 8
+hostile slot 4352 $((1 << 40)) 8  # slot 0's write position (4096 + 256)
+for name in slots rings slot; do
+  case "${name}" in
+    slots) says=' refused: its header claims 1073741824 slot(s) of' ;;
+    rings) says=' refused: its header claims rings of 1099511627776 bytes' ;;
+    slot) says='; 1 damaged slot(s) skipped (slot 0 at byte 4096: its write position is outside its ring)' ;;
+  esac
+  timeout 10 "${tool}" info "${work}/${name}.rtrace" >"${work}/${name}_info.txt" 2>&1
+  status=$?
+  [[ ${status} -eq 0 ]] && grep -qF "${work}/${name}.rtrace.rings${says}" "${work}/${name}_info.txt" \
+    && grep -q 'doomed ' "${work}/${name}_info.txt" \
+    || fail "info beside a hostile ring file (${name}): status ${status}, $(head -3 "${work}/${name}_info.txt")"
+  timeout 10 "${tool}" convert "${work}/${name}.rtrace" --chrome "${work}/${name}.json" 2>"${work}/${name}.err"
+  status=$?
+  [[ ${status} -eq 1 && $(wc -l <"${work}/${name}.err") -eq 1 ]] && grep -qF "${work}/${name}.rtrace.rings${says}" "${work}/${name}.err" \
+    || fail "convert beside a hostile ring file (${name}): status ${status}, $(cat "${work}/${name}.err")"
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "${work}/${name}.json" || fail "${name}: the Chrome trace is not valid JSON"
+done
 
 # Bad input: one line, non-zero, nothing written.
 printf '' >"${work}/empty.rtrace"

@@ -38,12 +38,20 @@ struct Windows {
   }
 };
 
-// name -> thread name -> zones; "work" zones keyed by their step value too.
+// A zone's name as the exporters write it: a step's zone (the one site "step", flagged
+// SiteOptions::step, its number in the value) is "step #N".
+std::string zone_label(const RecordedTrace& t, const Event& e) {
+  const RecordedSite& site = t.sites[e.site];
+  if ((site.options & SiteOptions::step) != 0) return site.name + " #" + std::to_string(e.value.u);
+  return site.name;
+}
+
+// "thread name/zone name" -> zones begun.
 std::map<std::string, int> count_zones(const RecordedTrace& t, const std::string& prefix = "") {
   std::map<std::string, int> out;
   for (const Event& e : t.events) {
     if (e.kind != EventKind::zone_begin) continue;
-    out[prefix + t.threads[e.thread].name + "/" + t.sites[e.site].name] += 1;
+    out[prefix + t.threads[e.thread].name + "/" + zone_label(t, e)] += 1;
   }
   return out;
 }
@@ -83,7 +91,7 @@ TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
         sync.arrive_and_wait();  // step 6
         sync.arrive_and_wait();
         sync.arrive_and_wait();  // step 7
-        detail::zone_close(&long_site, epoch);
+        detail::zone_close(epoch);
         step = 7;
       }
       sync.arrive_and_wait();  // done with it
@@ -112,13 +120,13 @@ TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
   EXPECT_GT(w0.stats.clock.stop_ns, w0.stats.clock.start_ns);
   // Window 0: steps 4 and 5; window 1: steps 10 and 11 (work: step % 3 + 1 zones each).
   EXPECT_EQ(count_zones(w0), (std::map<std::string, int>{{"main/main_work", 2},
-                                                          {"main/step #4", 1},
-                                                          {"main/step #5", 1},
+                                                          {"steps/step #4", 1},
+                                                          {"steps/step #5", 1},
                                                           {"worker/long", 1},
                                                           {"worker/work", 2 + 3}}));
   EXPECT_EQ(count_zones(w1), (std::map<std::string, int>{{"main/main_work", 2},
-                                                          {"main/step #10", 1},
-                                                          {"main/step #11", 1},
+                                                          {"steps/step #10", 1},
+                                                          {"steps/step #11", 1},
                                                           {"worker/work", 2 + 3}}));
   for (const auto* w : {&w0, &w1}) {
     const RecordedTraceContext context(*w);
@@ -180,7 +188,7 @@ TEST(Windows, WithoutAScheduleOneWindowSpansTheRun) {
   std::map<std::string, int> zones;
   const RecordedTrace t = windows.traces[0]->trace();
   for (const Event& e : t.events) {
-    if (e.kind == EventKind::zone_begin) zones[t.sites[e.site].name] += 1;
+    if (e.kind == EventKind::zone_begin) zones[zone_label(t, e)] += 1;
   }
   EXPECT_EQ(zones["work"], 5);
   EXPECT_EQ(zones["step #0"], 1);
@@ -188,8 +196,9 @@ TEST(Windows, WithoutAScheduleOneWindowSpansTheRun) {
 }
 
 // Each step is recorded with one marker site and its number (nothing interned per
-// step): the drainer and the binary file's reader both turn it into a zone of its own
-// site "step #N", flagged SiteOptions::step, with no region flag or value.
+// step): the drainer and the binary file's reader both turn it into a zone of the one
+// step site "step" (kind zone, SiteOptions::step, no region flag) whose value is N, on
+// the "steps" track.
 TEST(Windows, StepZonesAreNamedAliveAndInTheBinaryFile) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("ringtrace_steps_" + std::to_string(::getpid()) + ".rtrace");
@@ -219,11 +228,12 @@ TEST(Windows, StepZonesAreNamedAliveAndInTheBinaryFile) {
         ++work;
         continue;
       }
-      steps.push_back(site.name);
+      steps.push_back(zone_label(t, e));
+      EXPECT_EQ(site.name, "step");
       EXPECT_EQ(site.kind, SiteKind::zone);
       EXPECT_NE(site.options & SiteOptions::step, 0);
       EXPECT_EQ(e.flags & EventFlags::region, 0);
-      EXPECT_EQ(e.value.u, 0u);
+      EXPECT_EQ(t.threads[e.thread].name, "steps");
     }
     // Steps 1-3, 5-7, ... record (every fourth waits); step 40 is open at stop.
     std::vector<std::string> expected;

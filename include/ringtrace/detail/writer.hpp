@@ -1,89 +1,82 @@
-// The hot path: a thread's writer into its own ring. Included by ringtrace.hpp.
+// The hot path: a thread's writer into its own ring. Included by instrument.hpp.
 //
-// Layering: this header knows the ring's record format and the writer's thread-local
-// state, nothing else. It never includes the drainer, the session or an exporter.
+// Layering: this header knows the ring record format (record.hpp) and the writer's
+// thread-local state, nothing else. It never includes the drainer, the session or an
+// exporter.
 //
-// Each recording call is: one load of the global epoch (0 = no session), one compare
-// of the thread's epoch and free space, one clock read, one or two 16-byte stores and
-// one release store of the write index, bracketed by two stores of the thread's epoch
-// that make the call re-entrant (below). Everything else (first event on a thread, a
-// ring that looks full, a new session, drops) is in the noinline cold slow path in
-// runtime/thread_registry.cpp.
+// A zone is, at its begin: a load of the global epoch (0 = no session), a compare of
+// the thread's epoch and of its ring's next free byte against a limit, an `xadd` that
+// takes 16 bytes of the ring, a clock read and two stores (the time, then the header);
+// at its end: a compare of the thread's epoch, a clock read, an `xadd` that takes 8
+// bytes, a compare against the zone ends' limit and one store. Five stores in all.
+// Everything else (first event on a thread, a ring that looks full, a session without
+// a TSC, drops, nested calls) is in the noinline cold slow path
+// (runtime/live/thread_registry.cpp).
 //
-// Re-entrancy. A signal handler (or an allocator hook called from the slow path) may
-// record on a thread that is itself in the middle of recording. While a thread is
-// inside the recording path its `t_writer.epoch` holds kBusy, which no session ever
-// uses: a nested call fails the usual epoch compare, reaches the slow path, sees kBusy
-// and drops its event, counted (ThreadBuffer::nested_drops). It never writes into the
-// slots the interrupted call is filling and never waits for anything. Compiler signal
-// fences keep the ring accesses between the two epoch stores; a handler that runs
-// before the first store finds the thread idle, records and returns before the
-// interrupted call reads the write position.
+// Re-entrancy without a mark. A signal handler (or an allocator hook called from the
+// slow path) may record on a thread that is itself in the middle of recording. The
+// ring space of a record is taken with one instruction, a `xadd` on the ring's next
+// pointer without the `lock` prefix (nothing but the thread itself writes it; a signal
+// arrives between instructions, never inside one): a handler that runs before it takes
+// the space after the interrupted record's, a handler that runs after it the space
+// after that, and each writes only its own. A record's header is stored last and the
+// drainer zeroes what it has read, so the drainer stops at a record whose header is
+// still 0 (being written, or interrupted) and takes it on a later pass. Inside the slow
+// path a thread is marked (ThreadWriter::in_slow): a call nested there drops its event,
+// counted, and never waits.
 #pragma once
 
-#include <atomic>       // the epoch and the published write index
+#include <atomic>       // the epoch, the ring's next pointer, headers published with release
 #include <bit>          // std::bit_cast for counter values
 #include <cstddef>      // text sizes
 #include <cstdint>      // record words
+#include <cstring>      // run-time names copied into the ring
+#include <string_view>  // run-time names, messages, texts
 #include <type_traits>  // counter value dispatch
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API, RINGTRACE_NOINLINE, TLS model
-#include "ringtrace/detail/ticks.hpp"     // read_ticks
+#include "ringtrace/detail/record.hpp"    // the record format
+#include "ringtrace/detail/ticks.hpp"     // read_ticks_fast
 #include "ringtrace/site.hpp"             // SiteInfo
 
 namespace ringtrace::detail {
 
-// One ring slot. `word` is a SiteInfo address with the RecordKind in its low three
-// bits, or, in the slot after a value or region header, the raw 64-bit payload.
-// Records attached to the innermost open zone (values, texts, flows) carry ticks 0: they
-// read no clock, and the drainer gives them the time of the thread's previous record.
-struct Record {
-  std::uint64_t ticks;
-  std::uint64_t word;
+// What the hot path touches of a thread's ring: one cache line, in the ring's
+// ThreadBuffer (or its ring file slot). Addresses are byte addresses into the ring's
+// memory: a ring of `capacity` bytes (a power of two) followed by a guard, so that a
+// record that starts before the ring's end is written whole, past it; the drainer reads
+// it there (docs/file-format.md, "Ring records").
+struct alignas(64) WriterBlock {
+  // Where the next record goes. Advanced by the owning thread with reserve() (and by
+  // its slow path with compare-exchange); read by the drainer (acquire: every record
+  // below it is reserved, not necessarily written yet).
+  std::atomic<std::uintptr_t> next{0};
+  // A record other than a zone end may start below this; a zone end below end_limit.
+  // 0: every such record goes to the slow path (no ring yet, a session without a TSC,
+  // a drop marker to write, recording paused by a hidden zone). Written by the owning
+  // thread only.
+  std::uintptr_t limit = 0;
+  std::uintptr_t end_limit = 0;
+  // The ring position (bytes written since the thread bound the ring) of the ring's first
+  // byte: a record at address `a` is at position lap_base + (a - ring). Grows by the
+  // ring's capacity each time the slow path moves `next` back a lap; read only by a
+  // reader recovering a ring file.
+  std::atomic<std::uint64_t> lap_base{0};
 };
-static_assert(sizeof(Record) == 16, "a ring slot is 16 bytes");
-static_assert(alignof(SiteInfo) >= 8, "site addresses must leave three tag bits");
-
-// Every code is used: new kinds of event are told apart by their site's SiteKind.
-enum RecordKind : std::uint64_t {
-  record_zone_begin = 0,
-  record_zone_end = 1,
-  record_instant = 2,
-  // + payload slot: int64 value. By the site's kind: a counter sample, a zone value, a
-  // flow id, an async span id.
-  record_value_int = 3,
-  record_value_double = 4,  // + payload slot: double bits (counters, zone values)
-  record_region_begin = 5,  // + payload slot: region id
-  record_dropped = 6,       // + payload slot: count; word's site part is null
-  // + a size slot {bytes | truncated << 63, 0} + ceil(bytes / 16) slots of text
-  record_text = 7,
-};
-inline constexpr std::uint64_t record_kind_mask = 7;
-
-RINGTRACE_ALWAYS_INLINE std::uint64_t record_word(const SiteInfo* site, RecordKind kind) noexcept {
-  return reinterpret_cast<std::uintptr_t>(site) | kind;
-}
 
 // Thread-local writer state. Constant-initialised and trivially destructible, so an
 // access is one fs-relative load with no TLS wrapper call or guard.
 struct ThreadWriter {
-  Record* slots = nullptr;
-  std::uint64_t mask = 0;
-  std::uint64_t write_pos = 0;
-  // write_pos may grow up to here: the cached limit (read index + capacity, or + the
-  // high-water mark) minus one slot reserved for the end of every open zone, so that
-  // a recorded zone always has room for its end.
-  std::uint64_t avail_end = 0;
-  std::atomic<std::uint64_t>* published = nullptr;  // the ring's write index
-  std::uint32_t epoch = 0;  // session this writer is bound to; 0: none (never equals a zone's epoch)
-  bool use_tsc = false;
+  WriterBlock* block = nullptr;  // the bound ring's; null before the thread's first event
+  std::uint32_t epoch = 0;       // session this writer is bound to; 0: none (never equals a zone's epoch)
+  // Inside the slow path (binding, waiting, writing a text): a call nested here (a signal
+  // handler, an allocator hook) drops its event, counted, and touches nothing else.
+  std::uint8_t in_slow = 0;
   // Zones open on this thread that were not recorded: begins dropped (low 32 bits) and
   // zones of disabled categories (high 32 bits). While it is not 0, the innermost open
   // zone is not in the ring, so values, texts and flows (which attach to it) are not
   // recorded either (dropped and counted when the zone was dropped).
   std::uint64_t hidden = 0;
-  // Cold fields, used by the slow path only.
-  std::uint64_t limit = 0;
   void* buffer = nullptr;  // runtime's ThreadBuffer
 };
 
@@ -97,7 +90,6 @@ RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local ThreadWriter t_w
 inline constexpr std::uint32_t kNoSession = 0;               // zone: no session was running
 inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: not recorded (after stop, untraced)
 inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
-inline constexpr std::uint32_t kBusy = 0xFFFFFFFDu;         // t_writer.epoch inside the recording path
 inline constexpr std::uint32_t kSkippedZone = 0xFFFFFFFCu;  // zone: its category is disabled
 // t_writer.epoch inside a sampled-out zone: every event the thread records until that
 // zone ends is left out with it (the slow path returns `inactive`, nothing counted).
@@ -119,150 +111,153 @@ struct CategorySlot {
   std::atomic<std::uint8_t> index{0};
 };
 // Cold: interns `name` (a lock, maybe an allocation) and stores its index in `slot`.
+// Nested in the thread's own slow path or category switch (a signal handler), it takes
+// no lock and returns 0 (looked up again next time; index 0 is never switched off).
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint8_t category_index(CategorySlot& slot,
                                                                             const char* name) noexcept;
 
-enum class Reserve : std::uint8_t { ok, dropped, inactive };
-
-// Cold path, entered with t_writer.epoch == kBusy and `bound` its value before: binds
-// the thread to the active session, refreshes the cached read index, wakes the drainer
-// past the high-water mark, waits (block policy) or counts a drop. On `ok`, `need`
-// slots are free at t_writer.write_pos and the epoch stays kBusy (the caller leaves);
-// otherwise the slow path has restored the epoch itself. `bound == kBusy` means the
-// call interrupted another recording call on this thread: the event is dropped, counted.
-// `epoch` is the session the caller loaded and will leave with: the slow path binds to
-// that one only, so the thread's epoch always names the session its ring is bound to.
-RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD Reserve reserve_slow(std::uint64_t need, std::uint32_t bound,
-                                                                     std::uint32_t epoch) noexcept;
-// Cold path: the end of a zone whose begin was dropped is counted as dropped too.
-RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void count_dropped_end() noexcept;
-// Cold path: a value, text or flow inside a zone that was not recorded: counted as
-// dropped if that zone was dropped, ignored if its category is off.
-RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void hidden_attachment() noexcept;
+// The slow paths (cold, noinline, runtime/live/thread_registry.cpp). Each records the
+// whole event itself when it can (binding the thread to the session `epoch` on its
+// first event, refreshing the drainer's read position, waking the drainer, waiting
+// under the block policy), or drops and counts it. `epoch` is the session the caller
+// loaded; the thread binds to that one only.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind,
+                                                                              std::uint64_t region_id,
+                                                                              std::uint32_t epoch) noexcept;
+// A zone end whose fast path found no room: `at` is the space it reserved.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept;
+// The end of a zone that was not recorded in the thread's current session: a dropped
+// begin's end is counted as dropped too; a skipped category's is not.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void zone_close_other(std::uint32_t token) noexcept;
+// Any other record (`bytes` long: header, `ticks` if the kind has a time, `payload` if it
+// has one) the fast path could not write, or a value attached while a hidden zone is
+// innermost (dropped and counted if that zone was dropped, ignored if its category is off).
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void record_slow(const SiteInfo* site, RecordKind kind,
+                                                                 std::uint64_t payload, std::uint32_t epoch) noexcept;
 // A text on the innermost open zone: copied into the ring (cut at kMaxText bytes, and
 // at a quarter of the ring). Out of line: its size is not known at compile time.
 RINGTRACE_API void write_text(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept;
 inline constexpr std::size_t kMaxText = 1024;
+// A message (RINGTRACE_MESSAGE): a timed text record of its own (record_message), cut
+// as a text is. Out of line, as write_text.
+RINGTRACE_API void write_message(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept;
+// A zone named at run time (RINGTRACE_ZONE_DYNAMIC) whose fast path found no room: the
+// whole record (record_zone_begin_named) written or dropped as zone_open_slow does.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint32_t zone_open_named_slow(const SiteInfo* site,
+                                                                                    const char* name, std::size_t size,
+                                                                                    std::uint32_t epoch) noexcept;
+// The longest run-time zone name copied into the ring; a longer one is cut and flagged
+// (EventFlags::truncated on its begin).
+inline constexpr std::size_t kMaxRuntimeName = 256;
+// RINGTRACE_ZONE_END with no RINGTRACE_ZONE_BEGIN open on the thread: counted in the
+// running session's SessionStats::unbalanced_ends (nothing when none runs).
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void manual_end_unbalanced() noexcept;
+// Manual ends with no manual begin open, since the process started (the drainer counts
+// those of its session from its start's value).
+RINGTRACE_API inline constinit std::atomic<std::uint64_t> g_unbalanced_manual_ends{0};
+// Binds the calling thread to the running session `epoch` without recording anything
+// (for tests that write records with times of their own). Cold.
+RINGTRACE_API bool bind_thread(std::uint32_t epoch) noexcept;
 // Before a shared object with call sites is unloaded: waits (bounded) until the running
 // session's drainer has decoded every record written so far.
 RINGTRACE_API void drain_before_unload() noexcept;
 
-// Marks the thread as inside the recording path (see "Re-entrancy" above); returns the
-// epoch it had, for leave().
-RINGTRACE_ALWAYS_INLINE std::uint32_t mark_busy(ThreadWriter& t) noexcept {
-  const std::uint32_t bound = t.epoch;
-  t.epoch = kBusy;
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring accesses stay after the mark
-  return bound;
+// Takes `bytes` of the ring at block.next and returns where they start: one instruction,
+// so that a signal handler on this thread runs wholly before or wholly after it (see
+// "Re-entrancy" above). No `lock` prefix: only this thread writes the pointer, and a
+// locked instruction would wait for the thread's earlier stores to drain.
+RINGTRACE_ALWAYS_INLINE std::uintptr_t reserve(WriterBlock& block, std::uintptr_t bytes) noexcept {
+#if RINGTRACE_HAVE_TSC && !RINGTRACE_TSAN && defined(__x86_64__)
+  static_assert(sizeof(std::atomic<std::uintptr_t>) == sizeof(std::uintptr_t));
+  asm volatile("xaddq %0, %1" : "+r"(bytes), "+m"(*reinterpret_cast<std::uintptr_t*>(&block.next)));
+  return bytes;
+#else
+  return block.next.fetch_add(bytes, std::memory_order_relaxed);
+#endif
 }
 
-RINGTRACE_ALWAYS_INLINE void leave(ThreadWriter& t, std::uint32_t epoch) noexcept {
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // ring accesses stay before it
-  t.epoch = epoch;
+// The header last, with release: a reader that sees it non-zero sees the whole record.
+RINGTRACE_ALWAYS_INLINE void publish(std::uintptr_t at, std::uint64_t header) noexcept {
+#if RINGTRACE_TSAN
+  tsan_ring_published();
+#endif
+  std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at)).store(header, std::memory_order_release);
+}
+RINGTRACE_ALWAYS_INLINE void put(std::uintptr_t at, std::uint64_t word) noexcept {
+#if RINGTRACE_TSAN
+  __atomic_store_n(reinterpret_cast<std::uint64_t*>(at), word, __ATOMIC_RELAXED);  // see platform.hpp
+#else
+  *reinterpret_cast<std::uint64_t*>(at) = word;
+#endif
 }
 
-// Marks the thread busy and returns the writer with `need` free slots, or null (no
-// session, dropped, nested).
-template <std::uint64_t Need>
-RINGTRACE_ALWAYS_INLINE ThreadWriter* enter(std::uint32_t epoch, Reserve& why) noexcept {
-  ThreadWriter& t = t_writer;
-  const std::uint32_t bound = mark_busy(t);
-  if (bound != epoch || t.write_pos + Need > t.avail_end) [[unlikely]] {
-    why = reserve_slow(Need, bound, epoch);
-    if (why != Reserve::ok) return nullptr;
-  }
-  return &t;
+// The thread's ring, if it is bound to session `epoch` and a record other than a zone
+// end may start now; else null (the caller takes its slow path).
+RINGTRACE_ALWAYS_INLINE WriterBlock* writable(ThreadWriter& t, std::uint32_t epoch) noexcept {
+  WriterBlock* const b = t.block;
+  if (t.epoch != epoch || b->next.load(std::memory_order_relaxed) >= b->limit) [[unlikely]] return nullptr;
+  return b;
 }
 
-RINGTRACE_ALWAYS_INLINE void publish(ThreadWriter& t, std::uint64_t pos) noexcept {
-  t.write_pos = pos;
-  t.published->store(pos, std::memory_order_release);  // commit: the drainer may read
-}
-
-// Zone begin; returns the epoch to hand to zone_close, or kNoSession / kNotRecorded /
-// kDroppedZone. kNoSession differs from the cold path's kNotRecorded so that the
-// compiler does not merge the no-session exit into the cold block (a jump out and back).
+// Zone begin; returns the token to hand to zone_close: the epoch, or kNoSession /
+// kNotRecorded / kDroppedZone / kSkippedZone. kNoSession differs from the cold path's
+// kNotRecorded so that the compiler does not merge the no-session exit into the cold
+// block (a jump out and back).
 template <bool Region>
 RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint64_t region_id) noexcept {
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return kNoSession;
-  Reserve why = Reserve::ok;
-  ThreadWriter* t = enter<Region ? 3 : 2>(epoch, why);  // + one slot for the end
-  if (t == nullptr) [[unlikely]] {
-    if (why != Reserve::dropped) return kNotRecorded;
-    t_writer.hidden += kHiddenDropped;  // undone by the end
-    return kDroppedZone;
-  }
-  const std::uint64_t pos = t->write_pos;
-  Record* const slots = t->slots;
-  const std::uint64_t mask = t->mask;
-  const std::uint64_t ticks = read_ticks(t->use_tsc);  // last, close to the zone's body
-  if constexpr (Region) {
-    slots[pos & mask] = Record{ticks, record_word(site, record_region_begin)};
-    slots[(pos + 1) & mask] = Record{region_id, 0};
-    t->avail_end -= 1;
-    publish(*t, pos + 2);
-  } else {
-    slots[pos & mask] = Record{ticks, record_word(site, record_zone_begin)};
-    t->avail_end -= 1;
-    publish(*t, pos + 1);
-  }
-  leave(*t, epoch);
+  constexpr RecordKind kind = Region ? record_region_begin : record_zone_begin;
+  WriterBlock* const b = writable(t_writer, epoch);
+  if (b == nullptr) [[unlikely]] return zone_open_slow(site, kind, region_id, epoch);
+  const std::uintptr_t at = reserve(*b, Region ? 24 : 16);
+  put(at + 8, read_ticks_fast());  // last before the header, close to the zone's body
+  if constexpr (Region) put(at + 16, region_id);
+  publish(at, record_header(site, kind));
   return epoch;
 }
 
-RINGTRACE_ALWAYS_INLINE void zone_close(const SiteInfo* site, std::uint32_t epoch) noexcept {
-  if (epoch == kNoSession) return;  // no session: one compare of a constant the compiler knows
+RINGTRACE_ALWAYS_INLINE void zone_close(std::uint32_t token) noexcept {
+  if (token == kNoSession) return;  // no session: one compare of a constant the compiler knows
   ThreadWriter& t = t_writer;
-  // Same epoch as the begin: the slot reserved at begin is still ours. After stop()
-  // the end goes into the thread's unregistered ring and is never delivered.
-  // A handler that interrupts this before the busy mark records whole zones (so the
-  // reserved slot is still free) and leaves the epoch as it found it.
-  if (epoch == t.epoch) [[likely]] {
-    mark_busy(t);
-    const std::uint64_t ticks = read_ticks(t.use_tsc);  // first, close to the body's end
-    const std::uint64_t pos = t.write_pos;
-    t.slots[pos & t.mask] = Record{ticks, record_word(site, record_zone_end)};
-    t.avail_end += 1;
-    publish(t, pos + 1);
-    leave(t, epoch);
-  } else if (epoch == kDroppedZone) {
-    t.hidden -= kHiddenDropped;
-    count_dropped_end();
-  } else if (epoch == kSkippedZone) {
-    t.hidden -= kHiddenSkipped;
+  // Same epoch as the begin: recorded in the session the thread is bound to. After
+  // stop() the end goes into the thread's unregistered ring and is never delivered.
+  if (token != t.epoch) [[unlikely]] {
+    zone_close_other(token);
+    return;
   }
+  const std::uint64_t ticks = read_ticks_fast();  // first, close to the body's end
+  WriterBlock& b = *t.block;
+  const std::uintptr_t at = reserve(b, 8);
+  if (at >= b.end_limit) [[unlikely]] {
+    zone_end_slow(at, ticks);
+    return;
+  }
+  publish(at, end_slot(ticks));
 }
 
-// Ends the region zone that `epoch` (zone_open<true>'s result) stands for and begins
+// Ends the region zone that `token` (zone_open<true>'s result) stands for and begins
 // another of the same site with `region_id`, with one clock read: the end, the begin and
-// its id in three slots (the end's was reserved; the new begin reserves its own). Both
-// carry the same ticks; the drainer places the begin a boundary gap after the end, as
-// for any two boundaries read within a nanosecond. Session::step() uses it for step
-// zones. Falls back to a close and an open when the zone was not recorded in the
-// running session or the ring has no room.
-RINGTRACE_ALWAYS_INLINE std::uint32_t zone_switch(const SiteInfo* site, std::uint32_t epoch,
+// its id in one reservation. Both carry the same ticks; the drainer places the begin a
+// boundary gap after the end, as for any two boundaries read within a nanosecond.
+// Session::step() uses it for step zones. Falls back to a close and an open when the
+// zone was not recorded in the running session or the ring has no room.
+RINGTRACE_ALWAYS_INLINE std::uint32_t zone_switch(const SiteInfo* site, std::uint32_t token,
                                                   std::uint64_t region_id) noexcept {
   ThreadWriter& t = t_writer;
-  if (epoch == t.epoch && epoch == g_epoch.load(std::memory_order_relaxed)) {
-    mark_busy(t);
-    const std::uint64_t pos = t.write_pos;
-    // The end's slot is reserved (counted out of avail_end); the begin and its id need
-    // two more and the new zone's end a reserved one: the end frees its reservation.
-    if (pos + 3 <= t.avail_end) [[likely]] {
-      Record* const slots = t.slots;
-      const std::uint64_t mask = t.mask;
-      const std::uint64_t ticks = read_ticks(t.use_tsc);
-      slots[pos & mask] = Record{ticks, record_word(site, record_zone_end)};
-      slots[(pos + 1) & mask] = Record{ticks, record_word(site, record_region_begin)};
-      slots[(pos + 2) & mask] = Record{region_id, 0};
-      publish(t, pos + 3);  // avail_end unchanged: one reservation given back, one taken
-      leave(t, epoch);
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (token == epoch && epoch != 0) {
+    if (WriterBlock* const b = writable(t, epoch)) [[likely]] {
+      const std::uintptr_t at = reserve(*b, 32);
+      const std::uint64_t ticks = read_ticks_fast();
+      publish(at, end_slot(ticks));
+      put(at + 16, ticks);
+      put(at + 24, region_id);
+      publish(at + 8, record_header(site, record_region_begin));
       return epoch;
     }
-    leave(t, epoch);
   }
-  zone_close(site, epoch);
+  zone_close(token);
   return zone_open<true>(site, region_id);
 }
 
@@ -298,29 +293,27 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_in(const SiteInfo* site, Categor
 // A 64-bit payload on the innermost open zone (a value, a flow id): no clock read.
 template <RecordKind Kind>
 RINGTRACE_ALWAYS_INLINE void attach(const SiteInfo* site, std::uint64_t payload) noexcept {
+  static_assert(Kind == record_arg_int || Kind == record_arg_double);
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
-  if (t_writer.hidden != 0) [[unlikely]] {
-    hidden_attachment();
+  ThreadWriter& t = t_writer;
+  WriterBlock* const b = t.hidden == 0 ? writable(t, epoch) : nullptr;
+  if (b == nullptr) [[unlikely]] {
+    record_slow(site, Kind, payload, epoch);
     return;
   }
-  Reserve why = Reserve::ok;
-  ThreadWriter* t = enter<2>(epoch, why);
-  if (t == nullptr) [[unlikely]] return;
-  const std::uint64_t pos = t->write_pos;
-  t->slots[pos & t->mask] = Record{0, record_word(site, Kind)};
-  t->slots[(pos + 1) & t->mask] = Record{payload, 0};
-  publish(*t, pos + 2);
-  leave(*t, epoch);
+  const std::uintptr_t at = reserve(*b, 16);
+  put(at + 8, payload);
+  publish(at, record_header(site, Kind));
 }
 
 template <typename T>
 RINGTRACE_ALWAYS_INLINE void zone_value(const SiteInfo* site, T value) noexcept {
   static_assert(std::is_arithmetic_v<T>, "RINGTRACE_ZONE_VALUE takes an integer or floating-point value");
   if constexpr (std::is_floating_point_v<T>) {
-    attach<record_value_double>(site, std::bit_cast<std::uint64_t>(static_cast<double>(value)));
+    attach<record_arg_double>(site, std::bit_cast<std::uint64_t>(static_cast<double>(value)));
   } else {
-    attach<record_value_int>(site, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
+    attach<record_arg_int>(site, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
   }
 }
 
@@ -329,76 +322,85 @@ RINGTRACE_ALWAYS_INLINE void zone_text(const SiteInfo* site, const char* text, s
   if (epoch == 0) return;
   write_text(site, text, size, epoch);
 }
-
-// A timed event with a 64-bit payload (async span begin or end).
-RINGTRACE_ALWAYS_INLINE void timed_value(const SiteInfo* site, std::uint64_t payload) noexcept {
+// RINGTRACE_ZONE_TEXT(key, text): the size implied (a literal, a std::string, a
+// std::string_view, a NUL-terminated char*).
+RINGTRACE_ALWAYS_INLINE void zone_text(const SiteInfo* site, std::string_view text) noexcept {
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
-  Reserve why = Reserve::ok;
-  ThreadWriter* t = enter<2>(epoch, why);
-  if (t == nullptr) [[unlikely]] return;
-  const std::uint64_t pos = t->write_pos;
-  t->slots[pos & t->mask] = Record{read_ticks(t->use_tsc), record_word(site, record_value_int)};
-  t->slots[(pos + 1) & t->mask] = Record{payload, 0};
-  publish(*t, pos + 2);
-  leave(*t, epoch);
+  write_text(site, text.data(), text.size(), epoch);
 }
 
-RINGTRACE_ALWAYS_INLINE void instant(const SiteInfo* site) noexcept {
+// A timed event: an instant (no payload), a counter sample or an async span's begin or
+// end (with a 64-bit payload).
+template <RecordKind Kind>
+RINGTRACE_ALWAYS_INLINE void timed(const SiteInfo* site, std::uint64_t payload) noexcept {
+  static_assert(Kind == record_instant || Kind == record_timed_int || Kind == record_timed_double ||
+                Kind == record_region_begin);  // the last: a step marker (Session::step())
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
-  Reserve why = Reserve::ok;
-  ThreadWriter* t = enter<1>(epoch, why);
-  if (t == nullptr) [[unlikely]] return;
-  const std::uint64_t pos = t->write_pos;
-  t->slots[pos & t->mask] = Record{read_ticks(t->use_tsc), record_word(site, record_instant)};
-  publish(*t, pos + 1);
-  leave(*t, epoch);
+  WriterBlock* const b = writable(t_writer, epoch);
+  if (b == nullptr) [[unlikely]] {
+    record_slow(site, Kind, payload, epoch);
+    return;
+  }
+  const std::uintptr_t at = reserve(*b, Kind == record_instant ? 16 : 24);
+  put(at + 8, read_ticks_fast());
+  if constexpr (Kind != record_instant) put(at + 16, payload);
+  publish(at, record_header(site, Kind));
+}
+
+RINGTRACE_ALWAYS_INLINE void instant(const SiteInfo* site) noexcept { timed<record_instant>(site, 0); }
+
+// An async span's begin or end (RINGTRACE_ASYNC_BEGIN / _END): a timed value.
+RINGTRACE_ALWAYS_INLINE void timed_value(const SiteInfo* site, std::uint64_t payload) noexcept {
+  timed<record_timed_int>(site, payload);
 }
 
 template <typename T>
 RINGTRACE_ALWAYS_INLINE void counter(const SiteInfo* site, T value) noexcept {
   static_assert(std::is_arithmetic_v<T>, "RINGTRACE_COUNTER takes an integer or floating-point value");
-  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
-  if (epoch == 0) return;
-  Reserve why = Reserve::ok;
-  ThreadWriter* t = enter<2>(epoch, why);
-  if (t == nullptr) [[unlikely]] return;
-  const std::uint64_t pos = t->write_pos;
-  const std::uint64_t ticks = read_ticks(t->use_tsc);
   if constexpr (std::is_floating_point_v<T>) {
-    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_value_double)};
-    t->slots[(pos + 1) & t->mask] = Record{std::bit_cast<std::uint64_t>(static_cast<double>(value)), 0};
+    timed<record_timed_double>(site, std::bit_cast<std::uint64_t>(static_cast<double>(value)));
   } else {
-    t->slots[pos & t->mask] = Record{ticks, record_word(site, record_value_int)};
-    t->slots[(pos + 1) & t->mask] = Record{static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), 0};
+    timed<record_timed_int>(site, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
   }
-  publish(*t, pos + 2);
-  leave(*t, epoch);
 }
 
 // RAII zone: the begin in the constructor, the end in the destructor.
+// A zone's token (zone_open's result), to construct a ScopedZone from a begin made
+// elsewhere (a zone with arguments, a zone named at run time).
+struct ZoneToken {
+  std::uint32_t value;
+};
+
 class ScopedZone {
  public:
-  RINGTRACE_ALWAYS_INLINE explicit ScopedZone(const SiteInfo* site) noexcept
-      : site_(site), epoch_(zone_open<false>(site, 0)) {}
+  RINGTRACE_ALWAYS_INLINE explicit ScopedZone(ZoneToken token) noexcept : token_(token.value) {}
+  RINGTRACE_ALWAYS_INLINE explicit ScopedZone(const SiteInfo* site) noexcept : token_(zone_open<false>(site, 0)) {}
   RINGTRACE_ALWAYS_INLINE ScopedZone(const SiteInfo* site, std::int64_t region_id) noexcept
-      : site_(site), epoch_(zone_open<true>(site, static_cast<std::uint64_t>(region_id))) {}
+      : token_(zone_open<true>(site, static_cast<std::uint64_t>(region_id))) {}
   RINGTRACE_ALWAYS_INLINE ScopedZone(const SiteInfo* site, CategorySlot& category) noexcept
-      : site_(site), epoch_(zone_open_in(site, category)) {}
+      : token_(zone_open_in(site, category)) {}
 
-  RINGTRACE_ALWAYS_INLINE ~ScopedZone() { zone_close(site_, epoch_); }
+  RINGTRACE_ALWAYS_INLINE ~ScopedZone() { zone_close(token_); }
   ScopedZone(const ScopedZone&) = delete;
   ScopedZone& operator=(const ScopedZone&) = delete;
 
  private:
-  const SiteInfo* site_;
-  std::uint32_t epoch_;
+  std::uint32_t token_;
+};
+
+// A sampled site's per-thread countdown (RINGTRACE_ZONE_SAMPLED): zones to leave out
+// before the next recorded one, in the session `epoch`. A new session starts it afresh,
+// so that each session records its first zone of the site on each thread.
+struct SampleCount {
+  std::uint32_t left = 0;
+  std::uint32_t epoch = 0;
 };
 
 // A sampled zone (RINGTRACE_ZONE_SAMPLED): one in the site's sample_every (0: the
 // session's Config::sample_every) of this site's zones on this thread is recorded,
-// counted by `left` (the site's own per-thread countdown), the first one recorded. A
+// counted by `count` (the site's own per-thread countdown), the first one recorded. A
 // zone left out hides everything its thread records until it ends: nested zones,
 // instants, counters, values (so a recorded zone always has its whole subtree, and a
 // nested site is recorded exactly when its sampled ancestors are, one in its own rate
@@ -406,38 +408,39 @@ class ScopedZone {
 // with no session; the epoch it hid is kept in the guard, not in the thread's state.
 class SampledZone {
  public:
-  RINGTRACE_ALWAYS_INLINE SampledZone(const SiteInfo* site, std::uint32_t& left) noexcept : site_(site) {
-    if (g_epoch.load(std::memory_order_relaxed) == 0) return;
+  RINGTRACE_ALWAYS_INLINE SampledZone(const SiteInfo* site, SampleCount& count) noexcept {
+    const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+    if (epoch == 0) return;
+    if (count.epoch != epoch) [[unlikely]] count = SampleCount{0, epoch};  // a new session: the first is recorded
+    std::uint32_t& left = count.left;
     ThreadWriter& t = t_writer;
     const std::uint32_t bound = t.epoch;
     if (bound == kSampledOut) {  // inside a zone left out: so is this one, uncounted
-      epoch_ = kNotRecorded;
+      token_ = kNotRecorded;
       return;
     }
     if (left != 0) [[likely]] {
       left -= 1;
       hidden_ = bound;
       t.epoch = kSampledOut;  // one store: a signal handler sees one epoch or the other
-      epoch_ = kLeftOut;
+      token_ = kLeftOut;
       return;
     }
     std::uint32_t rate = site->sample_every != 0 ? site->sample_every : g_sample_every.load(std::memory_order_relaxed);
     rate = rate < kMaxSampleEvery ? rate : kMaxSampleEvery;
     left = rate > 1 ? rate - 1 : 0;
-    epoch_ = zone_open<false>(site, 0);
+    token_ = zone_open<false>(site, 0);
   }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // hidden_ is set whenever epoch_ is kLeftOut
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // hidden_ is set whenever token_ is kLeftOut
 #endif
   RINGTRACE_ALWAYS_INLINE ~SampledZone() {
-    if (epoch_ == kLeftOut) [[likely]] {
-      // No fence: the body recorded nothing (every access to the epoch stays in order,
-      // being one variable), so there is no ring write for a signal handler to see.
+    if (token_ == kLeftOut) [[likely]] {
       t_writer.epoch = hidden_;
       return;
     }
-    zone_close(site_, epoch_);
+    zone_close(token_);
   }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -447,9 +450,126 @@ class SampledZone {
 
  private:
   static constexpr std::uint32_t kLeftOut = 0xFFFFFFFAu;
-  const SiteInfo* site_;
-  std::uint32_t epoch_ = kNoSession;
+  std::uint32_t token_ = kNoSession;
   std::uint32_t hidden_;  // the thread's epoch before this zone was left out (set with kLeftOut)
 };
+
+// --- Zones with arguments at their own macro: RINGTRACE_ZONE(name, key, value, ...) ---
+
+// One argument of a zone: its key's site (kind value), the record kind (integer or
+// double argument) and the value's 64 bits. Built where the zone is: the compiler folds
+// the header into a constant.
+struct ZoneArg {
+  const SiteInfo* key;
+  RecordKind kind;
+  std::uint64_t payload;
+};
+
+template <typename T>
+RINGTRACE_ALWAYS_INLINE ZoneArg zone_arg(const SiteInfo* key, T value) noexcept {
+  static_assert(std::is_arithmetic_v<T>, "RINGTRACE_ZONE's argument values are integers or floating-point numbers");
+  if constexpr (std::is_floating_point_v<T>) {
+    return {key, record_arg_double, std::bit_cast<std::uint64_t>(static_cast<double>(value))};
+  } else {
+    return {key, record_arg_int, static_cast<std::uint64_t>(static_cast<std::int64_t>(value))};
+  }
+}
+
+// The begin and its arguments when the fast path cannot take them: the begin through
+// zone_open_slow, then each argument as RINGTRACE_ZONE_VALUE would attach it (lost and
+// counted with the begin if the begin was dropped).
+template <typename... Args>
+RINGTRACE_NOINLINE RINGTRACE_COLD std::uint32_t zone_open_args_slow(const SiteInfo* site, std::uint32_t epoch,
+                                                                   Args... args) noexcept {
+  const std::uint32_t token = zone_open_slow(site, record_zone_begin, 0, epoch);
+  if (token == epoch || token == kDroppedZone) {
+    (((args.kind == record_arg_double) ? attach<record_arg_double>(args.key, args.payload)
+                                        : attach<record_arg_int>(args.key, args.payload)),
+     ...);
+  }
+  return token;
+}
+
+// A zone begin and its arguments in one reservation: the arguments' records (header and
+// value, 16 bytes each) after the begin's, the begin's header stored last, so the
+// drainer reads the begin and its arguments together or not at all. The caller loaded
+// `epoch` (not 0) and evaluated the values only then (the macro), so that with no
+// session the arguments cost nothing. Returns the token for zone_close.
+template <typename... Args>
+RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_args(std::uint32_t epoch, const SiteInfo* site, Args... args) noexcept {
+  static_assert(sizeof...(Args) >= 1 && sizeof...(Args) <= 4, "RINGTRACE_ZONE takes up to four key/value pairs");
+  WriterBlock* const b = writable(t_writer, epoch);
+  if (b == nullptr) [[unlikely]] return zone_open_args_slow(site, epoch, args...);
+  const std::uintptr_t at = reserve(*b, 16 * (1 + sizeof...(Args)));
+  std::uintptr_t arg_at = at + 16;
+  ((put(arg_at + 8, args.payload), put(arg_at, record_header(args.key, args.kind)), arg_at += 16), ...);
+  put(at + 8, read_ticks_fast());  // last before the header, as a zone's
+  publish(at, record_header(site, record_zone_begin));
+  return epoch;
+}
+
+// --- Zones named at run time: RINGTRACE_ZONE_DYNAMIC(name) ---
+
+// One record: header (the macro's site: where), ticks, the name's size (| truncated <<
+// 63), the name's bytes (at most kMaxRuntimeName). The drainer interns the name into a
+// site of its own (bounded: Config::max_runtime_names). No lock, no allocation.
+RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_named(const SiteInfo* site, std::string_view name) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return kNoSession;
+  ThreadWriter& t = t_writer;
+  const std::size_t bytes = name.size() < kMaxRuntimeName ? name.size() : kMaxRuntimeName;
+  const std::uintptr_t need = 24 + ((bytes + 7) & ~std::uintptr_t{7});
+  WriterBlock* const b = t.block;
+  // The whole record below the limit (it can be longer than the slack past it).
+  if (t.epoch != epoch || b->next.load(std::memory_order_relaxed) + need > b->limit) [[unlikely]] {
+    return zone_open_named_slow(site, name.data(), name.size(), epoch);
+  }
+  const std::uintptr_t at = reserve(*b, need);
+  if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + 24), name.data(), bytes);
+  put(at + 16, bytes | (bytes < name.size() ? kTextTruncated : 0));
+  put(at + 8, read_ticks_fast());
+  publish(at, record_header(site, record_zone_begin_named));
+  return epoch;
+}
+
+// --- Messages: RINGTRACE_MESSAGE(text) ---
+
+RINGTRACE_ALWAYS_INLINE void message(const SiteInfo* site, std::string_view text) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  write_message(site, text.data(), text.size(), epoch);
+}
+
+// --- Zones begun and ended apart: RINGTRACE_ZONE_BEGIN / RINGTRACE_ZONE_END ---
+
+// The thread's open manual zones' tokens, innermost last. A begin deeper than
+// kCapacity is not recorded (its end only pops it). Constant-initialised and trivially
+// destructible, as t_writer.
+struct ManualZones {
+  static constexpr std::uint32_t kCapacity = 64;
+  std::uint32_t depth = 0;
+  std::uint32_t token[kCapacity] = {};
+};
+RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local ManualZones t_manual{};
+
+RINGTRACE_ALWAYS_INLINE void manual_zone_begin(const SiteInfo* site) noexcept {
+  ManualZones& m = t_manual;
+  const std::uint32_t depth = m.depth;
+  m.depth = depth + 1;
+  if (depth < ManualZones::kCapacity) [[likely]] m.token[depth] = zone_open<false>(site, 0);
+}
+
+// Ends the thread's innermost manual zone: an end record, which closes the innermost
+// zone open on the thread (scoped zones nest with manual ones, as any zones do).
+RINGTRACE_ALWAYS_INLINE void manual_zone_end() noexcept {
+  ManualZones& m = t_manual;
+  const std::uint32_t depth = m.depth;
+  if (depth == 0) [[unlikely]] {
+    manual_end_unbalanced();
+    return;
+  }
+  m.depth = depth - 1;
+  if (depth <= ManualZones::kCapacity) [[likely]] zone_close(m.token[depth - 1]);
+}
 
 }  // namespace ringtrace::detail

@@ -32,11 +32,19 @@ struct BinaryTraceOptions {
   // session runs; a thread's first event maps its ring; the drainer writes to the trace
   // file before each ring's slots are reused (one write per pass, as without it).
   bool rings_in_file = false;
+  // Instrumented functions (ringtrace::functions): the file holds each one's address and
+  // module (path, load address, build id) and, with this set, its name, file and line as
+  // the recording process names them (once per function, on the drainer thread). false:
+  // addresses and modules only, named when the file is read (from the modules' files, or
+  // copies of them found by build id: ReplayOptions::symbol_paths, `ringtrace convert
+  // --symbols-path`).
+  bool name_functions = true;
 };
 
-// Writes `path` + ".partial" while the session runs and renames it to `path` at stop();
-// a process killed before leaves the .partial file, which replay_file() and the tool
-// read up to its last complete chunk. A path that cannot be opened throws
+// Writes its temporary `path`.partial.XXXXXXXX (<ringtrace/files.hpp>) while the session
+// runs and renames it to `path` at stop(); a process killed before leaves the temporary,
+// which replay_file() and the tool read up to its last complete chunk. A path that
+// cannot be written (or that is a FIFO, a device, a directory) throws
 // std::runtime_error naming it. Each later run of the session rewrites the file. In a
 // live session it stores the rings' records as they are (the drainer neither decodes
 // nor merges for it). Fed a stream instead (a window or snapshot of
@@ -65,6 +73,9 @@ struct ReplayProcess {
   // Events read from the process's ring file (BinaryTraceOptions::rings_in_file) after
   // the trace file's own: what the drainer had not written when the process died.
   std::uint64_t recovered = 0;
+  // Frames of a later minor version of the format that this reader does not know, skipped
+  // (said in `problem` too): what they held is missing from the stream.
+  std::uint64_t skipped_frames = 0;
 };
 
 // What reading a file found.
@@ -78,7 +89,9 @@ struct ReplayResult {
   std::uint32_t pid = 0;
   std::uint64_t realtime_start_ns = 0;
   std::uint64_t bytes = 0;
-  std::uint32_t version = 0;  // the file's format version (2: written by `ringtrace merge`)
+  // The file's format: 2 (this version writes it), or 1 (before; still read).
+  std::uint32_t version = 0;
+  std::uint32_t minor_version = 0;
   std::vector<ReplayProcess> processes;
   // A file cut short whose ring file was beside it: the ring file read, and how many
   // events came from it (also in `problem`'s line).
@@ -108,9 +121,16 @@ struct ReplayOptions {
   ProgressFunction progress;  // optional
   // The ring file of a recording made with BinaryTraceOptions::rings_in_file. Empty:
   // looked for beside the file (`run.rtrace` or `run.rtrace.partial`: `run.rtrace.rings`)
-  // and read when the file was cut short and the ring file is of the same session.
+  // and read when the file was cut short and the ring file is of the same session. For a
+  // killed run's temporary `run.rtrace.partial.XXXXXXXX`, give it:
+  // output_of_partial(file) + ".rings" (<ringtrace/files.hpp>; the tool does).
   std::filesystem::path rings;
   bool recover_rings = true;  // false: never read a ring file
+  // Instrumented functions the recording left unnamed (or named `module+0x...` only) are
+  // named from their modules' files: at their recorded paths, then in these directories
+  // (by build id as <dir>/.build-id/xx/yyyy[.debug], by <dir>/<file name>, or as a sysroot
+  // <dir>/<recorded path>); a file of another build is never used. docs/functions.md.
+  std::vector<std::filesystem::path> symbol_paths;
 };
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters,
                                        const ReplayOptions& options);

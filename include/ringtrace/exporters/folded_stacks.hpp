@@ -35,6 +35,11 @@ struct FoldedStacksOptions {
   // stack), so values estimate the whole run. The folded format has no room for a
   // note: name the file so (e.g. "estimated.folded").
   bool estimate_sampled = false;
+  // self_ns and total_ns count each zone's on-CPU time (its time less the time its thread
+  // was switched out inside it; Config::context_switches, docs/context-switches.md)
+  // instead of its wall time. The file says so: every stack starts with the frame
+  // "[on-CPU time]". Zones of threads without switch events count their wall time.
+  bool on_cpu = false;
 };
 
 // Aggregates zones by stack while the session runs and writes the file at stop()

@@ -3,6 +3,9 @@
 // expensive first. See docs/formats/ops_summary.md.
 //
 //   3 graphs 12 graph calls 45/60 = 75% ops 82% time
+//
+// With Config::context_switches, an on-CPU "% time" too: the same share counting each
+// op's on-CPU time (its time less what its thread spent switched out inside it).
 #pragma once
 
 #include <cstddef>  // limits
@@ -52,8 +55,15 @@ struct CaptureCounts {
   std::uint64_t total_ops = 0;      // top-level ops
   std::uint64_t captured_ns = 0;    // inclusive time of the captured ops
   std::uint64_t total_ns = 0;       // inclusive time of all top-level ops
+  // With context switches in the stream (Config::context_switches; on_cpu true): the same
+  // two times counting only the ops' on-CPU time (docs/context-switches.md), so that ops
+  // whose thread waited weigh what they ran.
+  bool on_cpu = false;
+  std::uint64_t captured_on_cpu_ns = 0;
+  std::uint64_t total_on_cpu_ns = 0;
   double ops_percent() const;       // captured_ops / total_ops * 100, 0 without ops
   double time_percent() const;      // captured_ns / total_ns * 100, 0 without op time
+  double on_cpu_time_percent() const;  // captured_on_cpu_ns / total_on_cpu_ns * 100, 0 without
 };
 
 struct OpsSummaryThread {
@@ -81,9 +91,9 @@ struct OpsSummary {
   bool estimated = false;                 // estimate_sampled was on and some site was sampled
 };
 
-// "3 graphs 12 graph calls 45/60 = 75% ops 82% time". The percentages are rounded to
-// whole numbers but never show 100% unless everything was captured, nor 0% unless
-// nothing was.
+// "3 graphs 12 graph calls 45/60 = 75% ops 82% time", and with on-CPU numbers
+// "... 82% time 91% on-CPU time". The percentages are rounded to whole numbers but never
+// show 100% unless everything was captured, nor 0% unless nothing was.
 RINGTRACE_API std::string one_line(const CaptureCounts& counts);
 
 // The summary of a recorded stream (what the exporter computes live).

@@ -65,6 +65,9 @@ struct PstatsTable {
   // Sampled sites were scaled by their rates (PstatsOptions::estimate_sampled): the
   // numbers are estimates. The pstats file itself has no room to say so; the report does.
   bool estimated = false;
+  // tottime and cumtime are on-CPU times (PstatsOptions::on_cpu). The file says so with
+  // an entry of no calls, ('~', 0, '<ringtrace: times are on-CPU>'); the report too.
+  bool on_cpu = false;
 
   std::uint64_t total_calls() const;
   std::uint64_t total_primitive_calls() const;
@@ -89,6 +92,8 @@ class RINGTRACE_API PstatsAggregator {
   // Estimates for sampled sites: a recorded zone of a site sampled one in N counts N
   // calls and N times its times, with everything inside it. Kept across reset().
   void set_estimate_sampled(bool on);
+  // tottime and cumtime of each zone's on-CPU time (PstatsOptions::on_cpu). Kept across reset().
+  void set_on_cpu(bool on);
   void add(std::span<const Event> events, const TraceContext& context);
   // End of the stream: zones it left open end at `stop_ns` (or the last event's time),
   // flagged closed_at_stop, as a live session closes them at stop().
@@ -135,6 +140,10 @@ struct PstatsOptions {
   // Estimates for sampled sites (RINGTRACE_ZONE_SAMPLED): see
   // PstatsAggregator::set_estimate_sampled. The report's first line says so.
   bool estimate_sampled = false;
+  // tottime and cumtime count each zone's on-CPU time (its time less the time its thread
+  // was switched out inside it; Config::context_switches, docs/context-switches.md)
+  // instead of its wall time; see PstatsTable::on_cpu for how the file says so.
+  bool on_cpu = false;
 };
 
 // Aggregates the stream and writes the pstats file at stop() (on_finish). The file is

@@ -1,7 +1,8 @@
 // Key-averages table: zones grouped by name (optionally by name and the innermost N
 // frames of their stack), with self and total time, their shares, per-call average,
-// min, max, p50, p99 and call counts. PyTorch's key_averages().table(), with
-// recursion counted once. See docs/formats/table.md.
+// min, max, p50, p99 and call counts, and with Config::context_switches the same on-CPU
+// (self, total, average, p50, p99). PyTorch's key_averages().table(), with recursion
+// counted once. See docs/formats/table.md.
 #pragma once
 
 #include <cstddef>  // limits
@@ -23,7 +24,8 @@ struct TableOptions {
   // Rows are sorted by this column: numbers largest first, names A to Z; ties by name,
   // then stack. first_seen keeps the order in which groups first closed.
   enum class SortBy : std::uint8_t {
-    first_seen, name, self_percent, self, total_percent, total, avg, min, max, p50, p99, calls
+    first_seen, name, self_percent, self, total_percent, total, avg, min, max, p50, p99, calls,
+    on_cpu_self, on_cpu_total, on_cpu_avg, on_cpu_p50, on_cpu_p99
   };
   // The unit of every time in the text form; automatic picks s, ms, us or ns per value.
   // (CSV and JSON always hold integer nanoseconds.)
@@ -63,6 +65,17 @@ struct TableRow {
   std::uint64_t p99_ns = 0;        // nearest-rank percentile
   double self_percent = 0;         // self_ns / self_total_ns * 100
   double total_percent = 0;        // total_ns / self_total_ns * 100
+  // On-CPU time (KeyAverages::on_cpu: the stream had context switches): as the columns
+  // above, of each zone's on-CPU time (its time less the time its thread was off the CPU
+  // inside it; docs/context-switches.md). 0 without switches.
+  std::uint64_t on_cpu_self_ns = 0;
+  std::uint64_t on_cpu_total_ns = 0;  // outermost activations only
+  std::uint64_t on_cpu_avg_ns = 0;
+  std::uint64_t on_cpu_p50_ns = 0;
+  std::uint64_t on_cpu_p99_ns = 0;
+  // The largest on-CPU time of one call (in the struct only, not in the forms): with
+  // max_ns, the slowest call waited at least max_ns - on_cpu_max_ns.
+  std::uint64_t on_cpu_max_ns = 0;
 };
 
 struct ThreadDrops {
@@ -80,6 +93,9 @@ struct KeyAverages {
   std::vector<ThreadDrops> dropped_by_thread;  // threads that lost events
   std::uint64_t closed_at_stop = 0;  // zones still open at stop(), closed at the stop time
   bool estimated = false;  // estimate_sampled was on and some site was sampled
+  // The stream had context switches (Config::context_switches): the rows' on-CPU columns
+  // are filled in, and every form shows them.
+  bool on_cpu = false;
 };
 
 // The table of a recorded stream (what the exporter computes live).

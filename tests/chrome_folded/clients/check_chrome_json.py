@@ -72,11 +72,20 @@ def main(argv):
     text = raw.decode("utf-8")  # strict: invalid UTF-8 raises
     trace = strict_load(text)
     # The array form, with no displayTimeUnit (old Perfetto builds then read every ts as
-    # nanoseconds); the session's counts ride on the last event, "ringtrace_session".
+    # nanoseconds); the session's counts ride in the args of the last event, a
+    # process_name that states the first one's name again (no metadata name of its own,
+    # which Catapult would warn about).
     check(isinstance(trace, list), "top level is not an array")
     events = trace
-    session = [e for e in events if e.get("ph") == "M" and e.get("name") == "ringtrace_session"]
-    check(len(session) == 1 and events[-1] is session[0], "ringtrace_session is not the one last event")
+    session = [e for e in events if "ringtrace_session" in e.get("args", {})]
+    check(len(session) == 1 and events[-1] is session[0], "ringtrace_session is not in the one last event")
+    process_names = [e for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
+    check(len(process_names) >= 2 and process_names[-1] is events[-1] and events[0] is process_names[0]
+          and events[-1]["args"]["name"] == events[0]["args"]["name"] and events[-1]["pid"] == events[0]["pid"],
+          "the last event is not a process_name with the first one's name and pid")
+    check(all(e.get("ph") != "M" or e.get("name") in ("process_name", "thread_name", "thread_sort_index")
+              for e in events), "a metadata event of another name: %r"
+          % [e["name"] for e in events if e.get("ph") == "M"][:3])
     zones = collections.Counter()
     names = {}
     for e in events:
@@ -114,7 +123,7 @@ def main(argv):
         missing, extra = want - zones, zones - want
         check(not missing and not extra, "zones differ: missing %r, unexpected %r"
               % (list(missing)[:3], list(extra)[:3]))
-        other = session[0]["args"]
+        other = session[0]["args"]["ringtrace_session"]
         check(other["closed_at_stop"] == expected["closed_at_stop"], "otherData.closed_at_stop")
         check(other["recorded_events"] == expected["recorded"], "otherData.recorded_events")
         check(other["dropped_events"] == 0, "otherData.dropped_events")

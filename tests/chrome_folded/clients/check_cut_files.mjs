@@ -4,7 +4,7 @@
 // recorded name, start and duration, every thread with an event before the cut is
 // named, and neither reader reports an import error.
 //   node check_cut_files.mjs <trace.json> <expected.json> [cuts]
-//   node check_cut_files.mjs <trace.json.partial> <expected.json> whole
+//   node check_cut_files.mjs <killed run's trace> <expected.json> whole
 // `whole` loads the file as it is, without its closing bracket: the trace a process
 // killed with SIGKILL left (its zones must be among those expected.json lists).
 import fs from 'node:fs';

@@ -6,7 +6,11 @@
 // each, process-wide or per thread) with every sample, and no import error in `stats`.
 // The same checks hold for the Perfetto exporter's protobuf file of the same session
 // (format `perfetto`: counter tracks are named by the counter alone, with no arg key).
-//   node check_trace_processor.mjs <trace.json[.gz]|trace.perfetto-trace> <expected.json> [process|per_thread] [json|perfetto]
+// No stray slice: the slices are the zones and the instants, nothing else (the session's
+// counts are not an event). A Perfetto file has the counts as trace metadata and no
+// clock snapshot (Perfetto UI would draw each as a marker), but with delta timestamps
+// (format `perfetto-delta`: one snapshot per thread sequence).
+//   node check_trace_processor.mjs <trace.json[.gz]|trace.perfetto-trace> <expected.json> [process|per_thread] [json|perfetto|perfetto-delta]
 import fs from 'node:fs';
 import {loadTrace} from '../../clients/trace_processor.mjs';
 import {check, equal, equalMultiset, finish, readText} from './common.mjs';
@@ -42,10 +46,26 @@ for (const thread of expected.threads) {
   zones += actual.length;
 }
 equal(zones, expected.zone_count, 'zones in trace_processor');
+equal(tp.query('select count(*) as n from slice')[0].n, expected.zone_count + expected.instant_count,
+      'slices: the zones and the instants, nothing else');
+
+if (format !== 'json') {
+  const counts = Object.fromEntries(
+      tp.query("select name, int_value as v from metadata where name like 'cr-ringtrace_session.%'")
+          .map(r => [r.name.slice('cr-ringtrace_session.'.length), r.v]));
+  equal([counts.recorded_events, counts.dropped_events, counts.closed_at_stop],
+        [expected.recorded, 0, expected.closed_at_stop], 'session counts in the metadata table');
+  const snapshots = tp.query('select count(distinct snapshot_id) as n from clock_snapshot')[0].n;
+  if (format === 'perfetto-delta') {
+    check(snapshots >= expected.threads.length, `${snapshots} clock snapshots for ${expected.threads.length} threads`);
+  } else {
+    equal(snapshots, 0, 'clock snapshots');
+  }
+}
 
 // Counters: the track is named by the counter once ("<name> value": trace_processor
 // appends the arg key), one per name (process) or per name and thread (per_thread).
-const suffix = format === 'perfetto' ? '' : ' value';
+const suffix = format === 'json' ? ' value' : '';
 const trackOf = ([name, tid]) => counterMode === 'per_thread' ? `${name} (tid ${tid})${suffix}` : `${name}${suffix}`;
 const tracks = tp.query('select id, name from counter_track');
 const wantTracks = [...new Set(expected.counters.map(trackOf))].sort();

@@ -1,0 +1,138 @@
+// Automatic function instrumentation's hot path: what the compiler's hooks
+// (__cyg_profile_func_enter / _exit, runtime/functions/hooks.cpp, CMake target
+// ringtrace::functions) do on every instrumented call. docs/functions.md describes it.
+//
+// A function's entry is one ring record, kind record_function_entry: its header holds the
+// function's raw address (function_header()), then the ticks; its exit is an ordinary zone
+// end slot. The drainer names the address once, off the hot path. So an instrumented call
+// records what a RINGTRACE_ZONE records, with the same reservation, clock read and stores.
+//
+// What zones get from their guard object (the token that says whether the begin was
+// recorded), a function gets from the thread's shadow stack: one FunctionFrame per
+// instrumented function entered in the session and not yet left, holding the stack
+// pointer where it called the entry hook (the hook's CFA) and its address. The exit hook
+// writes the end only if the innermost frame is its own (same stack pointer, same
+// address, recorded); anything else goes to the slow path (runtime/live/functions.cpp):
+//   - frames whose stack pointer is below the current one belong to calls an exception
+//     or a longjmp left without their exit hooks: they are closed there, marked (an
+//     argument "unwound" = 1 on the zone), so the thread's stack is never left
+//     unbalanced; a frame at the same stack pointer is an outer function that this one
+//     was inlined into (g++ calls an inlined function's hooks from the outer function's
+//     frame), or, if it is the same function, an earlier call of it left the same way;
+//   - a frame that was not recorded (its entry dropped, or the thread untraced) is popped
+//     without an end; a call deeper than the session's maximum depth is not recorded, nor
+//     is anything deeper, until the stack comes back above it;
+//   - an exit with no frame of its own (the function was entered before the session, or
+//     while recording was paused) writes nothing.
+// The frames live in memory the slow path allocates at the thread's first instrumented
+// call in a session (Config::functions.max_depth frames); the hot path allocates nothing,
+// takes no lock and makes no system call.
+#pragma once
+
+#include <cstdint>  // addresses
+
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API, RINGTRACE_ALWAYS_INLINE, TLS model
+#include "ringtrace/detail/writer.hpp"    // the ring writer: epoch, reserve, publish, slow paths
+
+namespace ringtrace::detail {
+
+// One instrumented function entered and not yet left.
+struct FunctionFrame {
+  std::uintptr_t sp;  // the stack pointer where the function called the entry hook
+  std::uintptr_t fn;  // function_key(): its address and call site tag, with a kFrame* state in the top byte (0: recorded)
+};
+inline constexpr unsigned kFrameStateShift = 56;  // user-space addresses stay below 2^56
+inline constexpr std::uintptr_t kFrameDropped = std::uintptr_t{1} << kFrameStateShift;  // the ring was full
+inline constexpr std::uintptr_t kFrameUnrecorded = std::uintptr_t{2} << kFrameStateShift;  // untraced, sampled out
+inline constexpr std::uintptr_t kFrameStateMask = ~std::uintptr_t{0} << kFrameStateShift;
+// A frame's key: the function's address (below 2^47 in user space) and, above it, the low
+// 9 bits of the call site the compiler passes to both hooks (the return address of the
+// function's physical frame). Functions g++ inlined into another share its frame's stack
+// pointer and its call site; two calls made one after the other from one frame share the
+// stack pointer but not the call site (unless made by the same call instruction).
+inline constexpr unsigned kFrameTagShift = 47;
+inline constexpr std::uintptr_t kFrameAddressMask = (std::uintptr_t{1} << kFrameTagShift) - 1;
+inline constexpr std::uintptr_t kFrameTagMask = ~kFrameAddressMask & ~kFrameStateMask;
+RINGTRACE_ALWAYS_INLINE constexpr std::uintptr_t function_key(std::uintptr_t fn, std::uintptr_t call_site) noexcept {
+  return (fn & kFrameAddressMask) | ((call_site << kFrameTagShift) & kFrameTagMask);
+}
+// Whether `key`, entered at the stack pointer of frame `f`, is a function inlined into
+// f's (same call site, another function) rather than a call at f's depth after f's call
+// was left by an exception or a longjmp.
+RINGTRACE_ALWAYS_INLINE constexpr bool inlined_into(const FunctionFrame& f, std::uintptr_t key) noexcept {
+  return ((f.fn ^ key) & kFrameTagMask) == 0 && ((f.fn ^ key) & kFrameAddressMask) != 0;
+}
+
+// The thread's shadow stack. Below its first frame is a sentinel: a stack pointer above
+// every real one (an entry never takes it for a frame left by an exception) and address 0
+// (an exit that meets it has nothing to do). Before the thread's first instrumented call
+// of a session, top and last both point at kNoFunctionFrame, which sends an entry to the
+// slow path.
+struct FunctionStack {
+  FunctionFrame* top;   // the innermost frame (the sentinel below the first)
+  FunctionFrame* last;  // the last frame there is room for: an entry here takes the slow path
+};
+
+// The sentinel of a thread that has no stack in the running session. An inline variable
+// (one for the process, as t_writer): a definition in the library would be one per
+// shared object that links the static library (plugins), which ASan reports as an ODR
+// violation.
+RINGTRACE_API inline constexpr FunctionFrame kNoFunctionFrame{~std::uintptr_t{0}, 0};
+
+// Default visibility like t_writer: every copy of the hooks binds to one stack per thread.
+RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local FunctionStack t_functions{
+    const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
+
+// Slow paths (cold, noinline, runtime/live/functions.cpp).
+// `key` is function_key(): the function's address is its low bits.
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void function_entry_slow(std::uintptr_t key, std::uintptr_t sp,
+                                                                         std::uint32_t epoch) noexcept;
+RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void function_exit_slow(std::uintptr_t key, std::uintptr_t sp) noexcept;
+
+// An instrumented function `fn` entered from `call_site` with the hook's CFA `sp`. With no
+// session, one load and a compare.
+RINGTRACE_ALWAYS_INLINE void function_entry(std::uintptr_t fn, std::uintptr_t call_site, std::uintptr_t sp) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  const std::uintptr_t key = function_key(fn, call_site);
+  FunctionStack& s = t_functions;
+  FunctionFrame* const top = s.top;
+  // A frame below this stack pointer was left without its exit (repaired in the slow
+  // path); no room for another frame; no stack yet in this session. A frame at the same
+  // stack pointer is the function this one was inlined into (g++ instruments inlined
+  // functions: their hooks run in the outer function's frame, with its call site), or
+  // else a call at this depth that an exception or a longjmp left (the slow path).
+  if (top->sp <= sp || top == s.last) [[unlikely]] {
+    if (top->sp != sp || top == s.last || !inlined_into(*top, key)) return function_entry_slow(key, sp, epoch);
+  }
+  WriterBlock* const b = writable(t_writer, epoch);
+  if (b == nullptr) [[unlikely]] return function_entry_slow(key, sp, epoch);
+  const std::uintptr_t at = reserve(*b, 16);
+  put(at + 8, read_ticks_fast());
+  publish(at, function_header(fn));
+  // The frame before the top moves: a signal handler that records in between pushes and
+  // pops above the old top (docs/functions.md, "Signal handlers").
+  top[1] = FunctionFrame{sp, key};
+  s.top = top + 1;
+}
+
+// Its exit: the end if the innermost frame is its own and was recorded.
+RINGTRACE_ALWAYS_INLINE void function_exit(std::uintptr_t fn, std::uintptr_t call_site, std::uintptr_t sp) noexcept {
+  const std::uintptr_t key = function_key(fn, call_site);
+  FunctionStack& s = t_functions;
+  FunctionFrame* const top = s.top;
+  if (top->sp != sp || top->fn != key) [[unlikely]] {
+    if (top->fn != 0) function_exit_slow(key, sp);  // 0: no frame at all (the sentinel)
+    return;
+  }
+  s.top = top - 1;
+  // A recorded frame belongs to the session the thread is bound to (binding a thread to
+  // another session empties its stack): its ring is the one to write to.
+  const std::uint64_t ticks = read_ticks_fast();
+  WriterBlock& b = *t_writer.block;
+  const std::uintptr_t at = reserve(b, 8);
+  if (at >= b.end_limit) [[unlikely]] return zone_end_slow(at, ticks);
+  publish(at, end_slot(ticks));
+}
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,78 @@
+// The ring record format: what the hot path writes into a thread's ring, and what the
+// drainer and the binary file's ring recovery read back (runtime/core/ring_records.hpp).
+// docs/file-format.md ("Ring records") describes the same for readers in other languages.
+//
+// A ring is a power-of-two number of bytes read as 8-byte little-endian words ("slots").
+// Every record starts with one slot that is never 0:
+//
+//   bit 0 set      a zone end: the whole record is that slot, `ticks << 1 | 1`.
+//   bit 0 clear    a header: bits 1-4 the RecordKind, bits 5-63 what the kind puts there
+//                  (a call site's address, which SiteInfo's alignment leaves with five
+//                  zero bits; a function's address shifted left by five; or, for
+//                  record_extended, a subtype and the record's size).
+//
+// The slots that follow a header (its time, payload, text) are written first and the
+// header last, so a reader that sees a header non-zero sees the whole record; the
+// drainer zeroes what it has read before the thread may write there again. A reader
+// that meets a kind it does not know stops there and says so: the sizes of kinds 1-14
+// are fixed by this version, and record_extended carries its own size, so a later
+// version can add subtypes that an older reader skips (and counts).
+#pragma once
+
+#include <cstdint>  // slots
+
+#include "ringtrace/site.hpp"  // SiteInfo's alignment
+
+namespace ringtrace::detail {
+
+enum RecordKind : std::uint64_t {
+  record_zone_end = 0,       // 1 slot: ticks << 1 | 1 (bit 0 tells it from a header)
+  record_zone_begin = 1,     // header (site), ticks
+  record_instant = 2,        // header (site), ticks
+  record_timed_int = 3,      // header (site), ticks, i64: counter, async begin/end (by the site's kind)
+  record_timed_double = 4,   // header (site), ticks, f64: counter
+  record_arg_int = 5,        // header (site), i64: zone value, flow id (by the site's kind); no time
+  record_arg_double = 6,     // header (site), f64: zone value; no time
+  record_region_begin = 7,   // header (site), ticks, u64 region id (the step marker: the step number)
+  record_arg_text = 8,       // header (site), u64 bytes | truncated << 63, the bytes in ceil(bytes / 8) slots; no time
+  record_function_entry = 9, // header (function address << 5), ticks: a zone named after the function
+  record_dropped = 10,       // header (nothing else), ticks of the first drop, u64 count
+  record_message = 11,       // header (site), ticks, u64 bytes | truncated << 63, the bytes
+  record_zone_begin_named = 12,  // header (site), ticks, u64 bytes | truncated << 63, the name's bytes
+  // 13 and 14: not assigned yet (a reader stops at them: it cannot know their size).
+  record_extended = 15,      // header: subtype in bits 8-15, the record's slots (header included) in bits 32-63
+};
+
+inline constexpr std::uint64_t kRecordEndBit = 1;
+inline constexpr unsigned kRecordKindShift = 1;
+inline constexpr std::uint64_t kRecordKindMask = std::uint64_t{15} << kRecordKindShift;
+inline constexpr unsigned kRecordAddressShift = 5;  // function entries: address << 5
+inline constexpr std::uint64_t kRecordSiteMask = ~std::uint64_t{31};
+inline constexpr std::uint64_t kTextTruncated = std::uint64_t{1} << 63;  // in a text's size slot
+
+// record_extended subtypes.
+enum ExtendedKind : std::uint64_t {
+  extended_padding = 0,  // nothing: slots a writer reserved and could not use (never in a file)
+};
+
+static_assert(alignof(SiteInfo) >= 32, "a header keeps the record kind in a site address's five low bits");
+
+inline std::uint64_t record_header(const SiteInfo* site, RecordKind kind) noexcept {
+  // `+`, not `|`: the same (the address's low bits are 0), and a compiler folds a constant
+  // site's address and the kind into one `lea`.
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(site)) + (std::uint64_t{kind} << kRecordKindShift);
+}
+constexpr std::uint64_t function_header(std::uint64_t address) noexcept {
+  return (address << kRecordAddressShift) | (std::uint64_t{record_function_entry} << kRecordKindShift);
+}
+constexpr std::uint64_t extended_header(ExtendedKind subtype, std::uint64_t slots) noexcept {
+  return (slots << 32) | (std::uint64_t{subtype} << 8) | (std::uint64_t{record_extended} << kRecordKindShift);
+}
+constexpr std::uint64_t end_slot(std::uint64_t ticks) noexcept { return (ticks << 1) | kRecordEndBit; }
+
+// Slots of a record of a text of `bytes` bytes after `fixed` slots (header, time, size).
+constexpr std::uint64_t text_record_slots(std::uint64_t fixed, std::uint64_t bytes) noexcept {
+  return fixed + (bytes + 7) / 8;
+}
+
+}  // namespace ringtrace::detail

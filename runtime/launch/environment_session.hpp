@@ -1,0 +1,47 @@
+// A session started by the runtime itself, from the environment, when a program that
+// links ringtrace starts (`ringtrace record`, or the variables set by hand), and stopped
+// at its exit: no change to the program's code. docs/guide.md and docs/functions.md list the
+// variables:
+//   RINGTRACE_OUTPUT         where and what: comma-separated [format:]path, the format
+//                            from the path's extension when not named (.rtrace binary,
+//                            .json/.json.gz chrome, .perfetto-trace/.pftrace perfetto,
+//                            .prof/.pstats pstats, .folded folded; table: and summary:
+//                            always named); "%p" in a path becomes the process id
+//   RINGTRACE_BUFFER         records per thread ring (Config::buffer_records)
+//   RINGTRACE_POLICY         drop or block (Config::overflow)
+//   RINGTRACE_MIN_DURATION   instrumented calls shorter than this left out: 100ns, 2us, 1ms
+//   RINGTRACE_MAX_DEPTH      instrumented calls deeper than this not recorded
+//   RINGTRACE_INCLUDE        only instrumented functions whose name matches (ECMAScript regex)
+//   RINGTRACE_EXCLUDE        instrumented functions whose name matches left out
+// The variables are read once, then RINGTRACE_OUTPUT is removed from the environment, so
+// that programs this one starts do not write the same files.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ringtrace/config.hpp"
+
+namespace ringtrace::detail {
+
+// One output of RINGTRACE_OUTPUT.
+struct EnvironmentOutput {
+  std::string format;  // rtrace, chrome, perfetto, pstats, folded, table or summary
+  std::string path;    // "%p" replaced
+};
+
+struct EnvironmentPlan {
+  bool wanted = false;          // RINGTRACE_OUTPUT is set (and not empty)
+  Config config;
+  std::vector<EnvironmentOutput> outputs;
+  std::string error;            // non-empty: a variable is wrong, nothing is recorded
+};
+
+// The plan the variables describe, `get` reading one (nullptr: unset), `pid` for "%p".
+EnvironmentPlan plan_from_environment(const std::function<const char*(const char*)>& get, long pid);
+
+// "100ns", "2us", "1.5ms", "3s" or a number of nanoseconds; false if it is none.
+bool parse_duration(const std::string& text, std::chrono::nanoseconds& out);
+
+}  // namespace ringtrace::detail

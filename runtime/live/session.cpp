@@ -1,0 +1,507 @@
+#include "ringtrace/session.hpp"
+#include "ringtrace/instrument.hpp"
+#include "steps.hpp"
+#include "windows.hpp"
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+
+#include "clock_calibration.hpp"
+#include "drainer.hpp"
+#include "environment.hpp"
+#include "flight_recorder.hpp"
+#include "function_stack.hpp"
+#include "output_claims.hpp"
+#include "ring_file.hpp"
+#include "raw_sink.hpp"
+#include "ringtrace/exporter.hpp"
+#include "site_table.hpp"
+#include "thread_registry.hpp"
+
+namespace ringtrace {
+namespace {
+
+// Guards every Session's running state and g_active. Held only briefly: stop() lets
+// go of it while the drainer finishes, so exporters may call stats() and running().
+std::mutex g_session_mutex;
+Session::Impl* g_active = nullptr;  // the running session, guarded by g_session_mutex
+// The running session for frame_mark(), which takes no lock to find it: set when a run
+// starts, cleared when it stops, and a frame mark in flight counted in g_frame_users
+// (stop() waits for them) so that the session outlives every mark that found it.
+std::atomic<Session::Impl*> g_frame_session{nullptr};
+std::atomic<std::uint32_t> g_frame_users{0};
+// The session started from the environment (RINGTRACE_OUTPUT), and what it writes;
+// guarded by g_session_mutex.
+Session::Impl* g_environment = nullptr;
+// The outputs' text lives in a function's static, made on first use: the environment
+// session's constructor function runs in an order of its own among the files' static
+// initializers, and with a global std::string here LeakSanitizer found the text it had
+// set leaked at exit (the ASan build's functions_record test).
+std::string& environment_outputs() {
+  static std::string outputs;
+  return outputs;
+}
+
+Config normalized(Config config) {
+  std::size_t records = std::clamp<std::size_t>(config.buffer_records, 64, std::size_t{1} << 30);
+  config.buffer_records = std::bit_ceil(records);
+  if (!(config.high_water > 0.0)) config.high_water = 0.5;  // also catches NaN
+  config.high_water = std::clamp(config.high_water, 0.01, 1.0);
+  config.batch_events = std::clamp<std::size_t>(config.batch_events, 64, std::size_t{1} << 24);
+  if (config.drain_interval.count() <= 0) config.drain_interval = std::chrono::microseconds(1);
+  if (config.merge_grace.count() < 0) config.merge_grace = std::chrono::microseconds(0);
+  config.sample_every = std::clamp<std::uint32_t>(config.sample_every, 1, detail::kMaxSampleEvery);
+  return config;
+}
+
+void install_process_hooks();
+
+}  // namespace
+
+struct Session::Impl {
+  Config config;
+  std::vector<std::shared_ptr<Exporter>> exporters;
+  std::unique_ptr<detail::Drainer> drainer;
+  SessionStats last_stats;
+  bool running = false;   // guarded by g_session_mutex
+  bool use_tsc = false;
+  pid_t pid = 0;          // the process that started the run (a fork child is another)
+  std::mutex stop_mutex;  // one stop at a time; held while the drainer finishes
+  // Steps and windows.
+  std::vector<WindowExporterFactory> window_factories;
+  detail::FlightRecorderHandle recorder;  // the run's flight recorder (kept after stop for stats())
+  std::unique_ptr<detail::RingFile> ring_file;  // the run's rings, when a binary file asks for a mapping
+  std::atomic<std::uint64_t> step{0};
+  // Steps (steps.hpp): step() and frame_mark() take turns through this lock (a few
+  // instructions and one record while held), so that the markers' times are in the
+  // order of their numbers whichever threads call.
+  std::atomic_flag step_lock = ATOMIC_FLAG_INIT;
+  bool windows = false;     // a schedule or window exporters: step 0 is a zone from start()
+  bool recording = true;    // the current step records (else the epoch is paused)
+  bool step_open = false;   // the current step's zone was begun
+  const SiteInfo* step_site = detail::step_marker_site();
+  std::uint64_t phase_until = 0;  // steps before this one are in the current step's phase
+
+  void lock_steps() noexcept {
+    while (step_lock.test_and_set(std::memory_order_acquire)) {
+      while (step_lock.test(std::memory_order_relaxed)) std::this_thread::yield();
+    }
+  }
+  void unlock_steps() noexcept { step_lock.clear(std::memory_order_release); }
+
+  // Step `n` begins (under the step lock): with a schedule, recording is switched by its
+  // phase at a phase boundary; the marker ends the step that ends (if its zone is open)
+  // and begins step n's (if it records). Written while recording is on: after resuming,
+  // before pausing.
+  void begin_step(std::uint64_t n) {
+    bool rec = recording;
+    if (n >= phase_until) {
+      const detail::StepPlan plan = detail::plan_step(config.schedule, n);
+      phase_until = plan.until;
+      rec = detail::records(plan.phase);
+    }
+    if (rec && !recording) {
+      detail::Registry::instance().set_paused(false);
+      recording = true;
+    }
+    const bool ends = step_open;
+    const bool begins = rec && (windows || n > 0);
+    if (ends || begins) {
+      detail::timed<detail::record_region_begin>(
+          step_site, n | (ends ? detail::kStepEnds : 0) | (begins ? detail::kStepBegins : 0));
+    }
+    step_open = begins;
+    if (!rec && recording) {
+      detail::Registry::instance().set_paused(true);
+      recording = false;
+    }
+  }
+
+  // Session::step() and frame_mark().
+  void next_step() noexcept {
+    lock_steps();
+    const std::uint64_t next = step.load(std::memory_order_relaxed) + 1;
+    step.store(next, std::memory_order_relaxed);
+    // Between start() and stop() (read under the lock stop() takes too: a step after the
+    // stop records nothing).
+    if (g_frame_session.load(std::memory_order_relaxed) == this) begin_step(next);
+    unlock_steps();
+  }
+
+  // A fork child's copy of a running session: its drainer thread does not exist here
+  // and its exporters belong to the parent. Leaked on purpose: destroying the drainer
+  // would join a thread that is not there and run the exporters' destructors.
+  bool inherited() const { return running && pid != ::getpid(); }
+  void abandon() {
+    (void)drainer.release();
+    running = false;
+  }
+
+  void stop();
+};
+
+void Session::Impl::stop() {
+  if (detail::on_drainer_thread()) {
+    throw std::logic_error("ringtrace: stop() called from an exporter's callback; it would wait for itself");
+  }
+  std::lock_guard<std::mutex> stopping(stop_mutex);
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    if (!running) return;
+    if (inherited()) {
+      abandon();
+      return;
+    }
+    running = false;  // running() is false from here; stats() reads the drainer's
+  }
+  // No step or frame mark from here on (they wait for this to end); the current step's
+  // zone is left open: the drainer closes it at the stop time.
+  if (g_frame_session.load() == this) {
+    g_frame_session.store(nullptr);
+    while (g_frame_users.load() != 0) std::this_thread::yield();  // marks that found this session
+  }
+  lock_steps();
+  step_open = false;
+  unlock_steps();
+  detail::Registry::instance().retract_epoch();
+  drainer->finish(detail::read_ticks(use_tsc));
+  // Every record is in the trace file now: the rings' file is not needed any more (the
+  // slots stay mapped until their threads bind rings of another session).
+  if (ring_file) {
+    ring_file->remove();
+    ring_file.reset();
+  }
+  SessionStats stats = drainer->stats();
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  last_stats = std::move(stats);
+  drainer.reset();
+  if (g_active == this) g_active = nullptr;
+  if (g_environment == this) g_environment = nullptr;
+}
+
+Session::Session(Config config) : impl_(std::make_unique<Impl>()) { impl_->config = normalized(std::move(config)); }
+
+Session::~Session() {
+  try {
+    stop();
+  } catch (...) {  // a destructor must not throw; stop() reports through stats()
+  }
+}
+
+void Session::add_exporter(std::shared_ptr<Exporter> exporter) {
+  if (!exporter) throw std::invalid_argument("ringtrace: add_exporter got a null exporter");
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (impl_->running && !impl_->inherited()) {
+    throw std::logic_error("ringtrace: add_exporter called on a running session; add exporters before start()");
+  }
+  // Two exporters writing one file would interleave into a broken one: refuse the second.
+  detail::OutputClaims taken(impl_->exporters);
+  if (const std::optional<std::filesystem::path> clash = taken.claim(*exporter)) {
+    throw std::invalid_argument("ringtrace: add_exporter: " + clash->string() +
+                                " is already written by another exporter of this session");
+  }
+  impl_->exporters.push_back(std::move(exporter));
+}
+
+void Session::start() {
+  std::lock_guard<std::mutex> stopping(impl_->stop_mutex);
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (impl_->inherited()) impl_->abandon();
+  if (impl_->running) throw std::logic_error("ringtrace: start() called on a session that is already running");
+  if (g_active != nullptr && g_active == g_environment) {
+    // `ringtrace record` (or RINGTRACE_OUTPUT) records this process already: the
+    // program runs on, its session records nothing. Said once.
+    static bool said = false;
+    if (!said) {
+      said = true;
+      std::fprintf(stderr,
+                   "ringtrace: this process is recorded from the environment (%s): the program's own "
+                   "Session::start() records nothing and its exporters get no events (one session at a time)\n",
+                   environment_outputs().c_str());
+    }
+    return;
+  }
+  if (g_active != nullptr) {
+    throw std::logic_error("ringtrace: start() called while another session is running; stop it first");
+  }
+  install_process_hooks();
+  const Config& config = impl_->config;
+  bool use_tsc = false;
+  if (config.clock != ClockSource::monotonic) use_tsc = RINGTRACE_HAVE_TSC && detail::cpu_has_invariant_tsc();
+
+  detail::TickConverter converter;
+  if (use_tsc) {
+    const detail::ClockSample first = detail::sample_clock(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    converter.start_tsc(first, detail::sample_clock(true));
+  } else {
+    converter.start_identity();
+  }
+  ClockInfo clock;
+  clock.tsc = use_tsc;
+  clock.ticks_per_second = converter.ticks_per_second();
+  clock.start_ns = detail::monotonic_ns();
+
+  detail::ActiveParams params;
+  params.ring_bytes = detail::ring_bytes_for(config.buffer_records);
+  params.high_water = std::clamp<std::uint64_t>(
+      static_cast<std::uint64_t>(static_cast<double>(params.ring_bytes) * config.high_water), 128, params.ring_bytes);
+  params.overflow = config.overflow;
+  params.use_tsc = use_tsc;
+  params.grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config.merge_grace).count());
+  params.yield_to_drainer = config.yield_to_drainer;
+
+  // Everything that can fail comes before the epoch is published, so that a failed
+  // start leaves no thread bound to it; starting the drainer's thread is the one step
+  // after, and its failure takes back the registrations it let in.
+  std::vector<std::shared_ptr<Exporter>> exporters = impl_->exporters;
+  // A window's exporters may not write these (make_window_exporters refuses them).
+  const std::vector<std::filesystem::path> session_outputs = detail::OutputClaims(impl_->exporters).paths();
+  const bool recorder = config.flight_recorder.keep.count() > 0;
+  // With the flight recorder and no schedule, the factories get snapshots only.
+  if (!impl_->window_factories.empty() && (config.schedule.has_value() || !recorder)) {
+    exporters.push_back(detail::make_window_router(config.schedule, impl_->window_factories, session_outputs));
+  }
+  detail::FlightRecorderHandle flight;
+  if (recorder) {
+    flight = detail::make_flight_recorder(config, impl_->window_factories, session_outputs);
+    exporters.push_back(detail::as_exporter(flight));
+  }
+  auto drainer = std::make_unique<detail::Drainer>(config, exporters, converter, clock, use_tsc, 0);
+  for (const std::string& category : config.disabled_categories) ringtrace::set_category_enabled(category, false);
+  detail::g_sample_every.store(config.sample_every, std::memory_order_relaxed);
+  // Rings in a file mapping, when the binary file asks for it (one exporter at most).
+  std::unique_ptr<detail::RingFile> ring_file;
+  {
+    std::filesystem::path rings;
+    for (const auto& exporter : exporters) {
+      const auto* raw = dynamic_cast<const detail::RawSink*>(exporter.get());
+      const std::filesystem::path asked = raw != nullptr ? raw->rings_path() : std::filesystem::path();
+      if (asked.empty()) continue;
+      if (!rings.empty()) {
+        throw std::invalid_argument("ringtrace: two exporters ask for the rings in a file (" + rings.string() +
+                                    " and " + asked.string() + "); a session has one set of rings");
+      }
+      rings = asked;
+    }
+    if (!rings.empty()) {
+      ring_file = detail::RingFile::create(rings, static_cast<std::uint32_t>(::getpid()), clock.start_ns,
+                                           params.ring_bytes);
+      params.ring_file = ring_file.get();
+      drainer->set_rings_in_file(true);
+    }
+  }
+  detail::set_function_max_depth(config.functions.max_depth);
+  detail::Registry& registry = detail::Registry::instance();
+  const std::uint32_t epoch = registry.publish_epoch(params);
+  drainer->set_epoch(epoch);
+  try {
+    drainer->start();
+  } catch (...) {
+    registry.retract_epoch();
+    registry.release_pending_registrations();
+    if (ring_file) ring_file->remove();
+    throw;
+  }
+  impl_->drainer = std::move(drainer);
+  impl_->ring_file = std::move(ring_file);
+  impl_->recorder = std::move(flight);
+  impl_->use_tsc = use_tsc;
+  impl_->pid = ::getpid();
+  impl_->running = true;
+  g_active = impl_.get();
+  impl_->step = 0;
+  impl_->recording = true;
+  impl_->step_open = false;
+  impl_->phase_until = 0;
+  impl_->windows = config.schedule.has_value() || !impl_->window_factories.empty();
+  impl_->lock_steps();
+  impl_->begin_step(0);
+  impl_->unlock_steps();
+  g_frame_session.store(impl_.get(), std::memory_order_release);
+}
+
+namespace detail {
+void mark_environment_session(Session& session, std::string described) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  g_environment = g_active;
+  environment_outputs() = std::move(described);
+  (void)session;
+}
+}  // namespace detail
+
+void Session::add_window_exporter(WindowExporterFactory factory) {
+  if (!factory) throw std::invalid_argument("ringtrace: add_window_exporter got an empty factory");
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (impl_->running && !impl_->inherited()) {
+    throw std::logic_error("ringtrace: add_window_exporter called on a running session; add them before start()");
+  }
+  impl_->window_factories.push_back(std::move(factory));
+}
+
+void Session::step() { impl_->next_step(); }
+
+void frame_mark() noexcept {
+  g_frame_users.fetch_add(1);  // sequentially consistent with stop()'s store and load
+  if (Session::Impl* s = g_frame_session.load()) s->next_step();
+  g_frame_users.fetch_sub(1);
+}
+
+std::uint64_t Session::current_step() const noexcept { return impl_->step.load(std::memory_order_relaxed); }
+
+void Session::stop() { impl_->stop(); }
+
+bool Session::running() const noexcept {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  return impl_->running && !impl_->inherited();
+}
+
+SessionStats Session::stats() const {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  // While stop() finishes, the drainer still exists (running is already false).
+  SessionStats stats = impl_->drainer && !impl_->inherited() ? impl_->drainer->stats() : impl_->last_stats;
+  stats.snapshots = impl_->recorder.snapshots();
+  stats.snapshots_suppressed = impl_->recorder.suppressed();
+  return stats;
+}
+
+bool Session::snapshot(std::string reason) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (!impl_->running || impl_->inherited()) return false;
+  return impl_->recorder.request(std::move(reason));
+}
+
+const Config& Session::config() const noexcept { return impl_->config; }
+
+// ---------------------------------------------------------------------------------------
+// Process hooks: exit paths, fork, and opt-in signals.
+
+namespace {
+
+// exit() from any thread, quick_exit(), and returning from main with a session that is
+// still running (its Session object never destroyed: on the heap, or in a frame that
+// exit() skips): stop it so every exporter finishes its files. Registered at the first
+// start(), so it runs before the destructors of Sessions constructed earlier (which then
+// find them stopped).
+void stop_active_at_exit() {
+  Session::Impl* active = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    active = g_active;
+    if (active == nullptr || active->inherited() || detail::on_drainer_thread()) return;
+  }
+  try {
+    active->stop();
+  } catch (...) {  // nothing to report to at exit; the files are as complete as they got
+  }
+}
+
+// --- opt-in signals: the handler only posts a semaphore (async-signal-safe); a watcher
+// thread stops the session and re-raises the signal with its default action.
+sem_t g_signal_semaphore;
+std::atomic<int> g_signal_number{0};
+struct SavedAction {
+  int signal = 0;
+  struct sigaction action {};
+};
+std::vector<SavedAction> g_saved_actions;  // guarded by g_session_mutex; read in the fork child
+
+void on_flush_signal(int signal) {
+  int none = 0;
+  g_signal_number.compare_exchange_strong(none, signal);
+  sem_post(&g_signal_semaphore);
+}
+
+void signal_watcher() {
+  detail::mark_thread_untraced();
+  while (sem_wait(&g_signal_semaphore) != 0) {
+  }
+  const int signal = g_signal_number.load();
+  stop_active_at_exit();
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signal);  // default action: the process ends as the signal meant it to
+}
+
+// --- fork: the child has one thread and none of the parent's drainer. It records
+// nothing, touches nothing of the parent's, and may start a session of its own.
+void after_fork_in_child() {
+  detail::drainer_fork_child();
+  detail::g_epoch.store(0, std::memory_order_relaxed);
+  detail::unbind_thread_after_fork();  // the parent's ring stays the parent's (not even mapped here)
+  new (&g_session_mutex) std::mutex();  // another thread of the parent may have held it
+  // The steps' lock too; and frame_mark() in the child finds no session.
+  if (g_active != nullptr) g_active->step_lock.clear();
+  g_frame_session.store(nullptr, std::memory_order_relaxed);
+  g_frame_users.store(0, std::memory_order_relaxed);
+  g_active = nullptr;
+  g_environment = nullptr;
+  detail::Registry::reset_after_fork();
+  detail::reset_intern_lock_after_fork();
+  for (const SavedAction& saved : g_saved_actions) sigaction(saved.signal, &saved.action, nullptr);
+  g_saved_actions.clear();
+}
+
+void install_process_hooks() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit(stop_active_at_exit);
+    std::at_quick_exit(stop_active_at_exit);
+    pthread_atfork(detail::drainer_fork_prepare, detail::drainer_fork_parent, after_fork_in_child);
+  });
+}
+
+}  // namespace
+
+void flush_on_signals(std::initializer_list<int> signals) {
+  for (const int signal : signals) {
+    if (signal <= 0 || signal >= NSIG || signal == SIGKILL || signal == SIGSTOP) {
+      throw std::invalid_argument("ringtrace: flush_on_signals: signal " + std::to_string(signal) +
+                                  " cannot be caught");
+    }
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (sem_init(&g_signal_semaphore, 0, 0) != 0) throw std::system_error(errno, std::generic_category(), "sem_init");
+    install_process_hooks();
+    std::thread(signal_watcher).detach();
+  });
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  for (const int signal : signals) {
+    const bool known = std::any_of(g_saved_actions.begin(), g_saved_actions.end(),
+                                   [&](const SavedAction& saved) { return saved.signal == signal; });
+    struct sigaction action {};
+    action.sa_handler = on_flush_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    SavedAction saved;
+    saved.signal = signal;
+    if (sigaction(signal, &action, &saved.action) != 0) {
+      throw std::system_error(errno, std::generic_category(), "ringtrace: flush_on_signals: sigaction");
+    }
+    if (!known) g_saved_actions.push_back(saved);
+  }
+}
+
+}  // namespace ringtrace

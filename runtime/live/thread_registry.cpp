@@ -1,0 +1,788 @@
+#include "thread_registry.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include <sched.h>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <new>
+#include <thread>
+
+#include "environment.hpp"  // environment_session_anchor
+#include "function_stack.hpp"
+#include "ringtrace/instrument.hpp"
+#include "slow_scope.hpp"
+
+#if RINGTRACE_HAVE_TSC
+#include <immintrin.h>  // _mm_pause
+#endif
+
+namespace ringtrace::detail {
+namespace {
+
+// A program that records anything links this file: with it, the session from the
+// environment (runtime/launch/), which starts when the program does.
+[[gnu::used]] void (*const kEnvironmentSession)() = &environment_session_anchor;
+
+constinit thread_local bool t_untraced = false;
+
+// Owns the thread's buffer for thread-exit purposes and keeps the name set before the
+// thread's first event. Constructed on first use from the slow path only.
+struct ThreadHook {
+  std::string name;
+  ~ThreadHook();
+};
+thread_local ThreadHook t_hook;
+
+ThreadHook::~ThreadHook() {
+  t_untraced = true;  // events from later thread_local destructors are ignored
+  function_stack_forget();
+  ThreadWriter& t = t_writer;
+  auto* buffer = static_cast<ThreadBuffer*>(t.buffer);
+  t.epoch = 0;
+  t.block = nullptr;
+  t.buffer = nullptr;
+  if (buffer == nullptr) return;
+  const std::uint32_t old = buffer->flags.fetch_or(kRetired, std::memory_order_acq_rel);
+  if ((old & kRegistered) == 0) {
+    Registry::instance().recycle(buffer);
+  } else {
+    Registry::instance().retired_while_registered();
+  }
+}
+
+ThreadBuffer* buffer_of(ThreadWriter& t) { return static_cast<ThreadBuffer*>(t.buffer); }
+
+// Ring space the thread keeps free beyond what a record needs (ring_bytes_for() makes
+// rings of at least kMinRingBytes, so both are positive):
+// - for zone ends: a quarter of the ring. Other records stop short of it, so a zone whose
+//   begin was recorded finds room for its end unless a quarter of the ring is nothing
+//   but ends of open zones (then the end waits for the drainer; see zone_end_slow).
+// - for signal handlers: a handler that records between the fast path's test of the
+//   limit and its reservation takes space the test did not count. 64 nested records of
+//   at most 32 bytes (a step's switch). A record that starts below the limit may end up
+//   to 80 bytes past it (a zone with four arguments: the fast path tests only where it
+//   starts), inside this slack and the end reserve; a run-time name's record, longer,
+//   is tested whole.
+std::uint64_t end_reserve(std::uint64_t capacity) { return capacity / 4; }
+std::uint64_t nested_slack(std::uint64_t capacity) { return std::min<std::uint64_t>(2048, capacity / 8); }
+
+// Brings the writer's next pointer back into the ring's first mapping (once per lap)
+// and returns how many bytes of the ring are free: neither read nor written.
+std::uint64_t free_bytes(ThreadBuffer& b) noexcept {
+  WriterBlock& w = *b.writer;
+  const auto base = reinterpret_cast<std::uintptr_t>(b.ring.base);
+  const std::uint64_t capacity = b.ring.capacity;
+  std::uintptr_t next = w.next.load(std::memory_order_relaxed);
+  if (next >= base + capacity) {
+    // The lap's base first: a process killed between the two stores leaves a ring file
+    // whose slot claims a lap too many, which its reader takes as overwritten (never as
+    // records that are not there). Nothing else moves `next` meanwhile (a nested call
+    // reaches the slow path and drops); the loop is insurance.
+    w.lap_base.store(w.lap_base.load(std::memory_order_relaxed) + capacity, std::memory_order_release);
+    while (!w.next.compare_exchange_weak(next, next - capacity, std::memory_order_release)) {
+    }
+  }
+  next = w.next.load(std::memory_order_relaxed);
+  const std::uint64_t read = b.read_index.load(std::memory_order_acquire);
+  const std::uint64_t used = (next - base - read) & (capacity - 1);
+  return capacity - used;
+}
+
+// The fast path's limits from the free space: records other than zone ends leave the
+// end reserve and the nested slack free (and, below the high-water mark, stop there so
+// that the thread wakes the drainer on its way past it); zone ends the slack only. No
+// record starts past the ring's first mapping, so the slow path sees every lap's end.
+// 0 keeps a kind of record on the slow path: a session without a TSC, a drop marker to
+// write.
+void set_limits(ThreadBuffer& b, std::uint64_t free, bool past_high_water) noexcept {
+  WriterBlock& w = *b.writer;
+  if (!b.use_tsc) {
+    w.limit = 0;
+    w.end_limit = 0;
+    return;
+  }
+  const std::uint64_t capacity = b.ring.capacity;
+  const auto base = reinterpret_cast<std::uintptr_t>(b.ring.base);
+  const std::uintptr_t next = w.next.load(std::memory_order_relaxed);
+  const std::uint64_t keep = end_reserve(capacity) + nested_slack(capacity);
+  std::uint64_t room = free > keep ? free - keep : 0;
+  const std::uint64_t used = capacity - free;
+  if (!past_high_water) room = std::min(room, b.high_water > used ? b.high_water - used : 0);
+  const std::uint64_t end_room = free > nested_slack(capacity) ? free - nested_slack(capacity) : 0;
+  w.limit = b.pending_drops != 0 ? 0 : std::min<std::uintptr_t>(next + room, base + capacity);
+  w.end_limit = std::min<std::uintptr_t>(next + end_room, base + capacity);
+}
+
+void note_drop(ThreadBuffer& b) noexcept {
+  if (b.pending_drops == 0) b.pending_first_ticks = read_ticks(b.use_tsc);
+  ++b.pending_drops;
+  b.dropped.store(b.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+std::uint64_t record_bytes(RecordKind kind) noexcept {
+  switch (kind) {
+    case record_zone_begin:
+    case record_instant:
+    case record_arg_int:
+    case record_arg_double:
+    case record_function_entry:
+      return 16;
+    default:
+      return 24;  // timed values, region begins, drop markers
+  }
+}
+
+bool has_time(RecordKind kind) noexcept { return kind != record_arg_int && kind != record_arg_double; }
+
+// Writes a record of a fixed-size kind at the ring's next byte (the caller made room).
+void write_record(ThreadBuffer& b, std::uint64_t header, RecordKind kind, std::uint64_t ticks,
+                  std::uint64_t payload) noexcept {
+  const std::uint64_t bytes = record_bytes(kind);
+  const std::uintptr_t at = reserve(*b.writer, bytes);
+  if (has_time(kind)) {
+    put(at + 8, ticks);
+    if (bytes == 24) put(at + 16, payload);
+  } else {
+    put(at + 8, payload);
+  }
+  publish(at, header);
+}
+
+void write_drop_marker(ThreadBuffer& b) noexcept {
+  write_record(b, std::uint64_t{record_dropped} << kRecordKindShift, record_dropped, b.pending_first_ticks,
+               b.pending_drops);
+  b.pending_drops = 0;
+}
+
+void backoff(unsigned round) {
+  if (round < 64) {
+#if RINGTRACE_HAVE_TSC
+    _mm_pause();
+#endif
+  } else if (round < 128) {
+    std::this_thread::yield();
+  } else {
+    // One nanosleep, not sleep_for: sleep_for restarts after EINTR with the time left,
+    // and a signal arriving more often than the sleep (a 20 us profiling timer) then
+    // keeps the thread asleep forever. Woken early, the caller just checks again.
+    const timespec pause{0, 20'000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
+// A thread's name in its ring file slot, for a reader recovering a killed process's
+// rings: the size is cleared first and set last, so a torn name reads as none.
+void write_slot_name(ring_file::SlotHeader& slot, std::string_view name) noexcept {
+  const std::size_t bytes = std::min(name.size(), ring_file::kMaxName);
+  slot.name_bytes.store(0, std::memory_order_release);
+  std::memcpy(slot.name, name.data(), bytes);
+  slot.name_bytes.store(static_cast<std::uint32_t>(bytes), std::memory_order_release);
+}
+
+// A drop seen by a call nested inside the thread's slow path (or while the thread has no
+// ring): counted with atomics only, nothing else touched.
+void count_nested_drop(ThreadWriter& t) noexcept {
+  if (t_untraced || g_epoch.load(std::memory_order_relaxed) == 0) return;
+  auto* b = static_cast<ThreadBuffer*>(t.buffer);
+  if (b != nullptr && b->epoch == g_epoch.load(std::memory_order_relaxed) && t.epoch == b->epoch) {
+    b->nested_drops.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    Registry::instance().count_orphan_drop();
+  }
+}
+
+enum class Room : std::uint8_t { ok, dropped, inactive };
+
+// In the slow path (SlowScope held): binds the thread to `epoch` if it is not yet, then
+// makes `bytes` of room for a record other than a zone end (writing a pending drop
+// marker first), waking the drainer past the high-water mark and waiting for it under
+// the block policy. On `dropped` the event is counted.
+Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexcept {
+  if (t_untraced) return Room::inactive;
+  // A session that ended since the caller's load: not recorded. Binding to a newer one
+  // here would leave the thread's epoch naming the old one.
+  if (g_epoch.load(std::memory_order_acquire) != epoch) return Room::inactive;
+  Registry& registry = Registry::instance();
+  if (t.epoch != epoch) {
+    bool bound = false;
+    try {
+      bound = registry.bind(t, epoch);
+    } catch (...) {  // no memory for the ring or its control block
+      bound = false;
+    }
+    if (!bound) {
+      // stop() got in first (nothing to count), or no ring: this event is lost, counted.
+      if (g_epoch.load(std::memory_order_acquire) != epoch) return Room::inactive;
+      registry.count_orphan_drop();
+      return Room::dropped;
+    }
+  }
+  ThreadBuffer& b = *buffer_of(t);
+  const std::uint64_t capacity = b.ring.capacity;
+  const std::uint64_t keep = end_reserve(capacity) + nested_slack(capacity);
+  for (unsigned round = 0;; ++round) {
+    std::uint64_t free = free_bytes(b);
+    const std::uint64_t marker = b.pending_drops != 0 ? record_bytes(record_dropped) : 0;
+    if (capacity - free + bytes + marker > b.high_water) {
+      registry.wake_drainer(registry.yield_to_drainer());
+      free = free_bytes(b);
+    }
+    if (free >= keep + bytes + marker) {
+      if (marker != 0) write_drop_marker(b);
+      return Room::ok;
+    }
+    // Under the block policy, wait only for room the drainer can make: a record larger
+    // than what the ring can ever free for it would wait forever.
+    if (!b.block || keep + bytes + marker > capacity) {
+      // A full ring under the drop policy: its thread gives up the CPU at the first drop
+      // and every 16th after it while the ring stays full (Config::yield_to_drainer).
+      // With every core busy the drainer, runnable but not running, then empties the
+      // ring within a yield instead of a time slice later; with a core free the call
+      // returns at once. The thread never waits: it drops and goes on.
+      if ((b.pending_drops & 15) == 0 && registry.yield_to_drainer()) ::sched_yield();
+      note_drop(b);
+      return Room::dropped;
+    }
+    if (g_epoch.load(std::memory_order_acquire) != epoch) return Room::inactive;
+    backoff(round);
+  }
+}
+
+// On the way out of the slow path of a bound thread: the fast path's limits from the
+// ring's free space now.
+void reopen_fast_path(ThreadWriter& t, std::uint32_t epoch) noexcept {
+  if (t.epoch != epoch || t.block == nullptr) return;
+  ThreadBuffer& b = *buffer_of(t);
+  const std::uint64_t free = free_bytes(b);
+  set_limits(b, free, b.ring.capacity - free >= b.high_water);
+}
+
+}  // namespace
+
+std::uint64_t ring_bytes_for(std::size_t buffer_records) {
+  const std::uint64_t bytes = std::clamp<std::uint64_t>(buffer_records, 64, std::uint64_t{1} << 30) * 16;
+  return std::max<std::uint64_t>(std::bit_ceil(bytes), kMinRingBytes);
+}
+
+Registry*& Registry::slot() {
+  static Registry* registry = new Registry();  // leaked on purpose, see header
+  return registry;
+}
+
+Registry& Registry::instance() { return *slot(); }
+
+void Registry::reset_after_fork() { slot() = new Registry(); }
+
+ThreadBuffer* Registry::take_registrations() {
+  ThreadBuffer* newest_first = registrations_.exchange(nullptr, std::memory_order_acquire);
+  ThreadBuffer* oldest_first = nullptr;
+  while (newest_first != nullptr) {
+    ThreadBuffer* next = newest_first->next_registration;
+    newest_first->next_registration = oldest_first;
+    oldest_first = newest_first;
+    newest_first = next;
+  }
+  return oldest_first;
+}
+
+void Registry::release_pending_registrations() {
+  for (ThreadBuffer* b = take_registrations(); b != nullptr;) {
+    ThreadBuffer* next = b->next_registration;
+    release(b);
+    b = next;
+  }
+}
+
+std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  params_ = params;
+  grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
+  yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
+  orphan_drops_.store(0, std::memory_order_relaxed);
+  last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
+  g_epoch.store(last_epoch_, std::memory_order_release);
+  return last_epoch_;
+}
+
+void Registry::set_paused(bool paused) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  g_epoch.store(paused ? 0 : last_epoch_, std::memory_order_release);
+}
+
+void Registry::retract_epoch() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  g_epoch.store(0, std::memory_order_release);
+}
+
+void Registry::release(ThreadBuffer* buffer) {
+  const std::uint32_t old = buffer->flags.fetch_and(~kRegistered, std::memory_order_acq_rel);
+  if ((old & kRetired) != 0) recycle(buffer);
+}
+
+// Gives a buffer's ring back (its mappings; a ring file's pages go when their last
+// mapping does). Only the buffer's own thread, or nobody, writes into it.
+static void free_ring(ThreadBuffer& b) noexcept {
+  if (b.slot.header != nullptr) {
+    unmap_ring_slot(b.slot);
+    b.ring = RingMemory{};
+  } else {
+    unmap_ring(b.ring);
+  }
+  b.slot_serial = 0;
+  b.writer = &b.heap_writer;
+}
+
+void Registry::retired_while_registered() {
+  // The buffer reaches the pool once the drainer has emptied it (it copies out what it
+  // still holds back): wake it now rather than at its next interval, so that threads
+  // started one after another reuse one another's rings (and ring file slots) instead
+  // of adding one each per drain interval (5,000 short threads left 70 to 110 rings
+  // behind). At most one futex wake per drainer pass, no yield: the drainer takes the
+  // next core while the program goes on.
+  wake_drainer();
+}
+
+void Registry::recycle(ThreadBuffer* buffer) {
+  buffer->flags.store(0, std::memory_order_relaxed);
+  try {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    pool_.push_back(buffer);
+  } catch (...) {  // no memory for the pool's array: give the buffer's memory back
+    free_ring(*buffer);
+    delete buffer;
+  }
+}
+
+ThreadBuffer* Registry::acquire_buffer() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!pool_.empty()) {
+      ThreadBuffer* buffer = pool_.back();
+      pool_.pop_back();
+      return buffer;
+    }
+  }
+  auto* buffer = new ThreadBuffer();
+  buffers_created_.fetch_add(1, std::memory_order_relaxed);
+  return buffer;
+}
+
+bool Registry::wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (wake_.load(std::memory_order_acquire) != 0 || stop.load(std::memory_order_acquire)) return true;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec relative{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    // Sleeps only while the word is still 0: a wake between the check and the call
+    // returns at once (EAGAIN), so none is lost.
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, 0u, &relative, nullptr, 0);
+  }
+}
+
+void Registry::wake_drainer(bool yield) {
+  if (wake_.exchange(1, std::memory_order_acq_rel) == 0) {
+    const long woken =
+        ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    // The drainer was asleep: on a busy machine it would wait for this thread's time
+    // slice to end while the rings fill; give it the CPU now (async-signal-safe).
+    if (yield && woken > 0) ::sched_yield();
+  }
+}
+
+bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (g_epoch.load(std::memory_order_relaxed) != epoch) return false;  // stop() got here first
+  ThreadHook& hook = t_hook;
+  ThreadBuffer* b = buffer_of(t);
+  if (b == nullptr) {
+    b = acquire_buffer();
+    t.buffer = b;
+  }
+  t.block = nullptr;  // until the ring is ready (SlowScope touches the block it sees)
+  const std::uint64_t serial = params_.ring_file != nullptr ? params_.ring_file->serial() : 0;
+  if (b->ring.capacity != params_.ring_bytes || b->slot_serial != serial || !b->ring.ok()) {
+    free_ring(*b);
+    if (params_.ring_file != nullptr) {
+      b->slot = params_.ring_file->map_slot();  // zero pages, touched; throws: counted as a ring not allocated
+      b->ring = b->slot.ring;
+      b->slot_serial = serial;
+      b->writer = &b->slot.header->writer;
+    } else {
+      int error = 0;
+      b->ring = map_heap_ring(params_.ring_bytes, error);  // zero pages
+      if (!b->ring.ok()) throw std::bad_alloc();
+    }
+  } else {
+    // A ring bound before: the drainer zeroed what it read (it stops at the first header
+    // that is 0); what it did not read, from its position to the writer's, is zeroed now.
+    const std::uint64_t mask = b->ring.capacity - 1;
+    const std::uint64_t read = b->read_index.load(std::memory_order_acquire) & mask;
+    const std::uint64_t unread = (b->next_offset() - read) & mask;
+    std::memset(b->ring.base + read, 0, unread);  // contiguous through the second mapping
+  }
+  if (b->slot.header != nullptr) {
+    // Rebinding: a reader of the file ignores the slot until it is bound again, so that
+    // the previous thread's records (all in the trace file by now) are never taken for
+    // this one's.
+    b->slot.header->state.store(0, std::memory_order_release);
+    b->slot.header->thread.store(ring_file::kUnknownThread, std::memory_order_relaxed);
+    // A process killed from here on leaves the slot unbound until the store of
+    // kSlotBound below: the resets of its write position and lap that follow must not be
+    // moved before these stores (a release store orders only what comes before it).
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  WriterBlock& w = *b->writer;
+  w.next.store(reinterpret_cast<std::uintptr_t>(b->ring.base), std::memory_order_relaxed);
+  w.lap_base.store(0, std::memory_order_relaxed);
+  w.limit = 0;
+  w.end_limit = 0;
+  b->read_index.store(0, std::memory_order_relaxed);
+  b->dropped.store(0, std::memory_order_relaxed);
+  b->nested_drops.store(0, std::memory_order_relaxed);
+  b->pending_drops = 0;
+  b->high_water = std::min(params_.high_water, params_.ring_bytes);
+  b->block = params_.overflow == OverflowPolicy::block;
+  b->use_tsc = params_.use_tsc;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // a nested drop counts here once reset
+  b->epoch = epoch;
+  b->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  {
+    std::lock_guard<std::mutex> name_lock(b->name_mutex);
+    b->name = hook.name;
+  }
+  b->name_version.fetch_add(1, std::memory_order_release);
+  if (b->slot.header != nullptr) {
+    b->slot.header->os_tid = b->os_tid;
+    write_slot_name(*b->slot.header, hook.name);
+    b->slot.header->ring_address.store(reinterpret_cast<std::uintptr_t>(b->ring.base), std::memory_order_relaxed);
+    b->slot.header->state.store(ring_file::kSlotBound, std::memory_order_release);
+  }
+  b->flags.store(kRegistered, std::memory_order_release);
+  ThreadBuffer* head = registrations_.load(std::memory_order_relaxed);
+  do {
+    b->next_registration = head;
+  } while (!registrations_.compare_exchange_weak(head, b, std::memory_order_release, std::memory_order_relaxed));
+  t.block = &w;
+  t.epoch = epoch;
+  function_stack_bound(epoch);  // frames of an earlier session are not this ring's
+  return true;  // the fast path opens when the slow path leaves (reopen_fast_path)
+}
+
+bool thread_untraced() noexcept { return t_untraced; }
+
+void mark_thread_untraced() noexcept {
+  t_untraced = true;
+  function_stack_forget();
+  t_writer.epoch = 0;
+  t_writer.block = nullptr;
+}
+
+void unbind_thread_after_fork() noexcept {
+  function_stack_forget();
+  t_writer = ThreadWriter{};
+}
+
+std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind, std::uint64_t region_id,
+                             std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch == kSampledOut) return kNotRecorded;  // inside a sampled-out zone: left out with it
+  if (t.in_slow != 0) {  // nested in this thread's slow path: dropped whole, counted
+    count_nested_drop(t);
+    t.hidden += kHiddenDropped;
+    return kDroppedZone;
+  }
+  std::uint32_t token = epoch;
+  {
+    SlowScope scope(t);
+    switch (make_room(t, epoch, record_bytes(kind))) {
+      case Room::ok: {
+        ThreadBuffer& b = *buffer_of(t);
+        write_record(b, record_header(site, kind), kind, read_ticks(b.use_tsc), region_id);
+        break;
+      }
+      case Room::dropped:
+        token = kDroppedZone;
+        break;
+      case Room::inactive:
+        token = kNotRecorded;
+        break;
+    }
+    reopen_fast_path(t, epoch);
+  }
+  if (token == kDroppedZone) t.hidden += kHiddenDropped;  // undone by the end
+  return token;
+}
+
+void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept {
+  ThreadWriter& t = t_writer;
+  ThreadBuffer& b = *buffer_of(t);
+  const std::uint32_t epoch = t.epoch;
+  // Never while another slow path of this thread runs (its nested calls' zones are
+  // dropped whole); if it were, the end is written only if it fits at once.
+  const bool nested = t.in_slow != 0;
+  SlowScope scope(t);
+  const auto base = reinterpret_cast<std::uintptr_t>(b.ring.base);
+  const std::uint64_t capacity = b.ring.capacity;
+  for (unsigned round = 0;; ++round) {
+    // A ring is never full, reservations included: the distance from the drainer's
+    // position to the writer's next byte, taken modulo the capacity, must be the distance
+    // (full would read as empty). An end's fast path reserves before it tests (as may a
+    // handler's nested in it), so the nested slack stays free after a record the slow
+    // path writes. The reservation is less than a lap ahead of the drainer (which stops
+    // at it: its header is 0).
+    const std::uint64_t read = b.read_index.load(std::memory_order_acquire);
+    if (((at - base - read) & (capacity - 1)) + 8 + nested_slack(capacity) <= capacity) {
+      // Through the ring's second mapping if `at` is past the first.
+      publish(at, end_slot(ticks));
+      break;
+    }
+    // The ring is full to the last bytes with what the drainer has not read (a quarter
+    // of it ends of open zones): wait for it, whatever the policy, so that the zone is
+    // recorded whole. A session that has ended reads nothing more.
+    if (nested || g_epoch.load(std::memory_order_acquire) != epoch) break;
+    Registry::instance().wake_drainer();
+    backoff(round);
+  }
+  if (!nested) reopen_fast_path(t, epoch);
+}
+
+namespace {
+// An event lost because the zone it belongs to was dropped (the end of a dropped begin,
+// a value attached to it): counted as dropped, as its zone was.
+void count_lost_with_zone(ThreadWriter& t) noexcept {
+  if (t_untraced) return;
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0) return;
+  if (t.in_slow != 0 || t.buffer == nullptr || t.epoch != epoch) {  // the begin was lost without a ring
+    count_nested_drop(t);
+    return;
+  }
+  SlowScope scope(t);
+  note_drop(*buffer_of(t));
+  reopen_fast_path(t, epoch);
+}
+}  // namespace
+
+void zone_close_other(std::uint32_t token) noexcept {
+  ThreadWriter& t = t_writer;
+  if (token == kDroppedZone) {
+    t.hidden -= kHiddenDropped;
+    count_lost_with_zone(t);
+  } else if (token == kSkippedZone) {
+    t.hidden -= kHiddenSkipped;
+  }
+}
+
+namespace {
+// A value or text attached to the innermost open zone while that zone is not in the
+// ring (t.hidden != 0): lost with it if it was dropped (counted), ignored if its
+// category is off.
+void lost_with_hidden_zone(ThreadWriter& t) noexcept {
+  if ((t.hidden & (kHiddenSkipped - 1)) != 0) count_lost_with_zone(t);
+}
+}  // namespace
+
+// Records of the fixed-size kinds only (record_bytes()); a text is write_text's.
+void record_slow(const SiteInfo* site, RecordKind kind, std::uint64_t payload, std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch == kSampledOut) return;
+  if (t.hidden != 0 && !has_time(kind)) {
+    lost_with_hidden_zone(t);
+    return;
+  }
+  if (t.in_slow != 0) {
+    count_nested_drop(t);
+    return;
+  }
+  SlowScope scope(t);
+  if (make_room(t, epoch, record_bytes(kind)) == Room::ok) {
+    ThreadBuffer& b = *buffer_of(t);
+    write_record(b, record_header(site, kind), kind, has_time(kind) ? read_ticks(b.use_tsc) : 0, payload);
+  }
+  reopen_fast_path(t, epoch);
+}
+
+namespace {
+// A record of `head` bytes (its header, its time when `timed`, and the text's size word
+// last) and then the text, cut to what the ring can hold: room for the head is made
+// first, since the cut depends on the ring's size, then for the whole record. The time is
+// read after the text is copied, the header stored last.
+void write_with_text(ThreadWriter& t, std::uint32_t epoch, const SiteInfo* site, RecordKind kind, bool timed,
+                     const char* text, std::size_t size) noexcept {
+  if (text == nullptr) size = 0;
+  const std::uint64_t head = timed ? 24 : 16;
+  SlowScope scope(t);
+  if (make_room(t, epoch, head) == Room::ok) {
+    ThreadBuffer& b = *buffer_of(t);
+    const std::size_t bytes = std::min<std::size_t>(size, std::min<std::uint64_t>(kMaxText, b.ring.capacity / 4));
+    const std::uint64_t need = text_record_slots(head / 8, bytes) * 8;
+    if (need == head || make_room(t, epoch, need) == Room::ok) {
+      const std::uintptr_t at = reserve(*b.writer, need);
+      put(at + head - 8, bytes | (bytes < size ? kTextTruncated : 0));
+      if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + head), text, bytes);
+      if (timed) put(at + 8, read_ticks(b.use_tsc));
+      publish(at, record_header(site, kind));
+    }
+  }
+  reopen_fast_path(t, epoch);
+}
+}  // namespace
+
+void write_text(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch == kSampledOut) return;
+  if (t.hidden != 0) {
+    // Not through record_slow: it writes fixed-size records, and took a text (which has
+    // no time) for a timed one of 24 bytes, whose size slot then held a time: a record
+    // the drainer could not read, after which it left the thread's records out.
+    lost_with_hidden_zone(t);
+    return;
+  }
+  if (t.in_slow != 0) {
+    count_nested_drop(t);
+    return;
+  }
+  write_with_text(t, epoch, site, record_arg_text, false, text, size);
+}
+
+// A message has a time of its own and belongs to no zone: recorded inside a dropped zone
+// too, as an instant is (a text, untimed, is lost with its zone).
+void write_message(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch == kSampledOut) return;  // inside a sampled-out zone: left out with it
+  if (t.in_slow != 0) {
+    count_nested_drop(t);
+    return;
+  }
+  write_with_text(t, epoch, site, record_message, true, text, size);
+}
+
+std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::size_t size,
+                                   std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch == kSampledOut) return kNotRecorded;  // inside a sampled-out zone: left out with it
+  if (t.in_slow != 0) {  // nested in this thread's slow path: dropped whole, counted
+    count_nested_drop(t);
+    t.hidden += kHiddenDropped;
+    return kDroppedZone;
+  }
+  if (name == nullptr) size = 0;
+  const std::size_t bytes = std::min(size, kMaxRuntimeName);
+  const std::uint64_t need = text_record_slots(3, bytes) * 8;
+  std::uint32_t token = epoch;
+  {
+    SlowScope scope(t);
+    switch (make_room(t, epoch, need)) {
+      case Room::ok: {
+        ThreadBuffer& b = *buffer_of(t);
+        const std::uintptr_t at = reserve(*b.writer, need);
+        if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + 24), name, bytes);
+        put(at + 16, bytes | (bytes < size ? kTextTruncated : 0));
+        put(at + 8, read_ticks(b.use_tsc));
+        publish(at, record_header(site, record_zone_begin_named));
+        break;
+      }
+      case Room::dropped:
+        token = kDroppedZone;
+        break;
+      case Room::inactive:
+        token = kNotRecorded;
+        break;
+    }
+    reopen_fast_path(t, epoch);
+  }
+  if (token == kDroppedZone) t.hidden += kHiddenDropped;  // undone by the end
+  return token;
+}
+
+void manual_end_unbalanced() noexcept {
+  if (g_epoch.load(std::memory_order_relaxed) == 0 || t_untraced) return;
+  g_unbalanced_manual_ends.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool bind_thread(std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.in_slow != 0) return false;
+  SlowScope scope(t);
+  const bool bound = make_room(t, epoch, 0) == Room::ok;
+  reopen_fast_path(t, epoch);
+  return bound;
+}
+
+bool run_drainer_pass(std::chrono::milliseconds timeout) {
+  Registry& registry = Registry::instance();
+  if (g_epoch.load(std::memory_order_acquire) == 0) return false;
+  const std::uint64_t request = registry.request_pass();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (registry.passes_served() < request) {
+    if (g_epoch.load(std::memory_order_acquire) == 0 || std::chrono::steady_clock::now() > deadline) return false;
+    registry.wake_drainer();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+void drain_before_unload() noexcept {
+  if (g_epoch.load(std::memory_order_acquire) == 0 || t_untraced) return;
+  Registry& registry = Registry::instance();
+  const auto now = [] { return std::chrono::steady_clock::now(); };
+  // Records younger than the grace are held back by a pass: let them age, then wait for
+  // a pass that starts after that (two completions), at most a bounded time.
+  std::this_thread::sleep_for(std::chrono::nanoseconds(registry.grace_ns()));
+  const std::uint64_t seen = registry.passes();
+  const auto deadline = now() + std::chrono::milliseconds(200);
+  while (registry.passes() < seen + 2 && g_epoch.load(std::memory_order_acquire) != 0 && now() < deadline) {
+    registry.wake_drainer();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+namespace {
+// Runs when the shared object that contains this copy of the runtime is unloaded
+// (dlclose), and at exit. Its call sites are read by the drainer until they have been
+// decoded (the drainer then keeps copies): make sure that has happened. The call goes
+// to the process-wide runtime (default visibility), not to this object's own copy.
+__attribute__((destructor)) void before_unload() { drain_before_unload(); }
+}  // namespace
+
+}  // namespace ringtrace::detail
+
+namespace ringtrace {
+
+void set_thread_name(std::string_view name) {
+  if (detail::t_untraced) return;
+  detail::ThreadWriter& t = detail::t_writer;
+  if (t.in_slow != 0) return;  // called from inside the recording path (a hook)
+  // In the slow path while the name lock is held: a signal handler that records meanwhile
+  // drops its events (counted) instead of waiting, in block mode, on a drainer that
+  // waits for the lock.
+  const std::uint32_t epoch = t.epoch;
+  detail::SlowScope scope(t);
+  try {
+    detail::t_hook.name.assign(name);
+    if (auto* buffer = static_cast<detail::ThreadBuffer*>(t.buffer)) {
+      {
+        std::lock_guard<std::mutex> lock(buffer->name_mutex);
+        buffer->name.assign(name);
+        if (buffer->slot.header != nullptr) detail::write_slot_name(*buffer->slot.header, name);
+      }
+      buffer->name_version.fetch_add(1, std::memory_order_release);
+    }
+  } catch (...) {
+    detail::reopen_fast_path(t, epoch);
+    throw;
+  }
+  detail::reopen_fast_path(t, epoch);
+}
+
+}  // namespace ringtrace

@@ -1,0 +1,184 @@
+// Threads' rings and how they reach the drainer.
+//
+// A ThreadBuffer belongs to one thread at a time. On its first event in a session the
+// thread (slow path, under Registry::mutex) resets its ring, marks it registered and
+// hands it to the drainer through a lock-free list. A thread that exits only marks
+// its buffer retired; whoever lets go of it last (the exiting thread if no session
+// holds it, else the drainer once it has emptied it) puts it in the pool that new
+// threads take their buffer from. So memory follows the number of live threads, not
+// the number of threads ever started.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ring_file.hpp"
+#include "ring_memory.hpp"
+#include "ringtrace/config.hpp"
+#include "ringtrace/detail/writer.hpp"
+
+namespace ringtrace::detail {
+
+inline constexpr std::uint32_t kRegistered = 1;  // a session's drainer reads this ring
+inline constexpr std::uint32_t kRetired = 2;     // the owning thread has exited
+
+struct ThreadBuffer {
+  // The hot path's block when the ring is on the heap (its ring file slot's otherwise).
+  WriterBlock heap_writer;
+  // Consumer side: bytes of the ring the drainer has read and zeroed (never wraps; the
+  // byte at ring offset `read_index % capacity` is the next to read). Release by the
+  // drainer, acquire by the thread's slow path before it writes over read bytes.
+  alignas(128) std::atomic<std::uint64_t> read_index{0};
+  // Producer side, cold: written by the owning thread's slow path.
+  alignas(128) std::atomic<std::uint64_t> dropped{0};  // single writer (the thread, not nested); the drainer reads it
+  // Drops of calls nested inside the thread's slow path (signal handlers, allocator
+  // hooks): fetch_add, safe at any point of the interrupted call.
+  std::atomic<std::uint64_t> nested_drops{0};
+  std::uint64_t pending_drops = 0;        // not yet reported by a dropped marker
+  std::uint64_t pending_first_ticks = 0;  // time of the first of those drops
+  // Control, cold.
+  alignas(128) std::atomic<std::uint32_t> flags{0};
+  std::uint32_t epoch = 0;
+  std::uint64_t os_tid = 0;
+  std::uint64_t high_water = 0;  // bytes; past this the thread wakes the drainer
+  bool block = false;            // overflow policy of the session it is bound to
+  bool use_tsc = false;          // the session's clock: else every event takes the slow path
+  RingMemory ring;               // `ring.capacity` bytes, mapped twice
+  WriterBlock* writer = &heap_writer;  // where the hot path's block is
+  // The ring's slot in a ring file (RingFile), or null when the ring is on the heap.
+  RingFile::Slot slot;
+  std::uint64_t slot_serial = 0;  // RingFile::serial() of the file it is in
+  std::mutex name_mutex;
+  std::string name;
+  std::atomic<std::uint32_t> name_version{0};
+  ThreadBuffer* next_registration = nullptr;  // link in Registry's registration list
+
+  std::string read_name() {
+    std::lock_guard<std::mutex> lock(name_mutex);
+    return name;
+  }
+  std::uint64_t total_dropped() const {
+    return dropped.load(std::memory_order_acquire) + nested_drops.load(std::memory_order_acquire);
+  }
+  // The ring offset of the writer's next record (written or not).
+  std::uint64_t next_offset() const {
+    const std::uintptr_t next = writer->next.load(std::memory_order_acquire);
+    return (next - reinterpret_cast<std::uintptr_t>(ring.base)) & (ring.capacity - 1);
+  }
+};
+
+// Parameters of the active session that the threads' slow path needs.
+struct ActiveParams {
+  std::uint64_t ring_bytes = 0;    // a power of two, at least kMinRingBytes
+  std::uint64_t high_water = 0;    // bytes
+  OverflowPolicy overflow = OverflowPolicy::drop;
+  bool use_tsc = false;
+  std::uint64_t grace_ns = 0;  // the drainer holds back records younger than this
+  RingFile* ring_file = nullptr;  // rings in this file mapping (BinaryTraceOptions::rings_in_file), else the heap
+  bool yield_to_drainer = true;   // Config::yield_to_drainer
+};
+
+// The bytes of ring that Config::buffer_records asks for (16 per record, as the rings
+// of earlier versions held): a power of two, at least kMinRingBytes.
+std::uint64_t ring_bytes_for(std::size_t buffer_records);
+
+class Registry {
+ public:
+  static Registry& instance();  // never destroyed: threads may exit after main returns
+  // In a fork child: a fresh registry (the parent's is left as it was, possibly with its
+  // locks held by threads that do not exist here).
+  static void reset_after_fork();
+
+  // Session side. publish_epoch / retract_epoch hold `mutex` so that a registration
+  // is either complete before stop's epoch change or sees epoch 0 and gives up.
+  std::uint32_t publish_epoch(const ActiveParams& params);
+  void retract_epoch();
+  // Steps of a schedule that record nothing: the epoch reads 0 (as with no session, so
+  // a zone costs one compare) until resumed. Only between publish and retract.
+  void set_paused(bool paused);
+
+  // Drainer side.
+  // Every registration since the last call, oldest first (a list linked through
+  // ThreadBuffer::next_registration), or null.
+  ThreadBuffer* take_registrations();
+  // After a failed start (epoch retracted, no drainer): lets go of every registration.
+  void release_pending_registrations();
+  // Drops the drainer's hold; recycles the buffer if its thread has exited.
+  void release(ThreadBuffer* buffer);
+  bool wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop);
+  void clear_wake() { wake_.store(0, std::memory_order_relaxed); }
+  // Producer slow path and stop(): an atomic exchange and, at most once per drainer
+  // pass, a futex wake (and, if it woke the drainer and `yield` is set, sched_yield: see
+  // Config::yield_to_drainer). No lock, so a signal handler may call it at any point.
+  void wake_drainer(bool yield = false);
+  bool yield_to_drainer() const { return yield_.load(std::memory_order_relaxed); }
+
+  // Events lost by threads that have no ring in the active session (the ring could not
+  // be allocated, or a nested call arrived while the thread was binding).
+  void count_orphan_drop() { orphan_drops_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t orphan_drops() const { return orphan_drops_.load(std::memory_order_acquire); }
+
+  // The drainer counts its passes; an object being unloaded waits for one that saw
+  // everything recorded before (drain_before_unload).
+  void pass_completed() { passes_.fetch_add(1, std::memory_order_release); }
+  std::uint64_t passes() const { return passes_.load(std::memory_order_acquire); }
+  std::uint64_t grace_ns() const { return grace_ns_.load(std::memory_order_relaxed); }
+  // Tests: a pass on demand (run_drainer_pass below). A request is served by the first
+  // pass that starts after it, which takes everything published before it (no grace).
+  std::uint64_t request_pass() { return pass_requests_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  std::uint64_t pass_requests() const { return pass_requests_.load(std::memory_order_acquire); }
+  void passes_served(std::uint64_t request) { passes_served_.store(request, std::memory_order_release); }
+  std::uint64_t passes_served() const { return passes_served_.load(std::memory_order_acquire); }
+
+  // Thread side (slow path).
+  bool bind(ThreadWriter& writer, std::uint32_t epoch);
+  void recycle(ThreadBuffer* buffer);
+  // A thread exited while a session's drainer holds its buffer: wakes the drainer, which
+  // gives the buffer back to the pool (see thread_registry.cpp).
+  void retired_while_registered();
+  std::uint64_t buffers_created() const { return buffers_created_.load(std::memory_order_relaxed); }
+
+ private:
+  Registry() = default;
+  static Registry*& slot();
+  ThreadBuffer* acquire_buffer();
+
+  std::mutex mutex_;
+  std::uint32_t last_epoch_ = 0;
+  ActiveParams params_;
+  // Threads push their buffer (compare-exchange), the drainer takes the whole list at
+  // once (exchange): no per-thread state, unlike a queue with a producer per thread,
+  // whose memory grew with every thread ever started.
+  std::atomic<ThreadBuffer*> registrations_{nullptr};
+  std::mutex pool_mutex_;
+  std::vector<ThreadBuffer*> pool_;  // buffers of exited threads, guarded by pool_mutex_
+  std::atomic<std::uint64_t> buffers_created_{0};
+  std::atomic<std::uint32_t> wake_{0};  // futex word: 1 once woken in this pass
+  std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
+  std::atomic<std::uint64_t> passes_{0};
+  std::atomic<std::uint64_t> pass_requests_{0};
+  std::atomic<std::uint64_t> passes_served_{0};
+  std::atomic<std::uint64_t> grace_ns_{0};
+  std::atomic<bool> yield_{true};  // Config::yield_to_drainer of the active session
+};
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free,
+              "the wake word is used as a futex");
+
+// For tests, not for users: makes the running session's drainer run a pass now, one that
+// takes every record published before the call (it does not hold back the newest, as a
+// periodic pass does), and returns once that pass has delivered them and completed.
+// False if no session records (none runs, or a schedule paused it) or the pass did not
+// come within `timeout`. Not from an exporter (the drainer would wait for itself).
+RINGTRACE_API bool run_drainer_pass(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+// Marks the calling thread as never traced (the drainer itself).
+void mark_thread_untraced() noexcept;
+bool thread_untraced() noexcept;
+// In a fork child, on the forking thread: no ring (the parent's are not mapped here).
+void unbind_thread_after_fork() noexcept;
+
+}  // namespace ringtrace::detail

@@ -1,0 +1,42 @@
+// The flight recorder (Config::flight_recorder, Config::trigger, Session::snapshot): an
+// exporter the session adds to the drainer's. It keeps the newest `keep` of the merged
+// stream (at most `max_bytes`) and, on a request or when the trigger's zone runs long,
+// writes it through the window factories as one consistent stream: the zones open at
+// the start of what it holds come first (their begins are kept while they stay open),
+// every zone still open when the snapshot ends is closed there and flagged
+// EventFlags::closed_at_window_end.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ringtrace/config.hpp"
+#include "ringtrace/exporter.hpp"
+#include "ringtrace/session.hpp"
+
+namespace ringtrace::detail {
+
+class FlightRecorderExporter;
+
+struct FlightRecorderHandle {
+  std::shared_ptr<FlightRecorderExporter> exporter;
+  // Queues a snapshot request (any thread). False when none can be queued.
+  bool request(std::string reason);
+  std::uint64_t snapshots() const;
+  std::uint64_t suppressed() const;
+  std::size_t waiting() const;  // requests waiting for the stream to reach their time
+};
+
+// The recorder for `config` (keep > 0), writing through `factories`. `session_outputs`:
+// the files the session's own exporters write, which a snapshot's exporters must not
+// (make_window_router() has the rule).
+FlightRecorderHandle make_flight_recorder(const Config& config, std::vector<WindowExporterFactory> factories,
+                                          std::vector<std::filesystem::path> session_outputs = {});
+std::shared_ptr<Exporter> as_exporter(const FlightRecorderHandle& handle);
+
+}  // namespace ringtrace::detail

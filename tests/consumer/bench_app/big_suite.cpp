@@ -1,0 +1,50 @@
+// Benchmarks of millions of iterations with trivial bodies (each a zone or three of a
+// few ns): at default settings (--benchmark_min_time=0.5) their whole runs are tens of
+// millions of zones, gigabytes of Chrome trace; with --ringtrace_out each trace must stay
+// under 64 MB and load in trace_processor (run_consumer.sh, mode benchmark-big).
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <ringtrace/benchmark.hpp>
+
+static void BM_concat(benchmark::State& state) {
+  std::string text;
+  for (auto _ : state) {
+    RINGTRACE_ZONE("concat");
+    text = "ring";
+    text += "trace";
+    benchmark::DoNotOptimize(text.data());
+  }
+}
+RINGTRACE_BENCHMARK(BM_concat);
+
+static void BM_sqrt(benchmark::State& state) {
+  double x = 2;
+  for (auto _ : state) {
+    RINGTRACE_ZONE("sqrt");
+    for (std::int64_t i = 0; i < state.range(0); ++i) x = std::sqrt(x + 1.0);
+    benchmark::DoNotOptimize(x);
+  }
+}
+RINGTRACE_BENCHMARK(BM_sqrt)->Arg(10);
+
+// Nested zones and a value on each: more bytes per zone.
+static void BM_nested(benchmark::State& state) {
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    RINGTRACE_ZONE("request");
+    RINGTRACE_ZONE_VALUE("request_id", ++n);
+    {
+      RINGTRACE_ZONE("parse");
+      benchmark::ClobberMemory();
+    }
+    {
+      RINGTRACE_ZONE("respond");
+      benchmark::ClobberMemory();
+    }
+  }
+}
+RINGTRACE_BENCHMARK(BM_nested);
+
+RINGTRACE_BENCHMARK_MAIN();
