@@ -25,9 +25,10 @@ struct Spelling {
 
 // Built once: for each character type, the basic_string and basic_string_view
 // instantiations the aliases stand for. Both closings of a template argument list are
-// listed: libstdc++'s demangler writes "> >", LLVM's ">>".
+// listed: libstdc++'s demangler writes "> >", LLVM's ">>". Never destroyed: a drainer
+// may demangle names after static destructors ran (a session stopped by an exit hook).
 const std::vector<Spelling>& spellings() {
-  static const std::vector<Spelling> table = [] {
+  static const std::vector<Spelling>* const table = new std::vector<Spelling>([] {
     struct CharType {
       const char *type, *prefix;
     };
@@ -45,8 +46,8 @@ const std::vector<Spelling>& spellings() {
       }
     }
     return out;
-  }();
-  return table;
+  }());
+  return *table;
 }
 
 }  // namespace

@@ -21,8 +21,11 @@ namespace {
 // execve replaces the whole image, statics included). The kernel appends " (deleted)"
 // when the file was removed or replaced after start; the name without it is still the
 // best guess of where a copy lives (a Symbolizer checks the build id anyway).
+// Never destroyed: a session started before main() (RINGTRACE_OUTPUT) is stopped by an
+// exit hook that runs after the destructors of statics made later, such as this one, and
+// its drainer names functions until then.
 const std::string& executable_path() {
-  static const std::string path = [] {
+  static const std::string* const path = new std::string([] {
     std::string target(4096, '\0');
     const ssize_t n = readlink("/proc/self/exe", target.data(), target.size());
     if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) return std::string();
@@ -30,8 +33,8 @@ const std::string& executable_path() {
     constexpr std::string_view kDeleted = " (deleted)";
     if (target.ends_with(kDeleted)) target.resize(target.size() - kDeleted.size());
     return target;
-  }();
-  return path;
+  }());
+  return *path;
 }
 
 // The loader keeps the name a library was opened with; dlopen("./x.so") leaves it
