@@ -693,10 +693,14 @@ void Drainer::pass(bool final) {
     merge(watermark, switches_until_ns);
   }
   // Threads that are gone and emptied, or every thread at the end: close what they
-  // left open, report unreported drops, let go of the ring.
+  // left open, report unreported drops, let go of the ring. A thread that exited with
+  // zones open (a RINGTRACE_ZONE_BEGIN never ended) lets go of its ring but keeps its
+  // cursor until the stop, where its zones are closed at the stop time like every other
+  // thread's: the time does not depend on whether a pass saw the thread gone first, and
+  // is the one the binary file's reader gives them (it cannot know when a thread exited).
   for (std::size_t i = 0; i < cursors_.size();) {
     Cursor& c = *cursors_[i];
-    if (final || (c.retired && c.read_pos >= c.end && switches_done(c))) {
+    if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
       if (raw_only_) {
         set_dropped(*c.row, drops_of(c));  // the file's footer carries it
       } else {

@@ -24,6 +24,7 @@
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
+#include "thread_registry.hpp"  // run_drainer_pass
 
 // Two classes' methods of the same name, on one line (so only the name tells them apart:
 // pstats keys functions by file, line and name), in a namespace of their own.
@@ -521,6 +522,45 @@ TEST(ApiMacros, ManualZoneAcrossSessionStart) {
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"+outer", "+inner", "-inner", "-outer"}));
   EXPECT_EQ(t.stats.unbalanced_ends, 0u);
+}
+
+// A zone a thread left open when it exited is closed at the stop time, whether or not a
+// drainer pass saw the thread gone before the stop, and the binary file gives it the same
+// time (its reader closes what is open at the stop; CI's ASan run once saw the live
+// session close it at the thread's last event instead).
+TEST(ApiMacros, AZoneLeftOpenByAnExitedThreadClosesAtTheStopLiveAndInTheFile) {
+  const fs::path file = fs::temp_directory_path() / ("ringtrace-api-orphan-" + std::to_string(::getpid()) + ".rtrace");
+  Session session(Config{});
+  auto memory = std::make_shared<MemoryExporter>();
+  session.add_exporter(memory);
+  session.add_exporter(binary_trace_exporter(file));
+  session.start();
+  std::thread([] {
+    { RINGTRACE_ZONE("closed"); }
+    RINGTRACE_ZONE_BEGIN("orphan");
+  }).join();
+  ASSERT_TRUE(detail::run_drainer_pass());  // the thread is gone and its ring read
+  { RINGTRACE_ZONE("after"); }
+  ASSERT_TRUE(detail::run_drainer_pass());
+  session.stop();
+  const RecordedTrace live = memory->trace();
+  auto replayed = std::make_shared<MemoryExporter>();
+  const ReplayResult r = replay_file(file, *replayed);
+  fs::remove(file);
+  ASSERT_TRUE(r.problem.empty()) << r.problem;
+  const RecordedTrace from_file = replayed->trace();
+  for (const RecordedTrace* t : {&live, &from_file}) {
+    const Event* end = nullptr;
+    for (const Event& e : t->events) {
+      if (e.kind == EventKind::zone_end && t->sites[e.site].name == "orphan") end = &e;
+    }
+    ASSERT_NE(end, nullptr) << (t == &live ? "live" : "file");
+    EXPECT_NE(end->flags & EventFlags::closed_at_stop, 0) << (t == &live ? "live" : "file");
+    EXPECT_EQ(end->time_ns, t->stats.clock.stop_ns) << (t == &live ? "live" : "file");
+    EXPECT_EQ(t->stats.closed_at_stop, 1u) << (t == &live ? "live" : "file");
+  }
+  ASSERT_EQ(live.events.size(), from_file.events.size());
+  for (std::size_t i = 0; i < live.events.size(); ++i) EXPECT_EQ(live.events[i].time_ns, from_file.events[i].time_ns) << i;
 }
 
 // Past Config::max_runtime_names distinct names, one overflow site and a count.
