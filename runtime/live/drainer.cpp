@@ -652,11 +652,18 @@ void Drainer::pass(bool final) {
     // watermark less the shortest call kept (filter_limit_).
     const std::uint64_t ns = converter_.to_ns(watermark);
     filter_limit_ = ns > filter_.min_ns() ? ns - filter_.min_ns() : 0;
+    passed_watermark_ = std::max(passed_watermark_, watermark);
   } else {
     filter_limit_ = ~std::uint64_t{0};
     // Nothing stamped after the stop time is delivered (zones open then are closed at
-    // it). A thread that read the clock just before stop() may not have published yet:
-    // give it the same grace as every other pass before taking the write indices.
+    // it). The stop time is when stop() read the clock, or a pass's watermark if a pass
+    // that began before the drainer heard of the stop had already gone past it (it may
+    // have delivered events stamped up to there: they stay, and the binary file's reader
+    // takes the same time from the stop frame). A thread that read the clock just before
+    // stop() may not have published yet: give it the same grace as every other pass
+    // before taking the write indices.
+    stop_ticks_.store(std::max(stop_ticks_.load(std::memory_order_relaxed), passed_watermark_),
+                      std::memory_order_relaxed);
     watermark = stop_ticks_.load(std::memory_order_relaxed);
     const std::uint64_t until = watermark + grace_ticks_;
     while (read_ticks(use_tsc_) < until) std::this_thread::sleep_for(std::chrono::microseconds(50));

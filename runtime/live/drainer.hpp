@@ -302,6 +302,10 @@ class Drainer final : public TraceContext {
 
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_
+  // The highest watermark of a pass before the final one: what it may have delivered. A
+  // pass that began after stop() read its clock but before it told the drainer delivers
+  // up to its own watermark, so the final pass stops at the later of the two.
+  std::uint64_t passed_watermark_ = 0;
   std::thread thread_;
 };
 
