@@ -48,7 +48,7 @@ if [[ "${RINGTRACE_SKIP_SANITIZERS:-0}" != "1" ]]; then
   echo "== g++ with ThreadSanitizer: concurrency tests"
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGTRACE_SANITIZE=thread -DRINGTRACE_BUILD_BENCH=OFF \
     -DRINGTRACE_BUILD_EXAMPLES=OFF >/dev/null
-  cmake --build build/tsan -j"${jobs}"
+  cmake --build build/tsan -j"${jobs}" --target ringtrace_concurrency_tests  # only what it runs
   run_ctest build/tsan RINGTRACE_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 -- -j1 -L concurrency
 fi
 
