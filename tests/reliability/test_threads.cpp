@@ -67,12 +67,12 @@ TEST(Threads, ShortThreadsLeaveNothingBehindAcrossSessions) {
 }
 
 // Soak: 8 threads that come and go, nested zones, counters, both policies, for
-// RINGTRACE_SOAK_SECONDS (default 30 s per policy: a minute in all, times
+// RINGTRACE_SOAK_SECONDS (default 15 s per policy: half a minute in all, times
 // RINGTRACE_TEST_SCALE in the sanitizer builds): no hang, every event recorded or
 // counted, zones whole.
 TEST(Threads, SoakBothPolicies) {
   const char* env = std::getenv("RINGTRACE_SOAK_SECONDS");
-  const double seconds = (env != nullptr ? std::atof(env) : 30.0) * test_scale();
+  const double seconds = (env != nullptr ? std::atof(env) : 15.0) * test_scale();
   for (const auto policy : {ringtrace::OverflowPolicy::drop, ringtrace::OverflowPolicy::block}) {
     ringtrace::Config config;
     config.overflow = policy;
