@@ -218,6 +218,38 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   // thread's previous record, then the payload. A zone's begin or end takes 2 to 4 bytes
   // instead of the ring's 16 and 8: on this machine, writing new file pages costs far
   // more per byte than encoding them, so fewer bytes is what makes recording cheap.
+  // The bulk of a trace, zone ends and the begins of one call site, packed by a loop of
+  // their own whose state stays in registers (the bytes pack_record writes for them):
+  // from `at` until another record, `end`, or `p` at `limit`. Returns the new `p`.
+  static char* pack_zones(const std::uint8_t*& at_ref, const std::uint8_t* end, char* p, const char* limit,
+                          std::uint64_t& last_ref, std::uint64_t begin_header, std::uint64_t begin_code,
+                          std::uint64_t& events_ref) noexcept {
+    const std::uint8_t* at = at_ref;
+    std::uint64_t last = last_ref, events = events_ref;
+    while (at < end && p < limit) {
+      const std::uint64_t header = detail::word_at(at, 0);
+      std::uint64_t ticks;
+      if ((header & detail::kRecordEndBit) != 0) {  // a zone end: one slot
+        ticks = header >> 1;
+        *p++ = detail::record_zone_end;
+        at += 8;
+      } else if (header == begin_header && end - at >= 16) {  // header, ticks
+        ticks = detail::word_at(at, 1);
+        p = tf::put_varint(p, begin_code);
+        at += 16;
+      } else {
+        break;
+      }
+      p = tf::put_varint(p, tf::zigzag(static_cast<std::int64_t>(ticks - last)));
+      last = ticks;
+      ++events;
+    }
+    at_ref = at;
+    last_ref = last;
+    events_ref = events;
+    return p;
+  }
+
   std::uint64_t on_raw_records(ThreadId thread, std::span<const std::uint8_t> records) override {
     std::uint64_t events = 0;
     const std::uint8_t* at = records.data();
@@ -242,17 +274,20 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
         buffer_.resize(used + kStepBytes);
         char* p = buffer_.data() + used;
         char* const room_end = buffer_.data() + buffer_.size();
-        for (std::size_t k = 0; k < kStepRecords && at < end; ++k) {
+        // A begin of the call site of the last site-bearing record (a loop's zones): its
+        // packed header is that site's, computed once (the bytes pack_record writes). In
+        // locals: stores through `p` (a char*) could alias the members. ~0 matches no
+        // header (bit 0 set is a zone end, taken first).
+        std::uint64_t begin_header =
+            last_site_ != 0 ? last_site_ | (std::uint64_t{detail::record_zone_begin} << detail::kRecordKindShift)
+                            : ~std::uint64_t{0};
+        std::uint64_t begin_code = detail::record_zone_begin | (last_index_ << 4);
+        char* const zones_limit = room_end - tf::kMaxPackedBytes;
+        for (;;) {
+          p = pack_zones(at, end, p, zones_limit, last, begin_header, begin_code, events);
+          if (at >= end || p >= zones_limit) break;  // done, or the next step
+          // Any other record.
           const std::uint64_t header = detail::word_at(at, 0);
-          if ((header & detail::kRecordEndBit) != 0) {  // a zone end, the most common record
-            const std::uint64_t ticks = header >> 1;
-            *p++ = detail::record_zone_end;
-            p = tf::put_varint(p, tf::zigzag(static_cast<std::int64_t>(ticks - last)));
-            last = ticks;
-            ++events;
-            at += 8;
-            continue;
-          }
           const detail::RecordKind kind = detail::kind_of(header);
           const std::uint64_t bytes = detail::ring_record_bytes(header, at, static_cast<std::uint64_t>(end - at));
           if (bytes == 0) [[unlikely]] {  // not a whole record: never packed (its size is not one)
@@ -287,10 +322,14 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
               }
               last_site_ = site;
               last_index_ = index;
+              begin_header = site | (std::uint64_t{detail::record_zone_begin} << detail::kRecordKindShift);
+              begin_code = detail::record_zone_begin | (index << 4);
             }
             ++events;
           }
-          p = tf::pack_record(at, index, last, p);
+          std::uint64_t chunk_last = last;  // `last` itself never has its address taken: it stays in a register
+          p = tf::pack_record(at, index, chunk_last, p);
+          last = chunk_last;
           at += bytes;
         }
         used = static_cast<std::size_t>(p - buffer_.data());
