@@ -1,6 +1,5 @@
 // Context switches in a live session (Config::context_switches): the drainer's streams,
 // the merged stream, each zone's on-CPU time, refusals, threads that come and go, fork.
-#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -23,6 +22,7 @@
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "ringtrace/recorded_trace.hpp"
+#include "../support/attempts.hpp"
 #include "session_support.hpp"
 #include "thread_registry.hpp"  // run_drainer_pass
 
@@ -406,19 +406,7 @@ void threads_that_come_and_go_once() {
 // two's failures are printed, the third's count.
 TEST(SessionSwitches, ThreadsThatComeAndGo) {
   SWITCHES_REQUIRED();
-  for (int attempt = 1; attempt < 3; ++attempt) {
-    ::testing::TestPartResultArray failures;
-    {
-      ::testing::ScopedFakeTestPartResultReporter intercept(
-          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
-      threads_that_come_and_go_once();
-    }
-    if (failures.size() == 0) return;
-    for (int i = 0; i < failures.size(); ++i) {
-      std::printf("attempt %d (not counted): %s\n", attempt, failures.GetTestPartResult(i).message());
-    }
-  }
-  threads_that_come_and_go_once();
+  ringtrace_test::up_to_three_runs([] { threads_that_come_and_go_once(); });
 }
 
 // Threads that come and go while the binary file is the session's only exporter (the

@@ -1,6 +1,5 @@
 // Real threads observed from another thread, as the drainer will: sleeps, spinning,
 // preemption, exit, a ring that wraps, fork.
-#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <pthread.h>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/attempts.hpp"
 #include "switch_test_support.hpp"
 
 namespace {
@@ -181,19 +181,7 @@ void sleeps_are_seen_once() {
 // mistimes switches fails all three.
 TEST(SwitchStream, SleepsAreSeenAsOffCpuIntervalsOnTheMonotonicClock) {
   SWITCH_TEST_REQUIRE_PERF();
-  for (int attempt = 1; attempt < 3; ++attempt) {
-    ::testing::TestPartResultArray failures;
-    {
-      ::testing::ScopedFakeTestPartResultReporter intercept(
-          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
-      sleeps_are_seen_once();
-    }
-    if (failures.size() == 0) return;
-    for (int i = 0; i < failures.size(); ++i) {
-      std::printf("attempt %d (not counted): %s\n", attempt, failures.GetTestPartResult(i).message());
-    }
-  }
-  sleeps_are_seen_once();
+  ringtrace_test::up_to_three_runs([] { sleeps_are_seen_once(); });
 }
 
 TEST(SwitchStream, SpinningThreadIsNearlyAlwaysOnCpu) {
