@@ -213,11 +213,6 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     end_frame();
   }
 
-  // Encodes the records into packed chunks (docs/file-format.md): a varint header
-  // (kind, "no time", the call site's index), the time as a varint delta from the
-  // thread's previous record, then the payload. A zone's begin or end takes 2 to 4 bytes
-  // instead of the ring's 16 and 8: on this machine, writing new file pages costs far
-  // more per byte than encoding them, so fewer bytes is what makes recording cheap.
   // The bulk of a trace, zone ends and the begins of one call site, packed by a loop of
   // their own whose state stays in registers (the bytes pack_record writes for them):
   // from `at` until another record, `end`, or `p` at `limit`. Returns the new `p`.
@@ -250,6 +245,11 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     return p;
   }
 
+  // Encodes the records into packed chunks (docs/file-format.md): a varint header
+  // (kind, "no time", the call site's index), the time as a varint delta from the
+  // thread's previous record, then the payload. A zone's begin or end takes 2 to 4 bytes
+  // instead of the ring's 16 and 8: on this machine, writing new file pages costs far
+  // more per byte than encoding them, so fewer bytes is what makes recording cheap.
   std::uint64_t on_raw_records(ThreadId thread, std::span<const std::uint8_t> records) override {
     std::uint64_t events = 0;
     const std::uint8_t* at = records.data();
