@@ -37,10 +37,7 @@ std::string at_byte(const char* what, std::size_t at) {
 char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t& last, char* out) noexcept {
   const std::uint64_t header = word_at(record, 0);
   const RecordKind kind = kind_of(header);
-  const auto delta = [&](std::uint64_t ticks) {
-    out = put_varint(out, zigzag(static_cast<std::int64_t>(ticks - last)));
-    last = ticks;
-  };
+  const auto delta = [&](std::uint64_t ticks) { out = put_time(out, ticks, last); };
   if (kind == record_zone_end) {
     out = put_varint(out, record_zone_end);
     delta(header >> 1);

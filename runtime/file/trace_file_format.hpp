@@ -97,6 +97,13 @@ inline std::uint64_t zigzag(std::int64_t v) noexcept {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
 }
 inline std::uint64_t unzigzag(std::uint64_t v) noexcept { return (v >> 1) ^ (~(v & 1) + 1); }
+// A packed record's time: the zigzag varint of its ticks less the chunk's previous
+// record's (`last`, moved on).
+inline char* put_time(char* p, std::uint64_t ticks, std::uint64_t& last) noexcept {
+  p = put_varint(p, zigzag(static_cast<std::int64_t>(ticks - last)));
+  last = ticks;
+  return p;
+}
 
 // An unsigned LEB128 varint at p; false at `end` or past ten bytes. Most are one byte
 // (headers of the first sites, deltas of nearby ticks): that case first.

@@ -235,8 +235,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       } else {
         break;
       }
-      p = tf::put_varint(p, tf::zigzag(static_cast<std::int64_t>(ticks - last)));
-      last = ticks;
+      p = tf::put_time(p, ticks, last);
       ++events;
     }
     at_ref = at;
