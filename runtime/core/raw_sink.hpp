@@ -11,6 +11,7 @@
 // on_raw_records does.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -66,6 +67,18 @@ class RawSink {
   // handed over (the pass's time minus the merge grace, as the live merge holds back).
   // A reader can order and deliver everything up to it.
   virtual void on_raw_pass(std::uint64_t complete_ticks) = 0;
+  // Config::self_drain: a recording thread whose ring is past its high-water mark hands
+  // its own records over, between two drainer passes (no other call of this sink runs
+  // meanwhile), when this is the session's only exporter. The thread may be inside a
+  // signal handler or an allocator hook: no allocation, no lock, no system call, no
+  // exception. Takes a prefix of `records` (records in ring order, as on_raw_records,
+  // but up to the thread's next byte: the sink stops at a header that is 0, a record not
+  // written yet), adds the events it holds to `events` and returns its bytes; 0 (the
+  // default) takes nothing, and the drainer hands the rest over in its next pass.
+  virtual std::size_t on_raw_records_in_thread(ThreadId /*thread*/, std::span<const std::uint8_t> /*records*/,
+                                               std::uint64_t& /*events*/) noexcept {
+    return 0;
+  }
   // At stop: the time after which nothing is delivered live (the reader applies it),
   // before Exporter::on_finish.
   virtual void on_raw_stop(std::uint64_t stop_ticks) = 0;
