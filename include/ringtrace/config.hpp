@@ -112,6 +112,18 @@ struct Config {
   // false: never yield (the thread then only makes the futex call that wakes the drainer).
   bool yield_to_drainer = true;
 
+  // A session whose only exporter is the binary trace file (without rings_in_file): a
+  // thread whose ring holds 128 KiB (or high_water, if less) packs its own records into
+  // the file's buffer, under either policy, while they are still in its core's cache.
+  // It never waits for this: if the drainer is in a pass (or another thread is packing)
+  // it goes on and tries again a little later, and past high_water wakes the drainer as
+  // it would without. On a machine with no core to spare for the drainer, no thread then
+  // waits for a drainer that waits for a core. Nothing is allocated, no system call is
+  // made and no lock is waited for: a signal handler or an allocator hook may be the one
+  // that packs. The drainer writes the packed buffer to the file in its next pass.
+  // false: the drainer alone empties the rings.
+  bool self_drain = true;
+
   // Events younger than this are held back one pass so that a thread that was
   // preempted between reading the clock and publishing can still be merged in order.
   std::chrono::microseconds merge_grace{1000};

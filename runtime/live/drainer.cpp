@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <utility>  // std::exchange
 
 #include <unistd.h>
 
@@ -34,6 +35,9 @@ constinit thread_local bool t_fork_holds_pass = false;
 // The running drainer that has context-switch streams open (set and cleared under
 // g_pass_mutex), for the fork child handler.
 Drainer* g_switch_drainer = nullptr;
+// The running drainer whose threads may empty their own rings (Config::self_drain), set
+// and cleared under g_pass_mutex.
+Drainer* g_own_drainer = nullptr;
 }  // namespace
 
 void drainer_fork_prepare() noexcept {
@@ -55,6 +59,7 @@ void drainer_fork_child() noexcept {
   // it was between passes (this thread's fork holds the pass lock) or is the forker.
   if ((t_fork_holds_pass || t_drainer_thread) && g_switch_drainer != nullptr) g_switch_drainer->release_switches_in_child();
   g_switch_drainer = nullptr;
+  g_own_drainer = nullptr;  // no thread of the child packs into the parent's file
   // The child has no drainer: a fresh, unlocked mutex (the parent's copy may be held).
   new (&g_pass_mutex) std::timed_mutex();
   t_fork_holds_pass = false;
@@ -146,6 +151,8 @@ void Drainer::run() {
   }
   last_refit_ticks_ = read_ticks(use_tsc_);
   if (config_.context_switches) g_switch_drainer = this;
+  self_drain_ = config_.self_drain && raw_only_ && raw_sinks_.size() == 1 && !rings_in_file_;
+  if (self_drain_) g_own_drainer = this;
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
     working.unlock();
@@ -154,6 +161,7 @@ void Drainer::run() {
   }
   pass(true);
   if (g_switch_drainer == this) g_switch_drainer = nullptr;
+  if (g_own_drainer == this) g_own_drainer = nullptr;
 }
 
 void Drainer::finish(std::uint64_t stop_ticks) {
@@ -189,6 +197,7 @@ void Drainer::accept_registrations() {
     row->info.name = buffer->read_name();
     row->info.sort_index = kUnsorted;
     cursor->row = row;
+    if (self_drain_) buffer->own_drain.store(cursor.get(), std::memory_order_relaxed);
     unplaced_.push_back(row);
     cursors_.push_back(std::move(cursor));
     raw_thread(*cursors_.back());
@@ -218,17 +227,20 @@ void Drainer::raw_segment() {
   for_each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
 }
 
+void Drainer::note_first_records(Cursor& c, const std::uint8_t* records) {
+  if (c.first_known) return;
+  c.first_known = true;
+  c.first_ticks = record_ticks(load_header(records), records, 0);
+  unsorted_threads_ = true;
+}
+
 std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
   const std::uint64_t from = c.raw_pos;
   if (from >= to) return 0;
   c.raw_pos = to;
   // Contiguous through the ring's second mapping, even when it runs past the ring's end.
   const std::uint8_t* const records = records_at(c, from);
-  if (!c.first_known) {
-    c.first_known = true;
-    c.first_ticks = record_ticks(load_header(records), records, 0);
-    unsorted_threads_ = true;
-  }
+  note_first_records(c, records);
   delivered_in_pass_ = true;
   std::uint64_t events = 0;
   bool counted = false;
@@ -238,6 +250,39 @@ std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
     counted = true;
   });
   return events;
+}
+
+// Config::self_drain: what a pass does for one ring of a raw-only session (its records
+// to the sink, zeroed, the read index published), done by the ring's own thread with
+// the drainer between passes. Only what the sink takes in the thread (no allocation, no
+// system call) is handed over; its events are counted by the next pass.
+OwnDrain Drainer::drain_own(void* cursor) noexcept {
+  Cursor& c = *static_cast<Cursor*>(cursor);
+  const auto [index, sink] = raw_sinks_.front();
+  if (c.buffer == nullptr || exporter_failed_[index]) return OwnDrain::none;
+  // Everything reserved: the sink stops at a record not written yet (its header 0: the
+  // caller's own reservation in zone_end_slow, or one its signal handler interrupted).
+  const std::uint64_t mask = c.buffer->ring.capacity - 1;
+  const std::uint64_t end = c.read_pos + ((c.buffer->next_offset() - c.read_pos) & mask);
+  if (end == c.read_pos) return OwnDrain::none;
+  const std::uint8_t* const records = records_at(c, c.read_pos);
+  const std::size_t took =
+      sink->on_raw_records_in_thread(c.thread, std::span<const std::uint8_t>(records, end - c.read_pos), c.own_events);
+  if (took == 0) return OwnDrain::none;
+  note_first_records(c, records);
+  delivered_in_pass_ = true;  // the next pass ends with on_raw_pass and on_flush: the file gets the records
+  c.read_pos += took;
+  c.raw_pos = c.read_pos;
+  release_read(c);
+  return c.read_pos == end || load_header(records_at(c, c.read_pos)) == 0 ? OwnDrain::all : OwnDrain::some;
+}
+
+OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
+  if (b.own_drain.load(std::memory_order_relaxed) == nullptr) return OwnDrain::none;
+  std::unique_lock<std::timed_mutex> lock(g_pass_mutex, std::try_to_lock);
+  if (!lock.owns_lock() || g_own_drainer == nullptr) return OwnDrain::none;
+  void* const cursor = b.own_drain.load(std::memory_order_relaxed);  // cleared only under the lock
+  return cursor != nullptr ? g_own_drainer->drain_own(cursor) : OwnDrain::none;
 }
 
 void Drainer::update_names(Cursor& c) {
@@ -687,7 +732,7 @@ void Drainer::pass(bool final) {
       // A detached cursor (its thread exited, its switches still awaited) handed every
       // record over when it let go of its ring.
       c->read_pos = c->buffer != nullptr ? written_end(*c) : c->end;
-      add_recorded(*c->row, hand_raw(*c));
+      add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
       if (c->switches) {
         ThreadSwitches& sw = *c->switches;
         sw.run = sw.pending.run_until(switches_until_ns, c->thread);

@@ -144,6 +144,9 @@ class Drainer final : public TraceContext {
     std::uint64_t tail_from = 0;
     std::uint64_t detached_drops = 0;
     std::unique_ptr<ThreadSwitches> switches;  // Config::context_switches and its stream opened
+    // Config::self_drain: events the thread handed over itself since the last pass
+    // (drain_own), counted in its row by the next pass.
+    std::uint64_t own_events = 0;
 
     Cursor() = default;
     Cursor(const Cursor&) = delete;
@@ -165,6 +168,9 @@ class Drainer final : public TraceContext {
  public:
   // In a fork child (drainer_fork_child): closes the child's copies of the streams.
   void release_switches_in_child() noexcept;
+  // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
+  // the pass lock, between passes).
+  OwnDrain drain_own(void* cursor) noexcept;
 
  private:
   DecodeStop decode(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
@@ -185,6 +191,8 @@ class Drainer final : public TraceContext {
   // events they hold.
   std::uint64_t hand_raw(Cursor& c) { return hand_raw(c, c.read_pos); }
   std::uint64_t hand_raw(Cursor& c, std::uint64_t to);
+  // The first records of c's thread handed over: its first time, for its sort index.
+  void note_first_records(Cursor& c, const std::uint8_t* records);
   void raw_segment();
   void raw_thread(const Cursor& c);
   void close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags);
@@ -209,6 +217,9 @@ class Drainer final : public TraceContext {
   std::vector<bool> exporter_failed_;
   std::vector<std::pair<std::size_t, RawSink*>> raw_sinks_;  // exporter index, its raw side
   bool raw_only_ = false;  // every exporter is a raw sink that wants no events: no decoding
+  // Config::self_drain and a session it applies to: one exporter, a raw sink with its
+  // rings on the heap (a ring in a file must stay there until its records are written).
+  bool self_drain_ = false;
   // The rings are in a file mapping (RawSink::rings_path): read positions are published
   // only once the raw sinks hold the records in the OS (persist_raw), and a ring slot's
   // header names the thread as the trace file does.

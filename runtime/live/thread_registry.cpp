@@ -96,6 +96,13 @@ std::uint64_t free_bytes(ThreadBuffer& b) noexcept {
   return capacity - used;
 }
 
+// Config::self_drain: the fill at which a thread empties its own ring, well before the
+// high-water mark, so that what it packs is still in its core's cache (and a drainer pass
+// finds little to do), and a try that found the drainer's lock busy costs nothing but a
+// retry a little later.
+inline constexpr std::uint64_t kOwnDrainBytes = std::uint64_t{128} << 10;
+std::uint64_t own_drain_mark(const ThreadBuffer& b) noexcept { return std::min(b.high_water, kOwnDrainBytes); }
+
 // The fast path's limits from the free space: records other than zone ends leave the
 // end reserve and the nested slack free (and, below the high-water mark, stop there so
 // that the thread wakes the drainer on its way past it); zone ends the slack only. No
@@ -116,6 +123,12 @@ void set_limits(ThreadBuffer& b, std::uint64_t free, bool past_high_water) noexc
   std::uint64_t room = free > keep ? free - keep : 0;
   const std::uint64_t used = capacity - free;
   if (!past_high_water) room = std::min(room, b.high_water > used ? b.high_water - used : 0);
+  // A ring its thread empties itself (Config::self_drain): back to the slow path at the
+  // own-drain mark, and, if the drainer's lock was busy there, every quarter of it after.
+  if (b.own_drain.load(std::memory_order_relaxed) != nullptr) {
+    const std::uint64_t mark = own_drain_mark(b);
+    room = std::min(room, used < mark ? mark - used : mark / 4);
+  }
   const std::uint64_t end_room = free > nested_slack(capacity) ? free - nested_slack(capacity) : 0;
   w.limit = b.pending_drops != 0 ? 0 : std::min<std::uintptr_t>(next + room, base + capacity);
   w.end_limit = std::min<std::uintptr_t>(next + end_room, base + capacity);
@@ -231,6 +244,13 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
   for (unsigned round = 0;; ++round) {
     std::uint64_t free = free_bytes(b);
     const std::uint64_t marker = b.pending_drops != 0 ? record_bytes(record_dropped) : 0;
+    // Past the own-drain mark, a thread whose session lets it (Config::self_drain)
+    // empties its ring itself if the drainer is between passes; past the high-water mark
+    // with records left, it wakes the drainer.
+    const bool own = b.own_drain.load(std::memory_order_relaxed) != nullptr;
+    if (own && capacity - free + bytes + marker > own_drain_mark(b) && drain_own_ring(b) != OwnDrain::none) {
+      free = free_bytes(b);
+    }
     if (capacity - free + bytes + marker > b.high_water) {
       registry.wake_drainer(registry.yield_to_drainer());
       free = free_bytes(b);
@@ -323,6 +343,7 @@ void Registry::retract_epoch() {
 }
 
 void Registry::release(ThreadBuffer* buffer) {
+  buffer->own_drain.store(nullptr, std::memory_order_relaxed);  // the cursor goes with the drainer's hold
   const std::uint32_t old = buffer->flags.fetch_and(~kRegistered, std::memory_order_acq_rel);
   if ((old & kRetired) != 0) recycle(buffer);
 }
@@ -550,6 +571,7 @@ void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept {
     // of it ends of open zones): wait for it, whatever the policy, so that the zone is
     // recorded whole. A session that has ended reads nothing more.
     if (nested || g_epoch.load(std::memory_order_acquire) != epoch) break;
+    if (drain_own_ring(b) == OwnDrain::all) continue;  // Config::self_drain
     Registry::instance().wake_drainer();
     backoff(round);
   }

@@ -56,6 +56,11 @@ struct ThreadBuffer {
   std::string name;
   std::atomic<std::uint32_t> name_version{0};
   ThreadBuffer* next_registration = nullptr;  // link in Registry's registration list
+  // The drainer's reading state for this ring (its Cursor) while a session whose rings
+  // their threads may empty themselves (Config::self_drain) reads it; else null. Set and
+  // cleared by the drainer under its pass lock, read by the thread under the same lock
+  // (drain_own_ring); atomic so that the thread may look before it tries the lock.
+  std::atomic<void*> own_drain{nullptr};
 
   std::string read_name() {
     std::lock_guard<std::mutex> lock(name_mutex);
@@ -174,6 +179,16 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std
 // False if no session records (none runs, or a schedule paused it) or the pass did not
 // come within `timeout`. Not from an exporter (the drainer would wait for itself).
 RINGTRACE_API bool run_drainer_pass(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+// Config::self_drain, from a thread's slow path (not nested in another of its slow
+// paths): if the session lets its threads empty their own rings and the drainer is
+// between passes (its pass lock is free: never waited for), hands the thread's
+// published records over to the session's file itself and zeroes them, as a drainer
+// pass would. `all`: every record written whole was taken; `some`: the file's buffer
+// took part of them (the drainer must write it out: wake it); `none`: nothing was done.
+// No allocation, no system call (drainer.cpp).
+enum class OwnDrain : std::uint8_t { none, some, all };
+OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
 
 // Marks the calling thread as never traced (the drainer itself).
 void mark_thread_untraced() noexcept;
