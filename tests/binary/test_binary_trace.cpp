@@ -163,6 +163,74 @@ TEST(BinaryTrace, ReplayGivesTheLiveStream) {
   EXPECT_TRUE(partial_files(dir / "run.rtrace").empty());
 }
 
+// Config::self_drain: with the file as the session's only exporter, a thread whose ring
+// passes its high-water mark packs its own records into the file instead of waking the
+// drainer. Small rings and a drainer that never wakes on its own: the file holds every
+// event, per thread in the order a live session decodes them (every kind of record,
+// texts included), and the drainer ran a handful of passes where, without self_drain,
+// it is woken over and over.
+TEST(BinaryTrace, ThreadsEmptyTheirOwnRingsIntoTheFile) {
+  const fs::path dir = temp_dir("self_drain");
+  // Per thread (by name), its events without their times: the same workload in a live
+  // session and in the file.
+  const auto by_thread = [](const RecordedTrace& t) {
+    std::map<std::string, std::vector<std::string>> out;
+    const RecordedTraceContext context(t);
+    for (const Event& e : t.events) {
+      std::ostringstream s;
+      s << static_cast<int>(e.kind) << ' ' << t.sites[e.site].name << ' ' << static_cast<int>(e.flags & ~EventFlags::late)
+        << ' ' << e.depth << ' ';
+      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) {
+        s << context.text(e);
+      } else {
+        s << e.value.u;
+      }
+      out[t.threads[e.thread].name].push_back(s.str());
+    }
+    return out;
+  };
+  const auto record = [&](bool self_drain, const std::shared_ptr<Exporter>& exporter) {
+    Config config;
+    config.overflow = OverflowPolicy::block;
+    config.buffer_records = 256;  // a 4 KiB ring: past its high-water mark every 2 KiB
+    config.drain_interval = std::chrono::seconds(10);  // the drainer runs only when woken
+    config.self_drain = self_drain;
+    Session session(config);
+    session.add_exporter(exporter);
+    session.start();
+    workload(20);
+    session.stop();
+    return session.stats();
+  };
+  auto memory = std::make_shared<MemoryExporter>();
+  const SessionStats live = record(true, memory);  // decoded live: no thread packs (no file)
+  const SessionStats own = record(true, binary_trace_exporter(dir / "own.rtrace"));
+  const SessionStats drainer = record(false, binary_trace_exporter(dir / "drainer.rtrace"));
+  for (const SessionStats* s : {&live, &own, &drainer}) {
+    EXPECT_TRUE(s->exporter_errors.empty());
+    EXPECT_EQ(s->dropped, 0u);
+    EXPECT_EQ(s->recorded, live.recorded);
+  }
+  // The drainer is woken by a thread that could not pack everything: a call site it
+  // meets for the first time (the drainer describes it in the file), or a full buffer.
+  EXPECT_GT(drainer.drain_passes, 100u);
+  EXPECT_LT(own.drain_passes * 3, drainer.drain_passes)
+      << "threads packing their own rings: " << own.drain_passes << " passes; the drainer alone: "
+      << drainer.drain_passes;
+  const auto expected = by_thread(memory->trace());
+  ASSERT_EQ(expected.size(), 3u);
+  for (const char* name : {"own.rtrace", "drainer.rtrace"}) {
+    ReplayResult r;
+    const RecordedTrace back = replay_to_memory(dir / name, &r);
+    EXPECT_TRUE(r.complete) << name << ": " << r.problem;
+    EXPECT_EQ(back.stats.recorded, live.recorded) << name;
+    EXPECT_TRUE(by_thread(back) == expected) << name;
+    for (std::size_t i = 1; i < back.events.size(); ++i) {
+      ASSERT_LE(back.events[i - 1].time_ns, back.events[i].time_ns) << name << ": event " << i;
+    }
+  }
+}
+
 // Config::per_thread_counters gives every counter one track per thread, as
 // RINGTRACE_COUNTER_PER_THREAD gives its own site: in the live Chrome trace, in the
 // stream the exporters see, and in the file (a replay keeps the option).
@@ -580,6 +648,7 @@ TEST(BinaryTrace, DropAccountingSurvivesTheFile) {
   config.buffer_records = 64;
   config.drain_interval = std::chrono::microseconds(20000);
   config.yield_to_drainer = false;  // drops must happen: no yield to let the drainer keep up
+  config.self_drain = false;        // nor threads that empty their own rings
   std::atomic<std::uint64_t> produced{0};
   SessionStats live;
   {

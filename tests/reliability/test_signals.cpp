@@ -16,12 +16,14 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"  // test_scale
 
@@ -90,13 +92,22 @@ struct Census final : ringtrace::Exporter {
   }
 };
 
-void run_signal_storm(ringtrace::OverflowPolicy policy) {
+// `to_file`: the binary trace file is the session's only exporter, so that the thread
+// (or its handler) whose ring passes the high-water mark packs its own records into the
+// file (Config::self_drain); the census reads the file back.
+void run_signal_storm(ringtrace::OverflowPolicy policy, bool to_file = false) {
   ringtrace::Config config;
   config.overflow = policy;
   config.buffer_records = 1 << 12;  // small: the slow path (wake, drop, wait) runs often
   auto census = std::make_shared<Census>();
   ringtrace::Session session(config);
-  session.add_exporter(census);
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("ringtrace-signals-" + std::to_string(::getpid()) + ".rtrace");
+  if (to_file) {
+    session.add_exporter(ringtrace::binary_trace_exporter(file));
+  } else {
+    session.add_exporter(census);
+  }
 
   struct sigaction action {};
   action.sa_handler = on_alarm;
@@ -134,6 +145,11 @@ void run_signal_storm(ringtrace::OverflowPolicy policy) {
   }
   session.stop();
   sigaction(SIGALRM, &previous, nullptr);
+  if (to_file) {
+    const ringtrace::ReplayResult read = ringtrace::replay_file(file, *census);
+    EXPECT_TRUE(read.complete) << read.problem;
+    std::filesystem::remove(file);
+  }
 
   const ringtrace::SessionStats stats = session.stats();
   const std::uint64_t handler = g_handler_events.load();
@@ -157,6 +173,14 @@ void run_signal_storm(ringtrace::OverflowPolicy policy) {
 TEST(Signals, HandlerRecordingOnTheInterruptedThreadDropMode) { run_signal_storm(ringtrace::OverflowPolicy::drop); }
 
 TEST(Signals, HandlerRecordingOnTheInterruptedThreadBlockMode) { run_signal_storm(ringtrace::OverflowPolicy::block); }
+
+TEST(Signals, HandlerRecordingWhileTheThreadEmptiesItsOwnRingDropMode) {
+  run_signal_storm(ringtrace::OverflowPolicy::drop, true);
+}
+
+TEST(Signals, HandlerRecordingWhileTheThreadEmptiesItsOwnRingBlockMode) {
+  run_signal_storm(ringtrace::OverflowPolicy::block, true);
+}
 
 // Issue 22, point 17: what the handlers of the errno test saw.
 std::atomic<bool> g_errno_handler_recording{false};
