@@ -9,6 +9,9 @@
 //                           Chrome JSON
 //   block mode              zones/s per thread with the file exporter, two threads (medians
 //                           of 5 runs), beside the floor loop in the same minutes
+//   drainer only            the two-thread rows again with Config::self_drain off (the
+//                           drainer alone empties the rings, as before threads packed their
+//                           own), run in turn with the rows above
 //   floor loop              the same 1-second loop on two threads around the bare floor
 //                           (two rdtsc, two 16-byte stores into a small per-thread
 //                           buffer, no library): zones/s per thread; issue 21's goal for
@@ -139,10 +142,12 @@ double floor_loop_zones_per_s(int threads) {
 // Each run starts with the earlier runs' files written out and gone: the kernel's
 // writeback of a gigabyte of Chrome JSON takes CPU that the next run's drainer needs on a
 // 2-core machine (the file's 2-thread figure fell from about 92% to 55% right after it).
-Kept flat_out(int threads, ringtrace::OverflowPolicy policy, const std::shared_ptr<ringtrace::Exporter>& exporter) {
+Kept flat_out(int threads, ringtrace::OverflowPolicy policy, const std::shared_ptr<ringtrace::Exporter>& exporter,
+              bool self_drain = true) {
   ::sync();
   ringtrace::Config config;
   config.overflow = policy;
+  config.self_drain = self_drain;
   ringtrace::Session session(config);
   session.add_exporter(exporter);
   session.start();
@@ -180,13 +185,21 @@ int main(int argc, char** argv) {
     std::printf("file writer, per event (drainer)          %8.2f ns  %5.2f x clock   target <= 3 ns\n", writer,
                 writer / clock);
     for (const int threads : {1, 2}) {
-      std::vector<double> files, rates;  // five runs: the machine's scheduling varies from run to run
+      // Five runs (the machine's scheduling varies from run to run); with two threads, each
+      // followed by one with the drainer alone emptying the rings.
+      std::vector<double> files, rates, drainer_files;
       for (int run = 0; run < 5; ++run) {
         const Kept k = flat_out(threads, ringtrace::OverflowPolicy::drop,
                                 ringtrace::binary_trace_exporter(dir / "flat.rtrace"));
         files.push_back(k.fraction);
         rates.push_back(k.per_thread_per_s / 2);
         fs::remove(dir / "flat.rtrace");
+        if (threads == 2) {
+          drainer_files.push_back(flat_out(threads, ringtrace::OverflowPolicy::drop,
+                                           ringtrace::binary_trace_exporter(dir / "flat.rtrace"), false)
+                                      .fraction);
+          fs::remove(dir / "flat.rtrace");
+        }
       }
       std::sort(files.begin(), files.end());
       std::sort(rates.begin(), rates.end());
@@ -198,14 +211,24 @@ int main(int argc, char** argv) {
                   "%5.1f%%   Chrome JSON %5.1f%%   (target file >= %d%%)\n",
                   threads, 100 * files[2], 100 * files[0], 100 * files[4], 100 * null.fraction, 100 * chrome.fraction,
                   threads == 1 ? 99 : 95);
+      if (threads == 2) {
+        std::sort(drainer_files.begin(), drainer_files.end());
+        std::printf("drop mode, 2 threads, file, drainer only:  %5.1f%% kept (median of 5; %.1f-%.1f%%), in turn with the above\n",
+                    100 * drainer_files[2], 100 * drainer_files[0], 100 * drainer_files[4]);
+      }
       std::printf("drop mode, %d thread(s), file alone: %5.1f M zones/s kept per thread (median of 5)\n", threads,
                   rates[2] / 1e6);
     }
   }
-  // Block mode and the floor loop in turn, five runs each, so that both see the same
-  // minutes of this shared machine; the ratio is of the medians.
-  std::vector<double> blocks, floors;
+  // Block mode (threads packing their own rings, then the drainer alone) and the floor
+  // loop in turn, five runs each, so that all three see the same minutes of this shared
+  // machine; the ratios are of the medians.
+  std::vector<double> blocks, drainer_blocks, floors;
   for (int run = 0; run < 5; ++run) {
+    fs::remove(dir / "block.rtrace");
+    drainer_blocks.push_back(flat_out(2, ringtrace::OverflowPolicy::block,
+                                      ringtrace::binary_trace_exporter(dir / "block.rtrace"), false)
+                                 .per_thread_per_s / 2);
     fs::remove(dir / "block.rtrace");
     blocks.push_back(
         flat_out(2, ringtrace::OverflowPolicy::block, ringtrace::binary_trace_exporter(dir / "block.rtrace"))
@@ -213,12 +236,16 @@ int main(int argc, char** argv) {
     floors.push_back(floor_loop_zones_per_s(2));
   }
   std::sort(blocks.begin(), blocks.end());
+  std::sort(drainer_blocks.begin(), drainer_blocks.end());
   std::sort(floors.begin(), floors.end());
   std::printf("block mode, 2 threads, file alone:        %8.1f M zones/s per thread (median of 5; %.1f-%.1f)\n",
               blocks[2] / 1e6, blocks[0] / 1e6, blocks[4] / 1e6);
+  std::printf("block mode, 2 threads, drainer only:      %8.1f M zones/s per thread (median of 5; %.1f-%.1f)\n",
+              drainer_blocks[2] / 1e6, drainer_blocks[0] / 1e6, drainer_blocks[4] / 1e6);
   std::printf("floor loop, 2 threads, same minutes:      %8.1f M zones/s per thread (median of 5; %.1f-%.1f)\n",
               floors[2] / 1e6, floors[0] / 1e6, floors[4] / 1e6);
-  std::printf("block mode / floor loop:                  %8.2f x   target >= 0.65\n", blocks[2] / floors[2]);
+  std::printf("block mode / floor loop:                  %8.2f x   target >= 0.65 (drainer only: %.2f x)\n",
+              blocks[2] / floors[2], drainer_blocks[2] / floors[2]);
   // Reading: the block-mode file (every event kept).
   NullExporter null;
   auto t0 = std::chrono::steady_clock::now();
