@@ -113,14 +113,15 @@ struct Config {
   bool yield_to_drainer = true;
 
   // A session whose only exporter is the binary trace file (without rings_in_file): a
-  // thread whose ring holds 128 KiB (or high_water, if less) packs its own records into
-  // the file's buffer, under either policy, while they are still in its core's cache.
-  // It never waits for this: if the drainer is in a pass (or another thread is packing)
-  // it goes on and tries again a little later, and past high_water wakes the drainer as
-  // it would without. On a machine with no core to spare for the drainer, no thread then
-  // waits for a drainer that waits for a core. Nothing is allocated, no system call is
-  // made and no lock is waited for: a signal handler or an allocator hook may be the one
-  // that packs. The drainer writes the packed buffer to the file in its next pass.
+  // thread that finds its ring full (its drainer is not keeping up: no core to spare for
+  // it) packs its own records into the file's buffer instead of dropping or waiting,
+  // under either policy, and for its next 128 MiB of ring packs them whenever its ring
+  // holds 128 KiB (or high_water, if less), while they are still in its core's cache. A
+  // thread whose drainer keeps up never packs. It never waits for this: if the drainer is
+  // in a pass (or another thread is packing) it goes on and tries again a little later.
+  // Nothing is allocated, no system call is made and no lock is waited for: a signal
+  // handler or an allocator hook may be the one that packs. The drainer writes the packed
+  // buffer to the file in its next pass. SessionStats::self_drained counts the events.
   // false: the drainer alone empties the rings.
   bool self_drain = true;
 

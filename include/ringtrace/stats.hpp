@@ -67,6 +67,9 @@ struct SessionStats {
   std::uint64_t runtime_names = 0;
   std::uint64_t runtime_names_overflowed = 0;   // zones still open at stop(), closed at the stop time
   std::uint64_t drain_passes = 0;
+  // Of `recorded`, the events their own threads packed into the binary file when they
+  // found their ring full (Config::self_drain); the drainer handed over the rest.
+  std::uint64_t self_drained = 0;
   std::uint64_t snapshots = 0;             // flight-recorder snapshots written
   std::uint64_t snapshots_suppressed = 0;  // requests and triggers the rate limit refused
   FunctionStats functions;  // instrumented functions' calls not recorded as they ran

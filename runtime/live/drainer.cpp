@@ -268,7 +268,7 @@ OwnDrain Drainer::drain_own(void* cursor) noexcept {
   const std::uint8_t* const records = records_at(c, c.read_pos);
   const std::size_t took =
       sink->on_raw_records_in_thread(c.thread, std::span<const std::uint8_t>(records, end - c.read_pos), c.own_events);
-  if (took == 0) return OwnDrain::none;
+  if (took == 0) return OwnDrain::some;  // the drainer must write the buffer out, or describe a site
   note_first_records(c, records);
   delivered_in_pass_ = true;  // the next pass ends with on_raw_pass and on_flush: the file gets the records
   c.read_pos += took;
@@ -732,6 +732,7 @@ void Drainer::pass(bool final) {
       // A detached cursor (its thread exited, its switches still awaited) handed every
       // record over when it let go of its ring.
       c->read_pos = c->buffer != nullptr ? written_end(*c) : c->end;
+      self_drained_ += c->own_events;
       add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
       if (c->switches) {
         ThreadSwitches& sw = *c->switches;
@@ -884,6 +885,7 @@ void Drainer::update_stats() {
         filter_.short_by_function([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   }
   stats_.drain_passes = passes_;
+  stats_.self_drained = self_drained_;
   stats_.clock = clock_info_;
   stats_.allocator = runtime_allocator_name();
   stats_.exporter_errors = errors_;

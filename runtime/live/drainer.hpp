@@ -220,6 +220,7 @@ class Drainer final : public TraceContext {
   // Config::self_drain and a session it applies to: one exporter, a raw sink with its
   // rings on the heap (a ring in a file must stay there until its records are written).
   bool self_drain_ = false;
+  std::uint64_t self_drained_ = 0;  // events the threads handed over themselves (SessionStats::self_drained)
   // The rings are in a file mapping (RawSink::rings_path): read positions are published
   // only once the raw sinks hold the records in the OS (persist_raw), and a ring slot's
   // header names the thread as the trace file does.

@@ -96,11 +96,15 @@ std::uint64_t free_bytes(ThreadBuffer& b) noexcept {
   return capacity - used;
 }
 
-// Config::self_drain: the fill at which a thread empties its own ring, well before the
-// high-water mark, so that what it packs is still in its core's cache (and a drainer pass
-// finds little to do), and a try that found the drainer's lock busy costs nothing but a
-// retry a little later.
+// Config::self_drain. A thread packs its own ring when it finds it full: the drainer is
+// not keeping up (with a core to spare it would have). From then on, for its next
+// kOwnDrainRounds packings, it packs at the own-drain mark, well before the high-water
+// mark, so that what it packs is still in its core's cache and a drainer pass finds
+// little to do; a try that found the drainer's lock busy costs only a retry a quarter
+// mark later. Then it goes back to leaving the rings to the drainer until a ring fills
+// again: a thread whose drainer keeps up (a free core) never pays for the packing.
 inline constexpr std::uint64_t kOwnDrainBytes = std::uint64_t{128} << 10;
+inline constexpr std::uint32_t kOwnDrainRounds = 1024;  // 128 MiB of ring at the mark
 std::uint64_t own_drain_mark(const ThreadBuffer& b) noexcept { return std::min(b.high_water, kOwnDrainBytes); }
 
 // The fast path's limits from the free space: records other than zone ends leave the
@@ -125,7 +129,7 @@ void set_limits(ThreadBuffer& b, std::uint64_t free, bool past_high_water) noexc
   if (!past_high_water) room = std::min(room, b.high_water > used ? b.high_water - used : 0);
   // A ring its thread empties itself (Config::self_drain): back to the slow path at the
   // own-drain mark, and, if the drainer's lock was busy there, every quarter of it after.
-  if (b.own_drain.load(std::memory_order_relaxed) != nullptr) {
+  if (b.own_rounds != 0 && b.own_drain.load(std::memory_order_relaxed) != nullptr) {
     const std::uint64_t mark = own_drain_mark(b);
     room = std::min(room, used < mark ? mark - used : mark / 4);
   }
@@ -244,12 +248,16 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
   for (unsigned round = 0;; ++round) {
     std::uint64_t free = free_bytes(b);
     const std::uint64_t marker = b.pending_drops != 0 ? record_bytes(record_dropped) : 0;
-    // Past the own-drain mark, a thread whose session lets it (Config::self_drain)
-    // empties its ring itself if the drainer is between passes; past the high-water mark
+    // A thread that packs its own ring (Config::self_drain, see kOwnDrainRounds) does it
+    // past the own-drain mark, if the drainer is between passes; past the high-water mark
     // with records left, it wakes the drainer.
-    const bool own = b.own_drain.load(std::memory_order_relaxed) != nullptr;
-    if (own && capacity - free + bytes + marker > own_drain_mark(b) && drain_own_ring(b) != OwnDrain::none) {
-      free = free_bytes(b);
+    if (b.own_rounds != 0 && capacity - free + bytes + marker > own_drain_mark(b)) {
+      const OwnDrain own = drain_own_ring(b);
+      if (own != OwnDrain::none) {
+        b.own_rounds -= 1;
+        free = free_bytes(b);
+      }
+      if (own == OwnDrain::some) registry.wake_drainer();
     }
     if (capacity - free + bytes + marker > b.high_water) {
       registry.wake_drainer(registry.yield_to_drainer());
@@ -259,6 +267,16 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
       if (marker != 0) write_drop_marker(b);
       return Room::ok;
     }
+    // Full: the drainer is not keeping up. Before it drops or waits, a thread whose
+    // session lets it packs its ring itself, and keeps doing so for a while.
+    if (drain_own_ring(b) != OwnDrain::none) {
+      b.own_rounds = kOwnDrainRounds;
+      if (free_bytes(b) > free) continue;  // room made: check again
+    }
+    // The drainer must know, whatever the high-water mark (at 1.0 the ring is full, its
+    // end reserve aside, before the mark is passed) and before the thread's ring is known
+    // to it (a ring it has not taken yet cannot be packed by its thread).
+    registry.wake_drainer();
     // Under the block policy, wait only for room the drainer can make: a record larger
     // than what the ring can ever free for it would wait forever.
     if (!b.block || keep + bytes + marker > capacity) {
@@ -471,6 +489,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   b->dropped.store(0, std::memory_order_relaxed);
   b->nested_drops.store(0, std::memory_order_relaxed);
   b->pending_drops = 0;
+  b->own_rounds = 0;
   b->high_water = std::min(params_.high_water, params_.ring_bytes);
   b->block = params_.overflow == OverflowPolicy::block;
   b->use_tsc = params_.use_tsc;
@@ -571,7 +590,9 @@ void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept {
     // of it ends of open zones): wait for it, whatever the policy, so that the zone is
     // recorded whole. A session that has ended reads nothing more.
     if (nested || g_epoch.load(std::memory_order_acquire) != epoch) break;
-    if (drain_own_ring(b) == OwnDrain::all) continue;  // Config::self_drain
+    const OwnDrain own = drain_own_ring(b);  // Config::self_drain, as in make_room
+    if (own != OwnDrain::none) b.own_rounds = kOwnDrainRounds;
+    if (own == OwnDrain::all) continue;
     Registry::instance().wake_drainer();
     backoff(round);
   }

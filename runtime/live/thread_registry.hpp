@@ -40,6 +40,9 @@ struct ThreadBuffer {
   std::atomic<std::uint64_t> nested_drops{0};
   std::uint64_t pending_drops = 0;        // not yet reported by a dropped marker
   std::uint64_t pending_first_ticks = 0;  // time of the first of those drops
+  // Config::self_drain: packings of its own ring the thread still makes at the own-drain
+  // mark since it last found its ring full (thread_registry.cpp, kOwnDrainRounds).
+  std::uint32_t own_rounds = 0;
   // Control, cold.
   alignas(128) std::atomic<std::uint32_t> flags{0};
   std::uint32_t epoch = 0;
@@ -184,9 +187,11 @@ RINGTRACE_API bool run_drainer_pass(std::chrono::milliseconds timeout = std::chr
 // paths): if the session lets its threads empty their own rings and the drainer is
 // between passes (its pass lock is free: never waited for), hands the thread's
 // published records over to the session's file itself and zeroes them, as a drainer
-// pass would. `all`: every record written whole was taken; `some`: the file's buffer
-// took part of them (the drainer must write it out: wake it); `none`: nothing was done.
-// No allocation, no system call (drainer.cpp).
+// pass would. `all`: every record written whole was taken; `some`: records are left
+// that only the drainer can take (the file's buffer is full, or a call site is new to
+// the file: wake it), part of them maybe taken; `none`: nothing was done (the session
+// does not let the thread, the lock was busy, nothing to take). No allocation, no
+// system call (drainer.cpp).
 enum class OwnDrain : std::uint8_t { none, some, all };
 OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
 
