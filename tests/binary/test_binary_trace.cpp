@@ -163,12 +163,14 @@ TEST(BinaryTrace, ReplayGivesTheLiveStream) {
   EXPECT_TRUE(partial_files(dir / "run.rtrace").empty());
 }
 
-// Config::self_drain: with the file as the session's only exporter, a thread whose ring
-// passes its high-water mark packs its own records into the file instead of waking the
-// drainer. Small rings and a drainer that never wakes on its own: the file holds every
-// event, per thread in the order a live session decodes them (every kind of record,
-// texts included), and the drainer ran a handful of passes where, without self_drain,
-// it is woken over and over.
+// Config::self_drain: with the file as the session's only exporter, a thread that finds
+// its ring full packs its own records into the file instead of waiting for the drainer,
+// and then keeps packing at the 128 KiB mark for a while. A drainer that never wakes on
+// its own nor at a high-water mark (high_water 1: only a full ring wakes it): the file
+// holds every event, per thread in the order a live session decodes them (every kind of
+// record, texts included), and the drainer ran a handful of passes where, without
+// self_drain, every full ring woke it. With 4 KiB rings the threads pack at every full
+// ring; with 512 KiB rings, at the mark after the first.
 TEST(BinaryTrace, ThreadsEmptyTheirOwnRingsIntoTheFile) {
   const fs::path dir = temp_dir("self_drain");
   // Per thread (by name), its events without their times: the same workload in a live
@@ -189,44 +191,57 @@ TEST(BinaryTrace, ThreadsEmptyTheirOwnRingsIntoTheFile) {
     }
     return out;
   };
-  const auto record = [&](bool self_drain, const std::shared_ptr<Exporter>& exporter) {
-    Config config;
-    config.overflow = OverflowPolicy::block;
-    config.buffer_records = 256;  // a 4 KiB ring: past its high-water mark every 2 KiB
-    config.drain_interval = std::chrono::seconds(10);  // the drainer runs only when woken
-    config.self_drain = self_drain;
-    Session session(config);
-    session.add_exporter(exporter);
-    session.start();
-    workload(20);
-    session.stop();
-    return session.stats();
-  };
-  auto memory = std::make_shared<MemoryExporter>();
-  const SessionStats live = record(true, memory);  // decoded live: no thread packs (no file)
-  const SessionStats own = record(true, binary_trace_exporter(dir / "own.rtrace"));
-  const SessionStats drainer = record(false, binary_trace_exporter(dir / "drainer.rtrace"));
-  for (const SessionStats* s : {&live, &own, &drainer}) {
-    EXPECT_TRUE(s->exporter_errors.empty());
-    EXPECT_EQ(s->dropped, 0u);
-    EXPECT_EQ(s->recorded, live.recorded);
-  }
-  // The drainer is woken by a thread that could not pack everything: a call site it
-  // meets for the first time (the drainer describes it in the file), or a full buffer.
-  EXPECT_GT(drainer.drain_passes, 100u);
-  EXPECT_LT(own.drain_passes * 3, drainer.drain_passes)
-      << "threads packing their own rings: " << own.drain_passes << " passes; the drainer alone: "
-      << drainer.drain_passes;
-  const auto expected = by_thread(memory->trace());
-  ASSERT_EQ(expected.size(), 3u);
-  for (const char* name : {"own.rtrace", "drainer.rtrace"}) {
-    ReplayResult r;
-    const RecordedTrace back = replay_to_memory(dir / name, &r);
-    EXPECT_TRUE(r.complete) << name << ": " << r.problem;
-    EXPECT_EQ(back.stats.recorded, live.recorded) << name;
-    EXPECT_TRUE(by_thread(back) == expected) << name;
-    for (std::size_t i = 1; i < back.events.size(); ++i) {
-      ASSERT_LE(back.events[i - 1].time_ns, back.events[i].time_ns) << name << ": event " << i;
+  for (const std::size_t records : {std::size_t{256}, std::size_t{1} << 15}) {
+    SCOPED_TRACE("buffer_records " + std::to_string(records));
+    const int scale = records == 256 ? 20 : 100;  // about 1 and 5 MB of ring records per thread
+    const auto record = [&](bool self_drain, const std::shared_ptr<Exporter>& exporter) {
+      Config config;
+      config.overflow = OverflowPolicy::block;
+      config.buffer_records = records;
+      config.high_water = 1.0;
+      config.drain_interval = std::chrono::seconds(10);  // the drainer runs only when woken
+      config.self_drain = self_drain;
+      Session session(config);
+      session.add_exporter(exporter);
+      session.start();
+      workload(scale);
+      session.stop();
+      return session.stats();
+    };
+    auto memory = std::make_shared<MemoryExporter>();
+    const SessionStats live = record(true, memory);  // decoded live: no thread packs (no file)
+    const SessionStats own = record(true, binary_trace_exporter(dir / "own.rtrace"));
+    const SessionStats drainer = record(false, binary_trace_exporter(dir / "drainer.rtrace"));
+    for (const SessionStats* s : {&live, &own, &drainer}) {
+      EXPECT_TRUE(s->exporter_errors.empty());
+      EXPECT_EQ(s->dropped, 0u);
+      EXPECT_EQ(s->recorded, live.recorded);
+    }
+    // Most events packed by their threads; the drainer woken by a thread that could not
+    // pack everything: a call site it meets for the first time (the drainer describes it
+    // in the file), a full buffer, the drainer's lock taken by another thread packing.
+    EXPECT_EQ(live.self_drained, 0u);
+    EXPECT_EQ(drainer.self_drained, 0u);
+    // Here 75 to 95% with 4 KiB rings, 37 to 55% with 512 KiB rings (three threads on
+    // two cores: a thread preempted while it packs holds the others' rings to the drainer).
+    EXPECT_GT(own.self_drained, own.recorded / 5);
+    if (records == 256) {  // with 4 KiB rings, every ring's worth wakes the drainer alone
+      EXPECT_GT(drainer.drain_passes, 300u);
+      EXPECT_LT(own.drain_passes * 3, drainer.drain_passes)
+          << "threads packing their own rings: " << own.drain_passes << " passes; the drainer alone: "
+          << drainer.drain_passes;
+    }
+    const auto expected = by_thread(memory->trace());
+    ASSERT_EQ(expected.size(), 3u);
+    for (const char* name : {"own.rtrace", "drainer.rtrace"}) {
+      ReplayResult r;
+      const RecordedTrace back = replay_to_memory(dir / name, &r);
+      EXPECT_TRUE(r.complete) << name << ": " << r.problem;
+      EXPECT_EQ(back.stats.recorded, live.recorded) << name;
+      EXPECT_TRUE(by_thread(back) == expected) << name;
+      for (std::size_t i = 1; i < back.events.size(); ++i) {
+        ASSERT_LE(back.events[i - 1].time_ns, back.events[i].time_ns) << name << ": event " << i;
+      }
     }
   }
 }

@@ -108,7 +108,8 @@ TEST(AllocatorHook, AThreadEmptyingItsOwnRingAllocatesNothing) {
   const std::string path = ::testing::TempDir() + "ringtrace-self-drain-" + std::to_string(::getpid()) + ".rtrace";
   ringtrace::Config config;
   config.overflow = ringtrace::OverflowPolicy::block;
-  config.buffer_records = 256;  // a 4 KiB ring, packed by its thread every 2 KiB
+  config.buffer_records = 256;  // a 4 KiB ring, packed by its thread each time it is full
+  config.high_water = 1.0;      // the drainer is woken only by a full ring
   config.drain_interval = std::chrono::seconds(10);
   ringtrace::Session session(config);
   session.add_exporter(ringtrace::binary_trace_exporter(path));
@@ -145,9 +146,10 @@ TEST(AllocatorHook, AThreadEmptyingItsOwnRingAllocatesNothing) {
   EXPECT_EQ(g_slow_allocations.load(), 0u);
   EXPECT_EQ(stats.dropped, 0u);
   EXPECT_EQ(stats.recorded, 2u * (64 + 100000) * 4);
-  // 2 x 100,000 x 56 ring bytes: 5,400 times past the 2 KiB mark. Packed by the
-  // threads, the drainer woken only when the lock was busy or the file's buffer full.
+  // 2 x 100,000 x 56 ring bytes: 2,700 full rings. Packed by the threads, the drainer
+  // woken only when the lock was busy or the file's buffer full.
   EXPECT_LT(stats.drain_passes - passes_before, 1000u);
+  EXPECT_GT(stats.self_drained, 2u * 100000 * 4 * 9 / 10);
   std::remove(path.c_str());
 }
 

@@ -93,12 +93,13 @@ struct Census final : ringtrace::Exporter {
 };
 
 // `to_file`: the binary trace file is the session's only exporter, so that the thread
-// (or its handler) whose ring passes the high-water mark packs its own records into the
-// file (Config::self_drain); the census reads the file back.
+// (or its handler) that finds its ring full packs its own records into the file
+// (Config::self_drain); the census reads the file back.
 void run_signal_storm(ringtrace::OverflowPolicy policy, bool to_file = false) {
   ringtrace::Config config;
   config.overflow = policy;
   config.buffer_records = 1 << 12;  // small: the slow path (wake, drop, wait) runs often
+  if (to_file) config.high_water = 1.0;  // the drainer woken by full rings only: the threads pack them
   auto census = std::make_shared<Census>();
   ringtrace::Session session(config);
   const std::filesystem::path file = std::filesystem::temp_directory_path() /

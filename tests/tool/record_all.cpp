@@ -243,6 +243,7 @@ int rich(const std::filesystem::path& dir) {
   config.drain_interval = std::chrono::milliseconds(20);
   config.high_water = 1.0;
   config.yield_to_drainer = false;
+  config.self_drain = false;  // nor would the threads drop: they would pack their full rings themselves
   ringtrace::Session session(config);
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "drops.rtrace"));
   session.start();
