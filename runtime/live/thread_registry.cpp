@@ -567,6 +567,11 @@ void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept {
   ThreadWriter& t = t_writer;
   ThreadBuffer& b = *buffer_of(t);
   const std::uint32_t epoch = t.epoch;
+  // The fast path read the TSC. A session without one (ClockSource::monotonic, or no
+  // invariant TSC) sends every end here (its end limit is 0): its time is the session's
+  // clock, as every other record's. A TSC time among CLOCK_MONOTONIC ones would be far in
+  // the future: the drainer would hold the thread's records back for ever.
+  if (!b.use_tsc) ticks = read_ticks(false);
   // Never while another slow path of this thread runs (its nested calls' zones are
   // dropped whole); if it were, the end is written only if it fits at once.
   const bool nested = t.in_slow != 0;
