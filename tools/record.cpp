@@ -6,17 +6,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "commands.hpp"
+#include "ringtrace/files.hpp"
 
 namespace ringtrace::tool {
 
@@ -29,7 +34,8 @@ constexpr const char* kHelp =
     "ringtrace::functions with code built with -finstrument-functions), recording the\n"
     "whole run: the runtime starts a session when the program starts and stops it at its\n"
     "exit (or at SIGINT/SIGTERM). It sets the environment variables below for PROGRAM;\n"
-    "they work the same set by hand. Exits with PROGRAM's status.\n"
+    "they work the same set by hand. Exits with PROGRAM's status (128 + N when signal N\n"
+    "ended it), or 1 when PROGRAM exited 0 but an output was not written whole.\n"
     "\n"
     "outputs (any subset; none: -o run.rtrace)      RINGTRACE_OUTPUT=format:path,...\n"
     "  -o, --output OUT  binary trace file (ringtrace convert, report, info)\n"
@@ -39,7 +45,8 @@ constexpr const char* kHelp =
     "  --folded OUT      folded stacks\n"
     "  --table OUT       key-averages table (text)\n"
     "  --summary OUT     captured-ops summary (text)\n"
-    "  (\"%p\" in OUT becomes the process id)\n"
+    "  (\"%p\" in OUT's file name becomes the process id: each process started with\n"
+    "  these variables, PROGRAM or those a script runs, writes a file of its own)\n"
     "options:\n"
     "  --min-duration D  leave out instrumented calls shorter than D (100ns, 2us, 1ms),\n"
     "                    counted per function             RINGTRACE_MIN_DURATION\n"
@@ -53,7 +60,13 @@ constexpr const char* kHelp =
     "\n"
     "The filters apply to the events the session decodes (every output but the binary\n"
     "file, which keeps every call; convert does not filter). A program that starts a\n"
-    "Session of its own is told so on standard error and keeps this one.\n";
+    "Session of its own is told so on standard error and keeps this one.\n"
+    "\n"
+    "An output that cannot be written (its directory is missing, it is a directory) is\n"
+    "refused before PROGRAM runs. Afterwards one line names every file written, a\n"
+    "process killed before its end leaves its output's temporary OUT.partial.XXXXXXXX\n"
+    "(named; convert, report and info read it as a file cut short), and an output no\n"
+    "process wrote is said once. Option values the runtime would refuse are refused here.\n";
 
 struct Output {
   const char* format;
@@ -65,6 +78,88 @@ std::string exit_text(int status) {
   if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
                                  strsignal(WTERMSIG(status)) + ")";
   return "status " + std::to_string(status);
+}
+
+// The runtime's rule for RINGTRACE_OUTPUT's paths (runtime/launch/): "%p" is the
+// process id.
+std::string with_pid(std::string path, long pid) {
+  const std::string id = std::to_string(pid);
+  for (std::size_t at = path.find("%p"); at != std::string::npos; at = path.find("%p", at + id.size())) {
+    path.replace(at, 2, id);
+  }
+  return path;
+}
+
+// The options' values are checked here as the runtime checks the variables
+// (runtime/launch/): a value it refuses would only be said as the program starts, and
+// the run lost.
+std::size_t count_in(std::string_view option, const std::string& text, std::size_t low, std::size_t high) {
+  const std::size_t n = parse_count(option, text);
+  if (n < low || n > high) {
+    throw UsageError(std::string(option) + " takes a count from " + std::to_string(low) +
+                     (high == SIZE_MAX ? " up" : " to " + std::to_string(high)) + ", not " + text);
+  }
+  return n;
+}
+
+const std::string& duration_value(std::string_view option, const std::string& text) {
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "ns" ? 1 : unit == "us" ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
+  const double ns = value * scale;
+  if (scale < 0 || !(ns >= 0) || ns > 1e18) {
+    throw UsageError(std::string(option) + " takes a duration (100ns, 2us, 1ms), not '" + text + "'");
+  }
+  return text;
+}
+
+const std::string& regex_value(std::string_view option, const std::string& text) {
+  try {
+    std::regex check(text);
+  } catch (const std::regex_error& e) {
+    throw UsageError(std::string(option) + ": '" + text + "' is no regular expression: " + e.what());
+  }
+  return text;
+}
+
+using FileTimes = std::map<std::filesystem::path, std::filesystem::file_time_type>;
+
+// The files in the directory of `output` that a run may have written for it, with their
+// times: `output` itself, or for a file name with "%p" every name the runtime makes of
+// it (digits for each %p), and the temporaries of each (<name>.partial.XXXXXXXX, what a
+// process that did not finish leaves).
+FileTimes files_of(const std::string& output) {
+  const std::filesystem::path path = output;
+  const std::string name = path.filename().string();
+  std::string pattern;
+  for (std::size_t from = 0;;) {
+    const std::size_t at = name.find("%p", from);
+    for (const char c : name.substr(from, at == std::string::npos ? std::string::npos : at - from)) {
+      if (std::strchr("\\^$.|?*+()[]{}", c) != nullptr) pattern += '\\';
+      pattern += c;
+    }
+    if (at == std::string::npos) break;
+    pattern += "[0-9]+";
+    from = at + 2;
+  }
+  const std::regex named(pattern);
+  FileTimes files;
+  std::error_code ec;
+  const std::filesystem::path directory = path.parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(directory.empty() ? "." : directory, ec)) {
+    const std::filesystem::path file = directory / entry.path().filename();  // as the user wrote the directory
+    const std::filesystem::path finished = ringtrace::output_of_partial(file);
+    if (!std::regex_match((finished.empty() ? file : finished).filename().string(), named)) continue;
+    std::error_code time_ec;
+    const auto when = std::filesystem::last_write_time(file, time_ec);
+    if (!time_ec) files.emplace(file, when);
+  }
+  return files;
 }
 
 }  // namespace
@@ -87,17 +182,17 @@ int record(const std::vector<std::string>& args) {
                a == "--summary") {
       outputs.push_back({a.c_str() + 2, option_value(args, i)});
     } else if (a == "--min-duration") {
-      settings.emplace_back("RINGTRACE_MIN_DURATION", option_value(args, i));
+      settings.emplace_back("RINGTRACE_MIN_DURATION", duration_value(a, option_value(args, i)));
     } else if (a == "--max-depth") {
-      settings.emplace_back("RINGTRACE_MAX_DEPTH", std::to_string(parse_count(a, option_value(args, i))));
-    } else if (a == "--include") {
-      settings.emplace_back("RINGTRACE_INCLUDE", option_value(args, i));
-    } else if (a == "--exclude") {
-      settings.emplace_back("RINGTRACE_EXCLUDE", option_value(args, i));
+      settings.emplace_back("RINGTRACE_MAX_DEPTH", std::to_string(count_in(a, option_value(args, i), 1, 1u << 20)));
+    } else if (a == "--include" || a == "--exclude") {
+      settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE", regex_value(a, option_value(args, i)));
     } else if (a == "--buffer") {
-      settings.emplace_back("RINGTRACE_BUFFER", std::to_string(parse_count(a, option_value(args, i))));
+      settings.emplace_back("RINGTRACE_BUFFER", std::to_string(count_in(a, option_value(args, i), 1, SIZE_MAX)));
     } else if (a == "--policy") {
-      settings.emplace_back("RINGTRACE_POLICY", option_value(args, i));
+      const std::string& policy = option_value(args, i);
+      if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
+      settings.emplace_back("RINGTRACE_POLICY", policy);
     } else {
       throw UsageError("unknown option '" + a + "' (see ringtrace record --help); the program comes after --");
     }
@@ -115,14 +210,14 @@ int record(const std::vector<std::string>& args) {
     if (o.path.find(',') != std::string::npos) throw UsageError("'" + o.path + "': an output path with a ',' cannot be passed on");
     add_to(list, ",", std::string(o.format) + ":" + o.path);
   }
-  // Outputs that exist before the run: a file still there afterwards with the same time
-  // was not written by it.
-  std::vector<std::filesystem::file_time_type> before;
-  for (const Output& o : outputs) {
-    std::error_code ec;
-    before.push_back(std::filesystem::last_write_time(o.path, ec));
-    if (ec) before.back() = std::filesystem::file_time_type::min();
-  }
+  // An output that cannot be written is refused before the program runs (the runtime
+  // would only say so on its way, and the run would be lost). "%p" as this process's id:
+  // the check is of the directory and of the name's kind, not of one process's file.
+  for (const Output& o : outputs) ringtrace::check_output_file(with_pid(o.path, ::getpid()));
+  // The files of each output that exist before the run: one still there afterwards with
+  // the same time was not written by it.
+  std::vector<FileTimes> before;
+  for (const Output& o : outputs) before.push_back(files_of(o.path));
   const auto start = std::chrono::steady_clock::now();
   std::fflush(nullptr);
   const pid_t child = ::fork();
@@ -150,28 +245,52 @@ int record(const std::vector<std::string>& args) {
   ::sigaction(SIGTERM, &old_term, nullptr);
   const auto took = std::chrono::steady_clock::now() - start;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return 127;  // it did not run (said above)
-  std::string written, missing;
+  // What each output became: files written whole (several for a "%p" output whose
+  // program started processes that record), temporaries left by processes that did not
+  // finish (SIGKILL, a crash), or nothing.
+  std::string written, partial, missing;
+  bool all_whole = true, partial_trace = false;
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    const Output& o = outputs[k];
-    std::error_code ec;
-    const auto when = std::filesystem::last_write_time(o.path, ec);
-    if (ec || when == before[k]) {
-      add_to(missing, ", ", o.path);
-      continue;
+    bool whole = false, any = false;
+    for (const auto& [path, when] : files_of(outputs[k].path)) {
+      const auto earlier = before[k].find(path);
+      if (earlier != before[k].end() && earlier->second == when) continue;
+      std::error_code ec;
+      const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+      const std::string described = path.string() + " (" + (ec ? std::string("size unknown") : byte_size(bytes)) + ")";
+      const bool temporary = !ringtrace::output_of_partial(path).empty();
+      add_to(temporary ? partial : written, ", ", described);
+      whole = whole || !temporary;
+      partial_trace = partial_trace || (temporary && std::string_view(outputs[k].format) == "rtrace");
+      any = true;
     }
-    const std::uintmax_t bytes = std::filesystem::file_size(o.path, ec);
-    add_to(written, ", ", o.path + " (" + (ec ? std::string("size unknown") : byte_size(bytes)) + ")");
+    if (!any) add_to(missing, ", ", outputs[k].path);
+    all_whole = all_whole && whole;
   }
   const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  if (!missing.empty()) {
-    error("record", program[0] + " (" + exit_text(status) + ") did not write " + missing +
-                        ": it does not link ringtrace, or it ended without exit() (a crash, _exit, SIGKILL; "
-                        "a temporary " + missing + ".partial.* may hold what it recorded)");
-    return program_status != 0 ? program_status : 1;
+  const std::string ran = program[0] + " (" + exit_text(status) + ")";
+  if (!written.empty()) {
+    std::fprintf(stderr, "ringtrace record: wrote %s in %s from %s\n", written.c_str(), elapsed(took).c_str(), ran.c_str());
   }
-  std::fprintf(stderr, "ringtrace record: wrote %s in %s from %s (%s)\n", written.c_str(), elapsed(took).c_str(),
-               program[0].c_str(), exit_text(status).c_str());
-  return program_status;
+  if (!partial.empty()) {
+    // The binary file's temporary is a recording cut short, which the tool reads
+    // (docs/file-format.md); the other formats' hold what their exporters had written.
+    error("record", ran + ": a process killed or crashed before its end left what it recorded up to its last " +
+                        "drainer pass in " + partial +
+                        (partial_trace ? "; ringtrace convert, report and info read a binary file's temporary as a "
+                                         "file cut short"
+                                       : ""));
+  }
+  if (!missing.empty()) {
+    // The outputs and settings were checked before the run, so a session started in a
+    // program that links ringtrace; it writes its temporary at its first drainer pass.
+    error("record", ran + " did not write " + missing +
+                        ": it does not link ringtrace, or it ended before its session's first write (_exit or a "
+                        "crash within milliseconds of its start)");
+  }
+  // The program's failure first; a program that succeeded without being recorded whole
+  // is the tool's failure.
+  return program_status != 0 ? program_status : all_whole ? 0 : 1;
 }
 
 }  // namespace ringtrace::tool

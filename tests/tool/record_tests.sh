@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# record_tests.sh <ringtrace tool> <record_child> <work dir>: what `ringtrace record` finds
+# and says after the run: outputs named with %p (one file per process, a program that
+# forks included), a program that does not link ringtrace, an output in a missing
+# directory (refused before the run), a program killed with SIGKILL (its temporary
+# named), and the exit status (the program's, or 1 when it exited 0 unrecorded).
+set -uo pipefail
+tool="$1"; child="$2"; work="$3"
+rm -rf "${work}"; mkdir -p "${work}/d"
+cd "${work}" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# run NAME COMMAND...: runs it with its output and errors in NAME.out and NAME.err, its status in $s.
+run() { local name="$1"; shift; s=0; timeout 60 "$@" >"${name}.out" 2>"${name}.err" || s=$?; }
+lines() { wc -l <"$1"; }
+
+# %p: the runtime names the file after the process; the tool finds that file (and not a
+# file of an earlier run that matches too), reports it, and exits with the program's 0.
+echo stale >d/f.1.rtrace
+run pid "${tool}" record -o 'd/f.%p.rtrace' -- "${child}" 0
+written=(d/f.*.rtrace)
+[[ ${s} -eq 0 ]] || fail "%p: status ${s}: $(cat pid.err)"
+[[ ${#written[@]} -eq 2 ]] || fail "%p: files ${written[*]}"
+file="$(ls d/f.*.rtrace | grep -v '^d/f\.1\.rtrace$')"
+grep -Eq "^ringtrace record: wrote ${file//./\\.} \([0-9]+ bytes\) in .* from .*tool_record_child \(exit status 0\)$" pid.err \
+  && [[ $(lines pid.err) -eq 1 ]] || fail "%p: not one summary line naming ${file}: $(cat pid.err)"
+grep -q 'f\.1\.rtrace' pid.err && fail "%p: an earlier run's file reported: $(cat pid.err)"
+"${tool}" info "${file}" | grep -q '^status: *complete$' || fail "%p: ${file} is not a complete recording"
+
+# A program that forks (a script running two recorded programs): one file per process,
+# each with its pid, all reported; the script's own status (its last command's) passed on.
+run fork "${tool}" record -o 'd/g.%p.rtrace' --chrome 'd/g.%p.json' -- sh -c "'${child}' 0; '${child}' 3"
+[[ ${s} -eq 3 ]] || fail "fork: status ${s}, not the script's 3: $(cat fork.err)"
+traces=(d/g.*.rtrace)
+[[ ${#traces[@]} -eq 2 && $(ls d/g.*.json | wc -l) -eq 2 ]] || fail "fork: files $(ls d)"
+for f in "${traces[@]}" "${traces[@]/%.rtrace/.json}"; do
+  grep -qF " ${f} (" fork.err || fail "fork: ${f} not reported: $(cat fork.err)"
+done
+[[ $(lines fork.err) -eq 1 ]] || fail "fork: not one line: $(cat fork.err)"
+pids=$(for f in "${traces[@]}"; do "${tool}" info "${f}" | sed -n 's/^process:.*(pid \([0-9]*\)).*/\1/p'; done | sort -u | wc -l)
+[[ ${pids} -eq 2 ]] || fail "fork: the files are not of two processes"
+
+# The program's own status is passed on, with the summary.
+run status "${tool}" record -o d/s.rtrace -- "${child}" 5
+[[ ${s} -eq 5 && -s d/s.rtrace ]] || fail "status: ${s}, not the program's 5: $(cat status.err)"
+grep -q '^ringtrace record: wrote d/s.rtrace (.*) in .* from .*(exit status 5)$' status.err || fail "status: $(cat status.err)"
+
+# A program that does not link ringtrace: said once, on one line; it exited 0 unrecorded: 1.
+for output in none.rtrace 'none.%p.rtrace'; do
+  run none "${tool}" record -o "${output}" -- /bin/true
+  [[ ${s} -eq 1 ]] || fail "/bin/true -o ${output}: status ${s}"
+  [[ "$(cat none.err)" == "ringtrace record: /bin/true (exit status 0) did not write ${output}: it does not link ringtrace"* ]] \
+    && [[ $(lines none.err) -eq 1 ]] || fail "/bin/true -o ${output}: $(cat none.err)"
+done
+# ... and a program that fails unrecorded: its status.
+run none_failed "${tool}" record -o none.rtrace -- /bin/false
+[[ ${s} -eq 1 ]] && grep -q 'does not link ringtrace' none_failed.err || fail "/bin/false: status ${s}: $(cat none_failed.err)"
+run none_status "${tool}" record -o none.rtrace -- sh -c 'exit 4'
+[[ ${s} -eq 4 ]] || fail "sh -c 'exit 4': status ${s}, not 4"
+
+# A program that links ringtrace but ends before its session's first write: both said.
+run early "${tool}" record -o e.rtrace -- "${child}" _exit
+[[ ${s} -eq 1 ]] && grep -q "did not write e.rtrace: it does not link ringtrace, or it ended before its session's first write" early.err \
+  || fail "_exit: status ${s}: $(cat early.err)"
+
+# Values the runtime would refuse: usage errors before the run (the runtime only said so
+# as the program started, and the tool then blamed linking).
+for option in "--policy often" "--min-duration soon" "--min-duration -1ms" "--max-depth 0" "--buffer 0" "--include (" \
+              "--exclude [z-a]"; do
+  # shellcheck disable=SC2086  # an option and its value
+  run usage "${tool}" record ${option} -o u.rtrace -- sh -c "touch ran; '${child}' 0"
+  [[ ${s} -eq 2 && $(lines usage.err) -eq 1 && "$(cat usage.err)" == "ringtrace record: ${option%% *}"* && ! -e ran ]] \
+    || fail "${option}: status ${s}: $(cat usage.err)"
+  rm -f ran
+done
+
+# An output in a missing directory: refused before the program runs, as that (the
+# runtime's reason), not as a program that does not link ringtrace.
+run nodir "${tool}" record -o nodir/x.rtrace -- sh -c "touch ran; '${child}' 0"
+[[ ${s} -eq 1 ]] || fail "missing directory: status ${s}"
+[[ "$(cat nodir.err)" == "ringtrace record: cannot open for writing 'nodir/x.rtrace': No such file or directory" ]] \
+  || fail "missing directory: $(cat nodir.err)"
+[[ ! -e ran ]] || fail "missing directory: the program ran"
+run nodir_pid "${tool}" record --chrome 'nodir/x.%p.json' -- "${child}" 0
+[[ ${s} -eq 1 ]] && grep -q "No such file or directory" nodir_pid.err && ! grep -q 'does not link' nodir_pid.err \
+  || fail "missing directory, %p: status ${s}: $(cat nodir_pid.err)"
+run isdir "${tool}" record -o d -- "${child}" 0
+[[ ${s} -eq 1 ]] && grep -q "'d'" isdir.err && ! grep -q 'does not link' isdir.err || fail "a directory: status ${s}: $(cat isdir.err)"
+
+# SIGKILL: the temporary it left is named (this run's, not an earlier one's), and it is
+# what convert, report and info read as a file cut short.
+touch -d '1 hour ago' k.rtrace.partial.Earlier1
+run killed "${tool}" record -o k.rtrace -- "${child}" killed
+[[ ${s} -eq 137 ]] || fail "killed: status ${s}, not 128 + 9"
+left="$(ls k.rtrace.partial.* | grep -v Earlier1)"
+[[ -n "${left}" && ! -e k.rtrace ]] || fail "killed: no temporary: $(ls)"
+grep -q "^ringtrace record: .*tool_record_child (killed by signal 9 (Killed)): .* left .* in ${left} ([0-9]* bytes); ringtrace convert, report and info read" killed.err \
+  && [[ $(lines killed.err) -eq 1 ]] || fail "killed: the temporary ${left} is not named: $(cat killed.err)"
+grep -qE 'may|Earlier1' killed.err && fail "killed: $(cat killed.err)"
+"${tool}" info "${left}" >killed_info.txt || fail "killed: info exits $?"
+grep -q '^status: *file cut short' killed_info.txt && grep -q 'child_work' killed_info.txt \
+  || fail "killed: info: $(cat killed_info.txt)"
+
+if ((failures > 0)); then echo "record_tests: ${failures} failure(s)"; exit 1; fi
+echo "record_tests: all checks passed"
