@@ -121,7 +121,7 @@ Drainer::Cursor::~Cursor() {
 }
 
 void Drainer::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_own_thread([this] { run(); });
 }
 
 void Drainer::run() {

@@ -36,6 +36,10 @@
 namespace ringtrace {
 namespace {
 
+// Inside Session::step() or frame_mark() on this thread (its steps' lock taken or being
+// taken): a nested call from a signal handler must not wait for it.
+constinit thread_local bool t_stepping = false;
+
 // Guards every Session's running state and g_active. Held only briefly: stop() lets
 // go of it while the drainer finishes, so exporters may call stats() and running().
 std::mutex g_session_mutex;
@@ -93,16 +97,41 @@ struct Session::Impl {
   std::atomic_flag step_lock = ATOMIC_FLAG_INIT;
   bool windows = false;     // a schedule or window exporters: step 0 is a zone from start()
   bool recording = true;    // the current step records (else the epoch is paused)
-  bool step_open = false;   // the current step's zone was begun
+  // The current step's zone was begun. Atomic: a step() that cannot take the lock reads
+  // it to count what it loses.
+  std::atomic<bool> step_open{false};
+  // The last marker's time, and the least distance to the next one (two nanoseconds of
+  // ticks): markers are written in the order of their numbers, and stamped so, whichever
+  // core each caller reads its clock on and however long it was kept from running.
+  std::uint64_t last_step_ticks = 0;
+  std::uint64_t step_gap_ticks = 2;
   const SiteInfo* step_site = detail::step_marker_site();
   std::uint64_t phase_until = 0;  // steps before this one are in the current step's phase
 
-  void lock_steps() noexcept {
+  // Takes the steps' lock, or returns false where waiting could be for ever: a signal
+  // handler that interrupted its own thread's step() (the lock is its own thread's), and
+  // the drainer's thread (an exporter's callback, a handler that ran there), which the
+  // holder may be waiting for in block mode. Async-signal-safe.
+  bool lock_steps() noexcept {
+    if (t_stepping) return false;
+    const bool drainer = detail::on_drainer_thread();
+    t_stepping = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // before the lock: a handler here sees it
     while (step_lock.test_and_set(std::memory_order_acquire)) {
+      if (drainer) {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        t_stepping = false;
+        return false;
+      }
       while (step_lock.test(std::memory_order_relaxed)) std::this_thread::yield();
     }
+    return true;
   }
-  void unlock_steps() noexcept { step_lock.clear(std::memory_order_release); }
+  void unlock_steps() noexcept {
+    step_lock.clear(std::memory_order_release);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_stepping = false;
+  }
 
   // Step `n` begins (under the step lock): with a schedule, recording is switched by its
   // phase at a phase boundary; the marker ends the step that ends (if its zone is open)
@@ -119,13 +148,15 @@ struct Session::Impl {
       detail::Registry::instance().set_paused(false);
       recording = true;
     }
-    const bool ends = step_open;
+    const bool ends = step_open.load(std::memory_order_relaxed);
     const bool begins = rec && (windows || n > 0);
     if (ends || begins) {
-      detail::timed<detail::record_region_begin>(
-          step_site, n | (ends ? detail::kStepEnds : 0) | (begins ? detail::kStepBegins : 0));
+      const std::uint64_t value = n | (ends ? detail::kStepEnds : 0) | (begins ? detail::kStepBegins : 0);
+      const std::uint64_t least = last_step_ticks != 0 ? last_step_ticks + step_gap_ticks : 0;
+      const std::uint64_t written = detail::write_step_marker(step_site, value, least, unsigned{ends} + unsigned{begins});
+      if (written != 0) last_step_ticks = written;
     }
-    step_open = begins;
+    step_open.store(begins, std::memory_order_relaxed);
     if (!rec && recording) {
       detail::Registry::instance().set_paused(true);
       recording = false;
@@ -134,7 +165,14 @@ struct Session::Impl {
 
   // Session::step() and frame_mark().
   void next_step() noexcept {
-    lock_steps();
+    if (!lock_steps()) {
+      // Not recorded and not counted as a step (the number stays): the boundary's events
+      // are counted as dropped, an end if a step zone is open and the begin.
+      if (g_frame_session.load(std::memory_order_relaxed) == this) {
+        detail::count_lost_steps(1 + unsigned{step_open.load(std::memory_order_relaxed)});
+      }
+      return;
+    }
     const std::uint64_t next = step.load(std::memory_order_relaxed) + 1;
     step.store(next, std::memory_order_relaxed);
     // Between start() and stop() (read under the lock stop() takes too: a step after the
@@ -327,7 +365,9 @@ void Session::start() {
   g_active = impl_.get();
   impl_->step = 0;
   impl_->recording = true;
-  impl_->step_open = false;
+  impl_->step_open.store(false, std::memory_order_relaxed);
+  impl_->last_step_ticks = 0;
+  impl_->step_gap_ticks = std::max<std::uint64_t>(2, static_cast<std::uint64_t>(2 * clock.ticks_per_second / 1e9) + 1);
   impl_->phase_until = 0;
   impl_->windows = config.schedule.has_value() || !impl_->window_factories.empty();
   impl_->lock_steps();
@@ -485,7 +525,7 @@ void flush_on_signals(std::initializer_list<int> signals) {
   std::call_once(once, [] {
     if (sem_init(&g_signal_semaphore, 0, 0) != 0) throw std::system_error(errno, std::generic_category(), "sem_init");
     install_process_hooks();
-    std::thread(signal_watcher).detach();
+    detail::start_own_thread(signal_watcher).detach();
   });
   std::lock_guard<std::mutex> lock(g_session_mutex);
   for (const int signal : signals) {

@@ -32,6 +32,12 @@ namespace {
 [[gnu::used]] void (*const kEnvironmentSession)() = &environment_session_anchor;
 
 constinit thread_local bool t_untraced = false;
+// One of ringtrace's own threads (the drainer, the signal watcher): never traced, and
+// what it records during a session (a signal handler that ran there, an exporter's
+// callback) is counted as dropped, never lost silently. A thread past its exit hook is
+// untraced too, but what its later destructors record is not counted: it is not the
+// thread's any more.
+constinit thread_local bool t_own_thread = false;
 
 // Owns the thread's buffer for thread-exit purposes and keeps the name set before the
 // thread's first event. Constructed on first use from the slow path only.
@@ -207,7 +213,7 @@ void write_slot_name(ring_file::SlotHeader& slot, std::string_view name) noexcep
 // A drop seen by a call nested inside the thread's slow path (or while the thread has no
 // ring): counted with atomics only, nothing else touched.
 void count_nested_drop(ThreadWriter& t) noexcept {
-  if (t_untraced || g_epoch.load(std::memory_order_relaxed) == 0) return;
+  if ((t_untraced && !t_own_thread) || g_epoch.load(std::memory_order_relaxed) == 0) return;
   auto* b = static_cast<ThreadBuffer*>(t.buffer);
   if (b != nullptr && b->epoch == g_epoch.load(std::memory_order_relaxed) && t.epoch == b->epoch) {
     b->nested_drops.fetch_add(1, std::memory_order_relaxed);
@@ -223,11 +229,15 @@ enum class Room : std::uint8_t { ok, dropped, inactive };
 // marker first), waking the drainer past the high-water mark and waiting for it under
 // the block policy. On `dropped` the event is counted.
 Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexcept {
-  if (t_untraced) return Room::inactive;
   // A session that ended since the caller's load: not recorded. Binding to a newer one
   // here would leave the thread's epoch naming the old one.
   if (g_epoch.load(std::memory_order_acquire) != epoch) return Room::inactive;
   Registry& registry = Registry::instance();
+  if (t_untraced) {
+    if (!t_own_thread) return Room::inactive;
+    registry.count_orphan_drop();  // ringtrace's own thread: it has no ring, the event is lost
+    return Room::dropped;
+  }
   if (t.epoch != epoch) {
     bool bound = false;
     try {
@@ -522,6 +532,7 @@ bool thread_untraced() noexcept { return t_untraced; }
 
 void mark_thread_untraced() noexcept {
   t_untraced = true;
+  t_own_thread = true;
   function_stack_forget();
   t_writer.epoch = 0;
   t_writer.block = nullptr;
@@ -608,7 +619,10 @@ namespace {
 // An event lost because the zone it belongs to was dropped (the end of a dropped begin,
 // a value attached to it): counted as dropped, as its zone was.
 void count_lost_with_zone(ThreadWriter& t) noexcept {
-  if (t_untraced) return;
+  if (t_untraced) {
+    if (t_own_thread) count_nested_drop(t);
+    return;
+  }
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
   if (t.in_slow != 0 || t.buffer == nullptr || t.epoch != epoch) {  // the begin was lost without a ring
@@ -751,6 +765,46 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
   }
   if (token == kDroppedZone) t.hidden += kHiddenDropped;  // undone by the end
   return token;
+}
+
+std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::uint64_t min_ticks,
+                                unsigned events) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_acquire);
+  if (epoch == 0) return 0;
+  ThreadWriter& t = t_writer;
+  // Nested in this thread's slow path, or inside a zone left out by sampling (the thread's
+  // epoch is not its session's there, and a step belongs to the session, not to the zone):
+  // lost, each event of the marker counted.
+  if (t.in_slow != 0 || t.epoch == kSampledOut) {
+    count_lost_steps(events);
+    return 0;
+  }
+  std::uint64_t written = 0;
+  {
+    SlowScope scope(t);
+    const Room room = make_room(t, epoch, record_bytes(record_region_begin));
+    if (room == Room::ok) {
+      ThreadBuffer& b = *buffer_of(t);
+      written = std::max(read_ticks(b.use_tsc), min_ticks);
+      write_record(b, record_header(site, record_region_begin), record_region_begin, written, value);
+    } else if (room == Room::dropped) {
+      // make_room counted one event; the marker stood for `events` (an end and a begin).
+      for (unsigned k = 1; k < events; ++k) {
+        if (t.epoch == epoch && t.buffer != nullptr && !t_untraced) {
+          note_drop(*buffer_of(t));
+        } else {
+          Registry::instance().count_orphan_drop();
+        }
+      }
+    }
+    reopen_fast_path(t, epoch);
+  }
+  return written;
+}
+
+void count_lost_steps(unsigned events) noexcept {
+  ThreadWriter& t = t_writer;
+  for (unsigned k = 0; k < events; ++k) count_nested_drop(t);
 }
 
 void manual_end_unbalanced() noexcept {

@@ -9,11 +9,16 @@
 // the number of threads ever started.
 #pragma once
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "ring_file.hpp"
@@ -195,9 +200,39 @@ RINGTRACE_API bool run_drainer_pass(std::chrono::milliseconds timeout = std::chr
 enum class OwnDrain : std::uint8_t { none, some, all };
 OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
 
-// Marks the calling thread as never traced (the drainer itself).
+// Session::step()'s marker (steps.hpp): a region begin of the marker `site` with `value`,
+// written by the calling thread under the session's steps lock, stamped no earlier than
+// `min_ticks` (the previous marker's time and a gap: markers are in the order of their
+// numbers whatever core each thread reads its clock on). Returns the time written, or 0
+// when not recorded; a marker dropped for room counts `events` events (the step zones'
+// end and begin it stands for), as any lost marker does (count_lost_steps).
+std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::uint64_t min_ticks,
+                                unsigned events) noexcept;
+// A step marker that could not be written at all (a step() that would have waited for
+// itself): its `events` counted as dropped. Async-signal-safe.
+void count_lost_steps(unsigned events) noexcept;
+
+// Marks the calling thread as never traced: one of ringtrace's own threads (the drainer,
+// the signal watcher). Its events are counted as dropped.
 void mark_thread_untraced() noexcept;
 bool thread_untraced() noexcept;
+// Starts one of ringtrace's own threads with every signal blocked (a new thread inherits
+// its creator's mask), so that the kernel delivers the program's signals to the
+// program's threads: a handler that records, run on the drainer, would find no ring; one
+// that calls step() could wait for the drainer itself. Signals the kernel forces (a fault
+// of the thread's own) still arrive, and what their handlers record is counted.
+template <typename F>
+std::thread start_own_thread(F&& body) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  struct Restore {
+    sigset_t mask;
+    ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{old};
+  return std::thread(std::forward<F>(body));
+}
+
 // In a fork child, on the forking thread: no ring (the parent's are not mapped here).
 void unbind_thread_after_fork() noexcept;
 

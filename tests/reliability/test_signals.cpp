@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -24,6 +26,7 @@
 #include <thread>
 
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"  // test_scale
 
@@ -328,3 +331,160 @@ TEST(Signals, AHandlerWaitingInBlockModeReturnsWithErrnoUnchanged) {
 }
 
 }  // namespace
+
+// --- Signals and ringtrace's own threads (issue 31 point 4) ---
+
+namespace {
+
+std::atomic<std::uint64_t> g_usr1_runs{0};
+std::atomic<std::uint64_t> g_usr1_on_other_thread{0};
+std::atomic<pid_t> g_usr1_expected_tid{0};
+
+void on_usr1(int) {
+  const int saved = errno;
+  if (static_cast<pid_t>(::syscall(SYS_gettid)) != g_usr1_expected_tid.load()) g_usr1_on_other_thread.fetch_add(1);
+  RINGTRACE_INSTANT("usr1");
+  g_usr1_runs.fetch_add(1);
+  errno = saved;
+}
+
+}  // namespace
+
+// The program blocks a signal on its threads after start() and sends it to itself: the
+// kernel may deliver a process-directed signal to any thread that does not block it. The
+// drainer blocks every signal, so the signal waits until the program unblocks it, and the
+// handler runs on the program's thread, where its event is recorded.
+TEST(Signals, AProcessSignalTheProgramBlocksNeverRunsOnTheDrainer) {
+  struct sigaction action {};
+  action.sa_handler = on_usr1;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+  g_usr1_runs = 0;
+  g_usr1_on_other_thread = 0;
+  g_usr1_expected_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  ringtrace::Config config;
+  ringtrace::Session session(config);
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  session.add_exporter(memory);
+  session.start();
+  sigset_t usr1, old;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &usr1, &old), 0);
+  for (int i = 0; i < 100; ++i) ::kill(::getpid(), SIGUSR1);
+  // Long enough for a delivery to another thread to have happened.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::uint64_t while_blocked = g_usr1_runs.load();
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);  // the pending one is delivered here
+  session.stop();
+  sigaction(SIGUSR1, &previous, nullptr);
+  EXPECT_EQ(while_blocked, 0u) << "a handler ran on a thread of ringtrace's while the program blocked the signal";
+  EXPECT_EQ(g_usr1_on_other_thread.load(), 0u);
+  EXPECT_GE(g_usr1_runs.load(), 1u);
+  std::uint64_t instants = 0;
+  for (const ringtrace::Event& e : memory->trace().events) instants += e.kind == ringtrace::EventKind::instant;
+  EXPECT_EQ(instants, g_usr1_runs.load());
+  EXPECT_EQ(session.stats().dropped, 0u);
+}
+
+// What ringtrace's own threads record (here an exporter's callbacks, on the drainer) has
+// no ring: it is counted as dropped, never lost uncounted.
+TEST(Signals, EventsRecordedOnTheDrainerThreadAreCounted) {
+  struct Recording final : ringtrace::Exporter {
+    std::atomic<bool> started{false};
+    void on_start(const ringtrace::TraceContext&) override {
+      {
+        RINGTRACE_ZONE("in_on_start");  // begin and end
+        RINGTRACE_INSTANT("also_in_on_start");
+      }
+      started.store(true);
+    }
+    void on_events(std::span<const ringtrace::Event>, const ringtrace::TraceContext&) override {}
+  };
+  ringtrace::Config config;
+  ringtrace::Session session(config);
+  auto recording = std::make_shared<Recording>();
+  session.add_exporter(recording);
+  session.start();
+  { RINGTRACE_ZONE("main"); }
+  // In the session: events after stop() are not the session's (not counted).
+  while (!recording->started.load()) std::this_thread::yield();
+  session.stop();
+  EXPECT_EQ(session.stats().recorded, 2u);
+  EXPECT_EQ(session.stats().dropped, 3u);
+}
+
+namespace {
+std::atomic<std::uint64_t> g_frame_marks_in_handler{0};
+void frame_mark_handler(int) {
+  const int saved = errno;
+  ringtrace::frame_mark();
+  g_frame_marks_in_handler.fetch_add(1);
+  errno = saved;
+}
+}  // namespace
+
+// frame_mark() in a handler that interrupts its own thread's step(): it cannot wait for
+// the steps' lock (its own thread holds it), so that boundary is lost and counted, never
+// a hang; every other one is recorded. Run in a child, so that a hang fails the test.
+TEST(Signals, FrameMarkInAHandlerInterruptingStepNeverHangs) {
+#if RINGTRACE_TSAN
+  GTEST_SKIP() << "fork with threads is outside what ThreadSanitizer supports";
+#endif
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct sigaction action {};
+    action.sa_handler = frame_mark_handler;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGALRM, &action, nullptr);
+    ringtrace::Config config;
+    config.overflow = ringtrace::OverflowPolicy::block;
+    ringtrace::Session session(config);
+    auto memory = std::make_shared<ringtrace::MemoryExporter>();
+    session.add_exporter(memory);
+    session.start();
+    session.step();
+    std::uint64_t calls = 1;
+    {
+      ThreadAlarm alarm(std::chrono::microseconds(20));
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      while (std::chrono::steady_clock::now() < until) {
+        for (int i = 0; i < 100; ++i) session.step();
+        calls += 100;
+      }
+    }
+    const std::uint64_t advanced = session.current_step();
+    session.stop();
+    const std::uint64_t handler = g_frame_marks_in_handler.load();
+    const std::uint64_t lost = calls + handler - advanced;
+    std::uint64_t begins = 0;
+    const ringtrace::RecordedTrace trace = memory->trace();
+    for (const ringtrace::Event& e : trace.events) {
+      begins += e.kind == ringtrace::EventKind::zone_begin && trace.sites[e.site].name == "step";
+    }
+    // Every step that advanced began a zone; each lost one counted its end and begin.
+    const bool ok = begins == advanced && session.stats().dropped == 2 * lost && handler > 0;
+    if (!ok) {
+      std::fprintf(stderr, "calls %llu handler %llu advanced %llu begins %llu dropped %llu\n",
+                   static_cast<unsigned long long>(calls), static_cast<unsigned long long>(handler),
+                   static_cast<unsigned long long>(advanced), static_cast<unsigned long long>(begins),
+                   static_cast<unsigned long long>(session.stats().dropped));
+    }
+    std::_Exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  pid_t done = 0;
+  while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "step() with frame_mark() in a signal handler hung";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}

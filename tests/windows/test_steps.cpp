@@ -157,6 +157,73 @@ TEST(Steps, ConcurrentStepsAndFrameMarksAreEachOneStep) {
   }
 }
 
+// Several threads stepping while the machine is busy (issue 31 point 8): a thread may be
+// preempted or moved to another core between any two instructions of step(), and the
+// step zones must still follow one another in number order, each once.
+TEST(Steps, ConcurrentStepsUnderLoadStayInNumberOrder) {
+  Config config;
+  config.schedule = Schedule{.skip_first = 0, .wait = 0, .warmup = 0, .active = 1000000, .repeat = 1};
+  Session session(config);
+  auto trace = std::make_shared<MemoryExporter>();
+  session.add_exporter(trace);
+  session.start();
+  std::atomic<bool> busy{true};
+  std::vector<std::thread> load;  // more runnable threads than cores: preemption everywhere
+  for (int i = 0; i < 3; ++i) {
+    load.emplace_back([&] {
+      volatile std::uint64_t x = 0;
+      while (busy.load(std::memory_order_relaxed)) x = x + 1;
+    });
+  }
+  constexpr int kThreads = 4;
+  const int calls = std::max(200, static_cast<int>(5000 * testing::test_scale()));
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < calls; ++i) {
+        { RINGTRACE_ZONE("work"); }
+        session.step();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  busy.store(false);
+  for (auto& t : load) t.join();
+  session.stop();
+  EXPECT_EQ(session.stats().unbalanced_ends, 0u);
+  EXPECT_EQ(session.stats().dropped, 0u);
+  const std::vector<StepZone> steps = step_zones(trace->trace());
+  ASSERT_EQ(steps.size(), std::size_t(kThreads * calls + 1));
+  std::size_t out_of_order = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    out_of_order += steps[i].number != i;
+    if (i > 0) {
+      EXPECT_GE(steps[i].begin_ns, steps[i - 1].end_ns);
+    }
+  }
+  EXPECT_EQ(out_of_order, 0u);
+}
+
+// A frame mark the ring has no room for stands for two events, the step zone it ends and
+// the one it begins: both are counted (issue 31 point 5).
+TEST(Steps, ADroppedFrameMarkCountsBothItsEvents) {
+  Config config;
+  config.buffer_records = 64;  // the smallest ring: most marks are dropped
+  config.overflow = OverflowPolicy::drop;
+  config.self_drain = false;
+  Session session(config);
+  auto trace = std::make_shared<MemoryExporter>();
+  session.add_exporter(trace);
+  session.start();
+  const int calls = std::max(2000, static_cast<int>(100000 * testing::test_scale()));
+  for (int i = 0; i < calls; ++i) frame_mark();
+  session.stop();
+  const SessionStats stats = session.stats();
+  EXPECT_GT(stats.dropped, 0u);
+  // The first mark begins step 1; each later one ends a step and begins the next.
+  EXPECT_EQ(stats.recorded + stats.dropped, std::uint64_t(2 * calls - 1));
+}
+
 // frame_mark() drives a schedule's windows without the Session object, from a thread the
 // session never saw, as a library deep in a program would.
 TEST(Steps, FrameMarkFromAnyThreadDrivesTheWindows) {
