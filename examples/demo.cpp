@@ -195,9 +195,8 @@ int main(int argc, char** argv) {
     workers.emplace_back([w] {
       ringtrace::set_thread_name("worker-" + std::to_string(w));
       {
-        // A worker's setup, waiting for its inputs. (Meanwhile the drainer has seen the
-        // thread and opened its context-switch stream: the steps' zones get their on-CPU
-        // time; a zone that ends before that counts its wall time as on-CPU.)
+        // A worker's setup, waiting for its inputs: its thread's first zone, off the CPU
+        // while it sleeps (the thread's context-switch stream opens in its first event).
         RINGTRACE_ZONE("load_inputs");
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }

@@ -69,19 +69,32 @@ void Drainer::open_switches(Cursor& c) {
     ++threads_without_switches_;
     return;
   }
-  switches::SwitchStream stream = switches::SwitchStream::open(static_cast<pid_t>(c.buffer->os_tid));
-  const std::uint64_t opened_ns = monotonic_now();
+  // Opened by the thread itself at its first event (Registry::bind): it was running then.
+  // Else (a thread bound before the session asked, which cannot happen today) opened here,
+  // and its state read from /proc.
+  ThreadBuffer& b = *c.buffer;
+  const bool by_thread = b.first_stream_tried;
+  switches::SwitchStream stream =
+      by_thread ? std::move(b.first_stream) : switches::SwitchStream::open(static_cast<pid_t>(b.os_tid));
+  const std::uint64_t opened_ns = by_thread ? b.first_stream_ns : monotonic_now();
+  b.first_stream_tried = false;
   if (!stream.ok()) {
     ++threads_without_switches_;
-    if (switches_unavailable_.empty()) switches_unavailable_ = stream.error();
-    if (refused_for_process(stream)) switches_wanted_ = false;
+    // Unavailable is said of the session only when the kernel refuses the process; a
+    // stream one thread could not have (it exited first, descriptors or locked memory ran
+    // out) leaves that thread without switches, counted, and the others with theirs.
+    if (refused_for_process(stream)) {
+      if (switches_unavailable_.empty()) switches_unavailable_ = stream.error();
+      switches_wanted_ = false;
+      registry_.stop_switch_attempts();
+    }
     return;
   }
   if (switch_out_site_ == switch_in_site_) {  // both 0: the sites are made at the first stream
     switch_out_site_ = sites_.id_of(&kSwitchOutSite);
     switch_in_site_ = sites_.id_of(&kSwitchInSite);
   }
-  const char state = thread_state(c.buffer->os_tid);
+  const char state = by_thread ? 'R' : thread_state(b.os_tid);
   c.switches = std::make_unique<ThreadSwitches>();
   ThreadSwitches& s = *c.switches;
   s.stream = std::move(stream);

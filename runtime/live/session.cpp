@@ -303,6 +303,7 @@ void Session::start() {
   params.use_tsc = use_tsc;
   params.grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config.merge_grace).count());
   params.yield_to_drainer = config.yield_to_drainer;
+  params.context_switches = config.context_switches;
 
   // Everything that can fail comes before the epoch is published, so that a failed
   // start leaves no thread bound to it; starting the drainer's thread is the one step

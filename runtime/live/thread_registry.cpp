@@ -355,6 +355,7 @@ std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
   yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);
+  switches_refused_.store(false, std::memory_order_relaxed);
   last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
   g_epoch.store(last_epoch_, std::memory_order_release);
   return last_epoch_;
@@ -401,6 +402,8 @@ void Registry::retired_while_registered() {
 
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
+  buffer->first_stream.close();  // a stream no drainer took (the session stopped first)
+  buffer->first_stream_tried = false;
   try {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     pool_.push_back(buffer);
@@ -506,6 +509,16 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   std::atomic_signal_fence(std::memory_order_seq_cst);  // a nested drop counts here once reset
   b->epoch = epoch;
   b->os_tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+  // The thread's switch stream, from here (before its first record is written): the time
+  // before it opened is not counted on the CPU for any zone (issue 31 point 6). A stream an
+  // earlier session's drainer never took is closed first.
+  b->first_stream.close();
+  b->first_stream_tried = false;
+  if (params_.context_switches && !switches_refused_.load(std::memory_order_relaxed)) {
+    b->first_stream = switches::SwitchStream::open(static_cast<pid_t>(b->os_tid));
+    b->first_stream_ns = monotonic_ns();
+    b->first_stream_tried = true;
+  }
   {
     std::lock_guard<std::mutex> name_lock(b->name_mutex);
     b->name = hook.name;

@@ -25,6 +25,7 @@
 #include "ring_memory.hpp"
 #include "ringtrace/config.hpp"
 #include "ringtrace/detail/writer.hpp"
+#include "switch_stream.hpp"
 
 namespace ringtrace::detail {
 
@@ -69,6 +70,13 @@ struct ThreadBuffer {
   // cleared by the drainer under its pass lock, read by the thread under the same lock
   // (drain_own_ring); atomic so that the thread may look before it tries the lock.
   std::atomic<void*> own_drain{nullptr};
+  // Config::context_switches: the thread's switch stream, opened by the thread itself in
+  // its first event of the session (Registry::bind), so that its switches are known from
+  // its first record on; the drainer takes it when it accepts the ring. Written before the
+  // ring is registered (release), read by the drainer after (acquire).
+  switches::SwitchStream first_stream;
+  std::uint64_t first_stream_ns = 0;  // CLOCK_MONOTONIC right after the open (or its failure)
+  bool first_stream_tried = false;    // set by bind; cleared by the drainer when it takes it
 
   std::string read_name() {
     std::lock_guard<std::mutex> lock(name_mutex);
@@ -93,6 +101,7 @@ struct ActiveParams {
   std::uint64_t grace_ns = 0;  // the drainer holds back records younger than this
   RingFile* ring_file = nullptr;  // rings in this file mapping (BinaryTraceOptions::rings_in_file), else the heap
   bool yield_to_drainer = true;   // Config::yield_to_drainer
+  bool context_switches = false;  // Config::context_switches: threads open their streams at their first event
 };
 
 // The bytes of ring that Config::buffer_records asks for (16 per record, as the rings
@@ -154,6 +163,8 @@ class Registry {
   // gives the buffer back to the pool (see thread_registry.cpp).
   void retired_while_registered();
   std::uint64_t buffers_created() const { return buffers_created_.load(std::memory_order_relaxed); }
+  // The kernel refused switch streams to the process: threads stop trying (drainer).
+  void stop_switch_attempts() { switches_refused_.store(true, std::memory_order_relaxed); }
 
  private:
   Registry() = default;
@@ -177,6 +188,7 @@ class Registry {
   std::atomic<std::uint64_t> passes_served_{0};
   std::atomic<std::uint64_t> grace_ns_{0};
   std::atomic<bool> yield_{true};  // Config::yield_to_drainer of the active session
+  std::atomic<bool> switches_refused_{false};  // reset when a session's epoch is published
 };
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free,
               "the wake word is used as a futex");

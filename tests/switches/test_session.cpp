@@ -499,3 +499,61 @@ TEST(SessionSwitches, AForkChildClosesItsCopies) {
 }
 
 }  // namespace
+
+// A thread's first zone, opened at once and slept in (issue 31 point 6): the thread's
+// switch stream opens in its first event, before its first record, so the sleep is off
+// the CPU from the first zone on, on every thread.
+TEST(SessionSwitches, AThreadsFirstZoneKnowsItsSleep) {
+  SWITCHES_REQUIRED();
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  ringtrace::Session session(switches_config());
+  session.add_exporter(memory);
+  session.start();
+  constexpr int kThreads = 4;
+  std::vector<std::uint64_t> slept(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&slept, i] {
+      RINGTRACE_ZONE("first");
+      const std::uint64_t t0 = now_ns();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      slept[i] = now_ns() - t0;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  session.stop();
+  const ringtrace::SessionStats stats = session.stats();
+  EXPECT_EQ(stats.context_switches_unavailable, "");
+  EXPECT_EQ(stats.threads_without_switches, 0u);
+  std::size_t n = 0;
+  for (const ZoneTimes& z : zone_times(memory->trace())) {
+    if (z.name != "first") continue;
+    ++n;
+    EXPECT_TRUE(z.known);
+    const std::uint64_t wall = z.end_ns - z.begin_ns;
+    // On the CPU: the few microseconds around the sleep, not milliseconds of it.
+    EXPECT_LT(wall - z.off_ns, 2 * kMs) << "zone on thread " << z.thread << ": wall " << wall << " off " << z.off_ns;
+  }
+  EXPECT_EQ(n, std::size_t{kThreads});
+}
+
+// A thread that exits before the drainer reads its stream (issue 31 point 7): its
+// switches are still delivered and the session's switches are not "unavailable".
+TEST(SessionSwitches, AThreadThatExitedFirstLeavesSwitchesAvailable) {
+  SWITCHES_REQUIRED();
+  auto memory = std::make_shared<ringtrace::MemoryExporter>();
+  ringtrace::Config config = switches_config();
+  config.drain_interval = std::chrono::milliseconds(200);  // the thread is gone before a pass
+  ringtrace::Session session(config);
+  session.add_exporter(memory);
+  session.start();
+  std::thread([] {
+    RINGTRACE_ZONE("short");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }).join();
+  session.stop();
+  const ringtrace::SessionStats stats = session.stats();
+  EXPECT_EQ(stats.context_switches_unavailable, "");
+  EXPECT_EQ(stats.threads_without_switches, 0u);
+  EXPECT_GT(stats.context_switches, 0u);
+}
