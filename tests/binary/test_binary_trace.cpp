@@ -175,6 +175,36 @@ TEST(BinaryTrace, ReplayGivesTheLiveStream) {
 // - One thread, 512 KiB rings, its ring and call sites taken by the drainer before it
 //   floods it: it packs its first full ring, then at the mark, and the drainer runs only
 //   when the file's buffer is full.
+// Under the drop policy a thread never packs its own ring (issue 36): a full ring drops,
+// counted, and the drainer alone empties the rings; every event is in the file or counted.
+TEST(BinaryTrace, DropModeThreadsNeverPackTheirOwnRings) {
+  const fs::path dir = temp_dir("self_drain_drop");
+  Config config;
+  config.overflow = OverflowPolicy::drop;
+  config.buffer_records = 256;   // 4 KiB rings: full at once
+  config.high_water = 1.0;       // only a full ring wakes the drainer
+  config.drain_interval = std::chrono::seconds(10);
+  config.self_drain = true;      // allowed, and still not done under drop
+  Session session(config);
+  session.add_exporter(binary_trace_exporter(dir / "drop.rtrace"));
+  session.start();
+  constexpr int kZones = 200000;
+  std::thread([] {
+    for (int i = 0; i < kZones; ++i) {
+      RINGTRACE_ZONE("flood");
+    }
+  }).join();
+  session.stop();
+  const SessionStats stats = session.stats();
+  EXPECT_EQ(stats.self_drained, 0u);
+  EXPECT_GT(stats.dropped, 0u);
+  EXPECT_EQ(stats.recorded + stats.dropped, 2u * kZones);
+  const RecordedTrace file = replay_to_memory(dir / "drop.rtrace");
+  std::uint64_t boundaries = 0;
+  for (const Event& e : file.events) boundaries += e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end;
+  EXPECT_EQ(boundaries, stats.recorded);
+}
+
 TEST(BinaryTrace, ThreadsEmptyTheirOwnRingsIntoTheFile) {
   const fs::path dir = temp_dir("self_drain");
   // Per thread (by name), its events without their times: the same workload in a live
