@@ -329,6 +329,29 @@ def files():
     f["merged_cut"] = merged[:len(merged) - 30]
     f["merged_bad_process"] = header(merged=True) + process(one) + one + frame(4, b"")
 
+    # The header's feature bits (byte 12; bit 0: merged) against what follows, and process
+    # frames missing, malformed or empty: read up to there, said in the same words by both
+    # readers (a merged flag on a file of one process once crashed rtrace.py).
+    body = one  # a process's frames, after the file's header
+    f["flag_merged_one_process"] = header(merged=True) + body
+    f["flag_merged_one_process_21"] = header(minor=1, merged=True) + body
+    f["flag_merged_nothing"] = header(merged=True)
+    f["flag_other_bits"] = MAGIC + u32(2 << 16) + u32(6) + body
+    f["flag_other_bits_merged"] = MAGIC + u32(2 << 16) + u32(0x80000001) + body
+    f["flag_v1_merged_nothing"] = MAGIC + u32(2) + u32(0)
+    f["flag_v1_merged_one_process"] = MAGIC + u32(2) + u32(0) + body
+    f["header_only"] = header()
+    f["version_3_1"] = MAGIC + u32(3 << 16 | 1) + u32(0) + body
+    f["version_0_7"] = MAGIC + u32(7) + u32(0) + body
+    f["process_short"] = header(merged=True) + frame(10, u64(0))
+    f["process_source_past_end"] = header(merged=True) + frame(10, u64(0) + u64(0) + bytes(8) + u32(99))
+    f["process_empty_section"] = header(merged=True) + process(b"")
+    f["process_empty_then_one"] = header(merged=True) + process(b"", source=b"\xffnot utf-8.rtrace") + process(body) + body
+    f["process_no_session"] = header(merged=True) + process(end()) + end() + process(body) + body
+    f["process_longer_than_file"] = header(merged=True) + process(body, length=1 << 62) + body
+    f["process_then_bytes"] = header(merged=True) + process(body) + body + b"\0\0"
+    f["process_inside_one_process"] = header() + body[:-len(end())] + process(b"") + end()
+
     # Format 2.1's functions (docs/file-format.md, frames 12 and 13): function entries
     # (kind 9) of functions the file names (one with a NUL, one named "step": no step
     # zone), and of unnamed ones, which a reader names as `ringtrace dump` does when the

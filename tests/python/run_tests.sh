@@ -8,7 +8,10 @@
 # fixtures, a live session with context switches (format 2.1's switches frames), hand-made
 # files of what live sessions write rarely or never (make_synthetic.py: among them format
 # 2.1's module and function frames and function entries, which record_all, built without
-# -finstrument-functions, does not write), and copies cut short or with a flipped byte. Prints the first differing lines.
+# -finstrument-functions, does not write; headers whose feature bits and process frames
+# disagree with what follows), inputs that are no regular file, and copies cut short or
+# with a flipped byte. The two also say the same on standard error (a problem in the same
+# words, never a traceback). Prints the first differing lines.
 set -uo pipefail
 tool="$1"; record="$2"; python="$3"; work="$4"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,9 +26,10 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 compare() {
   local file="$1"; shift
   local name; name="$(basename "${file}")$(printf '%s' "$@")"
-  "${tool}" dump "${file}" "$@" >"${work}/out/${name}.dump" 2>"${work}/out/${name}.dump.err"
+  # (under timeout: a reader that waits, on a FIFO, fails instead of blocking CI)
+  timeout 60 "${tool}" dump "${file}" "$@" >"${work}/out/${name}.dump" 2>"${work}/out/${name}.dump.err"
   local a=$?
-  "${python}" "${rtrace}" "${file}" "$@" >"${work}/out/${name}.py" 2>"${work}/out/${name}.py.err"
+  timeout 60 "${python}" "${rtrace}" "${file}" "$@" >"${work}/out/${name}.py" 2>"${work}/out/${name}.py.err"
   local b=$?
   compared=$((compared + 1))
   if ! cmp -s "${work}/out/${name}.dump" "${work}/out/${name}.py"; then
@@ -34,6 +38,12 @@ compare() {
   fi
   if [[ ${a} -ne ${b} ]]; then
     fail "${file} $*: ringtrace dump exits ${a}, rtrace.py ${b}: $(cat "${work}/out/${name}.dump.err" "${work}/out/${name}.py.err")"
+  fi
+  # The same problem in the same words, each after its own prefix; never a traceback.
+  if ! cmp -s <(sed 's/^ringtrace dump: //' "${work}/out/${name}.dump.err") \
+              <(sed 's/^rtrace\.py: //' "${work}/out/${name}.py.err"); then
+    fail "${file} $*: the readers say different things: dump '$(cat "${work}/out/${name}.dump.err")'," \
+      "rtrace.py '$(cat "${work}/out/${name}.py.err")'"
   fi
   return "${a}"
 }
@@ -152,6 +162,19 @@ has "${work}/synthetic/synthetic_switches.rtrace" ' 0 switch_out "ringtrace: swi
 grep -A1 '^1000100 1000 11 zone_begin "zone"$' "${work}/out/synthetic_switches.rtrace.dump" | grep -q '^1000100 1000 11 switch_out ' \
   || fail "synthetic_switches.rtrace: the switch tied with its thread's zone begin is not right after it"
 has "${work}/synthetic/synthetic_switches_merged.rtrace" ' switch_in "ringtrace: switched in" bits=0$'
+
+has "${work}/synthetic/synthetic_flag_other_bits.rtrace" ' zone_begin "zone"$'  # feature bits but bit 0 ignored
+
+# --- Inputs that are no regular file: refused before reading, in the same words ------------
+inputs="${work}/inputs"
+mkdir -p "${inputs}/directory.rtrace"
+mkfifo "${inputs}/fifo.rtrace"
+cp "${work}/synthetic/synthetic_no_end.rtrace" "${inputs}/rings_fifo.rtrace"
+mkfifo "${inputs}/rings_fifo.rtrace.rings"
+for f in "${inputs}/missing.rtrace" "${inputs}/directory.rtrace" "${inputs}/fifo.rtrace" "${inputs}/rings_fifo.rtrace"; do
+  compare "${f}" && fail "ringtrace dump ${f} exits 0"
+done
+compare "${inputs}/rings_fifo.rtrace" --no-rings
 
 # --- Cut short and damaged copies ----------------------------------------------------------
 size=$(stat -c %s "${rich}")

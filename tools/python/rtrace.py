@@ -18,9 +18,12 @@ goes to standard error and the exit status is 1, as with `ringtrace dump`. It is
 fast: some seconds for a few hundred thousand events.
 """
 
+import errno
 import heapq
 import math
+import os
 import re
+import stat
 import struct
 import sys
 
@@ -242,19 +245,20 @@ class Thread:
 # Packed chunks: records as (kind, index, ticks, value, text), ticks None for kinds
 # without a time, value the 64-bit word (a double's bits), text (bytes, truncated)
 
-def _varint(data, pos, end):
+def _varint(data, pos, end, what):
+    """A varint at pos; Problem(what) if it runs past end or past ten bytes."""
     result = 0
     shift = 0
     while shift < 64:
         if pos >= end:
-            raise Problem("cut short")
+            break
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result & MASK64, pos
         shift += 7
-    raise Problem("a varint longer than ten bytes")
+    raise Problem(what)
 
 
 def unzigzag(u):
@@ -268,54 +272,59 @@ def unpack_chunk2(data, pos, end):
     last = 0
     varint = _varint
     append = records.append
-    while pos < end:
-        h, pos = varint(data, pos, end)
-        kind = h & 15
-        index = h >> 4
-        if kind in (13, 14):
-            raise Problem("a record kind this reader does not know")
-        if kind not in (R_END, R_DROPPED, R_EXTENDED) and (index == 0 or index > 0xFFFFFFFF):
-            raise Problem("a call site index out of range")
-        if kind == R_EXTENDED:  # skippable: its length says how far
-            n, pos = varint(data, pos, end)
-            if n > end - pos:
-                raise Problem("an extended record cut short")
-            pos += n
-            ring_bytes += 8 + (n + 7) // 8 * 8
-            append((R_EXTENDED, index, None, 0, None))
-            continue
-        ticks = None
-        if kind not in UNTIMED:
-            d, pos = varint(data, pos, end)
-            last = ticks = (last + unzigzag(d)) & MASK64
-        if kind == R_END:
-            ring_bytes += 8
-            append((R_END, 0, ticks, 0, None))
-            continue
-        value = 0
-        text = None
-        if kind in (R_BEGIN, R_INSTANT, R_FUNCTION):
-            pass
-        elif kind in (R_DOUBLE, R_ARG_DOUBLE):
-            if end - pos < 8:
-                raise Problem("a double cut short")
-            value = struct.unpack_from("<Q", data, pos)[0]
-            pos += 8
-        elif kind in (R_TEXT, R_MESSAGE, R_NAMED):
-            size, pos = varint(data, pos, end)
-            n = size & ~TRUNCATED_BIT
-            if n > MAX_TEXT:
-                raise Problem("a text longer than 65535 bytes")
-            if n > end - pos:
-                raise Problem("a text cut short")
-            text = (bytes(data[pos:pos + n]), bool(size & TRUNCATED_BIT))
-            pos += n
-            ring_bytes += (n + 7) // 8 * 8
-        else:  # integer values, region ids, drop counts
-            u, pos = varint(data, pos, end)
-            value = unzigzag(u)
-        ring_bytes += RING_BYTES[kind]
-        append((kind, 0 if kind == R_DROPPED else index, ticks, value, text))
+    begin = record = pos
+    try:
+        while pos < end:
+            record = pos
+            h, pos = varint(data, pos, end, "a header cut short")
+            kind = h & 15
+            index = h >> 4
+            if kind in (13, 14):
+                raise Problem("a record kind this reader does not know (a newer format?)")
+            if kind not in (R_END, R_DROPPED, R_EXTENDED) and (index == 0 or index > 0xFFFFFFFF):
+                raise Problem("a call site index out of range")
+            if kind == R_EXTENDED:  # skippable: its length says how far
+                n, pos = varint(data, pos, end, "an extended record cut short")
+                if n > end - pos:
+                    raise Problem("an extended record cut short")
+                pos += n
+                ring_bytes += 8 + (n + 7) // 8 * 8
+                append((R_EXTENDED, index, None, 0, None))
+                continue
+            ticks = None
+            if kind not in UNTIMED:
+                d, pos = varint(data, pos, end, "a time cut short")
+                last = ticks = (last + unzigzag(d)) & MASK64
+            if kind == R_END:
+                ring_bytes += 8
+                append((R_END, 0, ticks, 0, None))
+                continue
+            value = 0
+            text = None
+            if kind in (R_BEGIN, R_INSTANT, R_FUNCTION):
+                pass
+            elif kind in (R_DOUBLE, R_ARG_DOUBLE):
+                if end - pos < 8:
+                    raise Problem("a double cut short")
+                value = struct.unpack_from("<Q", data, pos)[0]
+                pos += 8
+            elif kind in (R_TEXT, R_MESSAGE, R_NAMED):
+                size, pos = varint(data, pos, end, "a text's size cut short")
+                n = size & ~TRUNCATED_BIT
+                if n > MAX_TEXT:
+                    raise Problem("a text longer than 65535 bytes")
+                if n > end - pos:
+                    raise Problem("a text cut short")
+                text = (bytes(data[pos:pos + n]), bool(size & TRUNCATED_BIT))
+                pos += n
+                ring_bytes += (n + 7) // 8 * 8
+            else:  # integer values, region ids, drop counts
+                u, pos = varint(data, pos, end, "a value cut short")
+                value = unzigzag(u)
+            ring_bytes += RING_BYTES[kind]
+            append((kind, 0 if kind == R_DROPPED else index, ticks, value, text))
+    except Problem as p:
+        raise Problem("%s at byte %d of the chunk's records" % (p, record - begin))
     return records, ring_bytes
 
 
@@ -325,48 +334,53 @@ def unpack_chunk1(data, pos, end):
     last = 0
     varint = _varint
     append = records.append
-    while pos < end:
-        h, pos = varint(data, pos, end)
-        kind = h & 7
-        timed = not h & 8
-        index = h >> 4
-        if kind != 6 and (index == 0 or index > 0xFFFFFFFF):
-            raise Problem("a call site index out of range")
-        ticks = 0
-        if timed:
-            d, pos = varint(data, pos, end)
-            last = ticks = (last + unzigzag(d)) & MASK64
-        if kind == 1:
-            append((R_END, 0, ticks, 0, None))
-        elif kind in (0, 2):
-            append((R_BEGIN if kind == 0 else R_INSTANT, index, ticks, 0, None))
-        elif kind == 4:
-            if end - pos < 8:
-                raise Problem("a double cut short")
-            value = struct.unpack_from("<Q", data, pos)[0]
-            pos += 8
-            append((R_DOUBLE, index, ticks, value, None) if timed else (R_ARG_DOUBLE, index, None, value, None))
-        elif kind == 7:  # a text: size (bit 63: truncated), the size before truncation (not kept), bytes
-            size, pos = varint(data, pos, end)
-            _original, pos = varint(data, pos, end)
-            n = size & ~TRUNCATED_BIT
-            if n > MAX_TEXT:
-                raise Problem("a text longer than 65535 bytes")
-            if n > end - pos:
-                raise Problem("a text cut short")
-            append((R_TEXT, index, None, 0, (bytes(data[pos:pos + n]), bool(size & TRUNCATED_BIT))))
-            pos += n
-        else:  # 3 integer value, 5 region begin, 6 dropped
-            u, pos = varint(data, pos, end)
-            value = unzigzag(u)
-            if kind == 5:
-                append((R_REGION, index, ticks, value, None))
-            elif kind == 6:
-                append((R_DROPPED, 0, ticks, value, None))
-            elif timed:
-                append((R_INT, index, ticks, value, None))
-            else:
-                append((R_ARG_INT, index, None, value, None))
+    begin = record = pos
+    try:
+        while pos < end:
+            record = pos
+            h, pos = varint(data, pos, end, "a header cut short")
+            kind = h & 7
+            timed = not h & 8
+            index = h >> 4
+            if kind != 6 and (index == 0 or index > 0xFFFFFFFF):
+                raise Problem("a call site index out of range")
+            ticks = 0
+            if timed:
+                d, pos = varint(data, pos, end, "a time cut short")
+                last = ticks = (last + unzigzag(d)) & MASK64
+            if kind == 1:
+                append((R_END, 0, ticks, 0, None))
+            elif kind in (0, 2):
+                append((R_BEGIN if kind == 0 else R_INSTANT, index, ticks, 0, None))
+            elif kind == 4:
+                if end - pos < 8:
+                    raise Problem("a double cut short")
+                value = struct.unpack_from("<Q", data, pos)[0]
+                pos += 8
+                append((R_DOUBLE, index, ticks, value, None) if timed else (R_ARG_DOUBLE, index, None, value, None))
+            elif kind == 7:  # a text: size (bit 63: truncated), the size before truncation (not kept), bytes
+                size, pos = varint(data, pos, end, "a text's size cut short")
+                _original, pos = varint(data, pos, end, "a text's size cut short")
+                n = size & ~TRUNCATED_BIT
+                if n > MAX_TEXT:
+                    raise Problem("a text longer than 65535 bytes")
+                if n > end - pos:
+                    raise Problem("a text cut short")
+                append((R_TEXT, index, None, 0, (bytes(data[pos:pos + n]), bool(size & TRUNCATED_BIT))))
+                pos += n
+            else:  # 3 integer value, 5 region begin, 6 dropped
+                u, pos = varint(data, pos, end, "a value cut short")
+                value = unzigzag(u)
+                if kind == 5:
+                    append((R_REGION, index, ticks, value, None))
+                elif kind == 6:
+                    append((R_DROPPED, 0, ticks, value, None))
+                elif timed:
+                    append((R_INT, index, ticks, value, None))
+                else:
+                    append((R_ARG_INT, index, None, value, None))
+    except Problem as p:
+        raise Problem("%s at byte %d of the chunk's records" % (p, record - begin))
     return records, 0
 
 
@@ -374,10 +388,11 @@ def unpack_chunk1(data, pos, end):
 # One process: a file of one process after its header, or a merged file's section
 
 class Section:
-    def __init__(self, data, begin, end, major, mixed, offset_ns=0):
+    def __init__(self, data, begin, end, major, mixed, offset_ns=0, source=""):
         self.data, self.pos, self.end = data, begin, end
         self.major, self.mixed = major, mixed
         self.offset_ns = offset_ns
+        self.source = source           # a merged file's process frame: the file it came from
         self.problem = None
         self.have_session = False
         self.complete = False          # its end frame was read
@@ -453,13 +468,17 @@ class Section:
             return None
         ftype, length, check = struct.unpack_from("<III", data, pos)
         if length > MAX_PAYLOAD:
-            self.problem = "damaged frame at byte %d (its header claims %d bytes)" % (pos, length)
+            # Format 2 checks the header too: a damaged length is a damaged frame, not a claim.
+            self.problem = ("frame at byte %d claims %d bytes (at most %d): damaged file" % (pos, length, MAX_PAYLOAD)
+                            if self.major == 1 else "damaged frame at byte %d (its header claims %d bytes, more than "
+                            "a frame holds): read up to there" % (pos, length))
             return None
         if pos + 16 + length > end:
             self.problem = "file cut short at byte %d (a frame of %d bytes, %d left)" % (pos, length, end - pos - 16)
             return None
         if not self.checksum_ok(pos, length, check):
-            self.problem = "checksum mismatch in the frame at byte %d: damaged file, read up to there" % pos
+            self.problem = "checksum mismatch in the frame at byte %d%s: damaged file, read up to there" % (
+                pos, " (type %d)" % ftype if self.major == 1 else "")
             return None
         self.pos = pos + 16 + length
         return ftype, pos + 16, pos + 16 + length, pos
@@ -592,7 +611,7 @@ class Section:
         elif ftype == F_END:
             self.complete = True
         elif ftype == F_PROCESS:
-            raise Problem("malformed process section header inside a process section: damaged, at byte %d" % offset)
+            raise Problem("malformed process section header inside a process section: damaged frame at byte %d" % offset)
         elif ftype == F_METADATA:
             if not v1:
                 f.string(offset, "metadata")
@@ -655,7 +674,7 @@ class Section:
         def varint(what):
             nonlocal pos
             try:
-                v, pos = _varint(data, pos, end)
+                v, pos = _varint(data, pos, end, what)
             except Problem:
                 raise Problem("malformed %s frame at byte %d" % (what, offset))
             return v
@@ -1109,6 +1128,30 @@ def ring_file_of(path):
     return (m.group(1) if m else path) + ".rings"
 
 
+class Unreadable(Exception):
+    """An input that is no regular file that can be read, in `ringtrace dump`'s words."""
+
+
+def check_input(path):
+    """As `ringtrace dump` checks its input and its ring file before reading
+    (exporters/common/file_paths.cpp, open_input): a regular file, opened without waiting
+    for the writer of a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise Unreadable("cannot open '%s': %s" % (path, os.strerror(e.errno)))
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if stat.S_ISDIR(mode):
+        raise Unreadable("cannot read '%s': %s" % (path, os.strerror(errno.EISDIR)))
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise Unreadable("cannot read '%s': it is %s, not a regular file" % (path, kind))
+
+
 class Reader:
     def __init__(self, path, rings):
         self.path = path
@@ -1131,7 +1174,8 @@ class Reader:
         elif version >> 16 == 2:
             major, merged, mixed = 2, bool(word & 1), False
         else:
-            raise Refused("file format %d.%d, this reader knows formats 1 and 2" % (version >> 16, version & 0xFFFF))
+            raise Refused("file format %d.%d, this reader knows formats 1 and 2 (a newer ringtrace wrote it)"
+                          % (version >> 16, version & 0xFFFF))
         if merged:
             self.find_sections(data, major, mixed)
         else:
@@ -1158,7 +1202,8 @@ class Reader:
             if not s.read_whole:
                 complete = False
             if self.problem is None and s.problem:
-                self.problem = s.problem if len(sections) == 1 else "process %d: %s" % (s.pid, s.problem)
+                source = " (from %s)" % s.source if s.source else ""
+                self.problem = s.problem if len(sections) == 1 else "process %d%s: %s" % (s.pid, source, s.problem)
         return complete
 
     def find_sections(self, data, major, mixed):
@@ -1181,9 +1226,10 @@ class Reader:
             if n > end - start - 28:
                 self.problem = "malformed process frame at byte %d" % at
                 break
+            source = bytes(data[start + 28:start + 28 + n]).decode("utf-8", "surrogateescape")
             begin = end
             stop = size if section_bytes > size - begin else begin + section_bytes
-            self.sections.append(Section(data, begin, stop, major, mixed, offset_ns))
+            self.sections.append(Section(data, begin, stop, major, mixed, offset_ns, source))
             at = stop
         if not self.sections and self.problem is None:
             self.problem = "a merged file with no process in it"
@@ -1210,6 +1256,8 @@ class Reader:
         """The events no section can precede any more, by time, ties to the earlier section."""
         sections = self.sections
         lines = []
+        if not sections:  # a merged file whose first process frame is missing or malformed
+            return lines
         if len(sections) == 1:
             s = sections[0]
             pid = s.out_pid
@@ -1261,8 +1309,14 @@ def main(argv):
 
     reader = Reader(args[0], rings)
     try:
+        check_input(args[0])
+        if rings and os.path.lexists(ring_file_of(args[0])):
+            check_input(ring_file_of(args[0]))
         complete = reader.read(emit)
         out.flush()
+    except Unreadable as e:
+        sys.stderr.write("rtrace.py: %s\n" % e)
+        return 1
     except Refused as e:
         sys.stderr.write("rtrace.py: %s: %s\n" % (args[0], e))
         return 1
@@ -1270,10 +1324,12 @@ def main(argv):
         sys.stderr.write("rtrace.py: %s\n" % e)
         return 1
     if not complete:
-        sys.stderr.write("rtrace.py: %s: %s\n" % (args[0], reader.problem))
+        # A merged file's source names are the file's bytes, written back as they are.
+        sys.stderr.flush()
+        sys.stderr.buffer.write(("rtrace.py: %s: %s\n" % (args[0], reader.problem)).encode("utf-8", "surrogateescape"))
         return 1
-    if reader.problem:  # complete, but with frames of a later version skipped
-        sys.stderr.write("rtrace.py: %s: %s\n" % (args[0], reader.problem))
+    # Complete, but with frames of a later version skipped: said by nothing, as
+    # `ringtrace dump` (docs/file-format.md, "Frames").
     return 0
 
 
