@@ -90,8 +90,9 @@ int info(const std::vector<std::string>& args) {
     return usage(args,
         "usage: ringtrace info FILE [--no-rings]\n"
         "\n"
-        "Prints what a binary trace file holds: process, host, start and duration, threads\n"
-        "with names and event counts, call sites, drops, and whether the file is complete\n"
+        "Prints what a binary trace file holds: its format version (major.minor, e.g. 2.1),\n"
+        "process, host, start and duration, threads with names and event counts, call\n"
+        "sites, drops, and whether the file is complete\n"
         "(a file cut short, e.g. by a killed process, is read up to its last complete chunk\n"
         "and info says where it ends; info still exits 0). A file cut short whose recording\n"
         "kept its rings in a file is read on from the ring file beside it (run.rtrace.rings),\n"
@@ -106,8 +107,12 @@ int info(const std::vector<std::string>& args) {
   Exporter* const one[] = {&census};
   const ReplayResult r = replay_file(args[0], std::span<Exporter* const>(one), options);
   const SessionStats& s = census.stats;
-  std::printf("file:        %s (%llu bytes, format version %u)\n", args[0].c_str(),
-              static_cast<unsigned long long>(r.bytes), r.version);
+  // major.minor: format 2's minor says which frames the file may hold (2.1: modules,
+  // functions, switches); format 1 had one number.
+  const std::string version =
+      r.version == 1 ? "1" : std::to_string(r.version) + "." + std::to_string(r.minor_version);
+  std::printf("file:        %s (%llu bytes, format version %s)\n", args[0].c_str(),
+              static_cast<unsigned long long>(r.bytes), version.c_str());
   std::printf("status:      %s\n", r.complete ? "complete" : r.problem.c_str());
   if (!r.rings.empty()) {
     std::printf("rings:       %s: %llu events recovered (recorded after the file's last write)\n", r.rings.c_str(),

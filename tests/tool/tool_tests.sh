@@ -53,6 +53,14 @@ grep -q '^Captured ops: ' "${work}/report.txt" || fail "report has no summary"
 grep -q '^status: *complete$' "${work}/info.txt" || fail "info: $(cat "${work}/info.txt")"
 grep -q 'process: *tool test (pid ' "${work}/info.txt" || fail "info names no process"
 grep -q 'worker-1 ' "${work}/info.txt" || fail "info lists no thread"
+# The format version as major.minor, from the header's version word (major << 16 | minor);
+# format 1's word (1, or 2 for a merged file) is one number.
+word=$(od -An -tu4 -j8 -N4 "${work}/run.rtrace" | tr -d ' ')
+grep -q "^file: .* bytes, format version $((word >> 16))\.$((word & 0xFFFF)))$" "${work}/info.txt" \
+  || fail "info's format version is not $((word >> 16)).$((word & 0xFFFF)): $(head -1 "${work}/info.txt")"
+format1="$(dirname "$0")/../binary/fixtures/format1/one.rtrace"
+"${tool}" info "${format1}" | grep -q '^file: .* bytes, format version 1)$' \
+  || fail "info of a format-1 file: $("${tool}" info "${format1}" | head -1)"
 for command in convert report info merge; do
   "${tool}" "${command}" --help | grep -q "^usage: ringtrace ${command}" || fail "${command} --help"
 done
