@@ -112,18 +112,20 @@ State& state() {
 }
 
 // The trace file of a benchmark run, distinct for distinct names and bounded in length:
-// the name itself when it is made of letters, digits, '.', '-' and '_', does not start
-// with '.' (hidden, or a temporary) and is at most kKeptChars long; else its first
-// kKeptChars characters with the others replaced by '_', then '~' (which no kept name
-// holds) and 12 hex digits of the name's 64-bit FNV-1a hash:
-// "BM_collide/x" -> "BM_collide_x~9f4c...json" beside "BM_collide_x.json".
+// the name itself when it is made of letters, digits, '.', '-' and '_', starts with
+// neither '.' (a hidden file, or a temporary) nor '-' (read as an option by the
+// commands it is typed to) and is at most kKeptChars long; else its first kKeptChars
+// characters with the others replaced by '_' (a first '.' or '-' too), then '~' (which
+// no kept name holds) and 12 hex digits of the name's 64-bit FNV-1a hash:
+// "BM_collide/x" -> "BM_collide_x~9f4c...json" beside "BM_collide_x.json",
+// "-rf/iterations:1000" -> "_rf_iterations_1000~...json".
 std::string file_name(const std::string& run) {
   constexpr std::size_t kKeptChars = 96;
   std::string out;
-  bool changed = run.empty() || run.front() == '.' || run.size() > kKeptChars;
+  bool changed = run.empty() || run.size() > kKeptChars;
   for (const char c : run.substr(0, kKeptChars)) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '-' || c == '_';
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      (!out.empty() && (c == '.' || c == '-'));
     out.push_back(keep ? c : '_');
     changed = changed || !keep;
   }

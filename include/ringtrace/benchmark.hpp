@@ -11,12 +11,13 @@
 //
 // Run with --ringtrace_out=DIR: each benchmark's reported run is traced into
 // DIR/<benchmark name>.json when the name is made of letters, digits, '.', '-' and '_',
-// does not start with '.' and has at most 96 characters; any other name gets its first
-// 96 characters, the others replaced by '_', then '~' and 12 hex digits of its 64-bit
-// FNV-1a hash (BM_f/8 -> BM_f_8~<hash>.json), so distinct benchmarks get distinct,
-// bounded names; a trace that cannot be given its name is said on standard error and
-// counted as ringtrace_trace_error 1 (it stays in DIR/.run-N.json). Its process and
-// its thread 0 are named after the benchmark. Flags:
+// starts with neither '.' nor '-' and has at most 96 characters; any other name gets its
+// first 96 characters, the others (and a first '.' or '-') replaced by '_', then '~' and
+// 12 hex digits of its 64-bit FNV-1a hash (BM_f/8 -> BM_f_8~<hash>.json, -rf ->
+// _rf~<hash>.json), so distinct benchmarks get distinct, bounded names that are neither
+// hidden nor taken for an option; a trace that cannot be given its name is said on
+// standard error and counted as ringtrace_trace_error 1 (it stays in DIR/.run-N.json).
+// Its process and its thread 0 are named after the benchmark. Flags:
 //   --ringtrace_format=chrome|perfetto|rtrace   .json (default), .perfetto-trace, .rtrace
 //   --ringtrace_max_ms=N       the trace holds the first N ms of the run (default 100; 0: all)
 //   --ringtrace_max_events=N   and at most N events (default 250000; 0: no limit): zones,

@@ -11,8 +11,9 @@ and without --ringtrace_out and checks, against the JSON report's exact counts:
   follow from them;
 - --ringtrace_format=perfetto and rtrace write .perfetto-trace and .rtrace files (the
   .rtrace converted back by the tool, when given, with the same zones);
-- file names distinct for distinct benchmarks (BM_collide/x and BM_collide_x) and bounded
-  (a 300-character name), and a trace that cannot be written reported (standard error
+- file names distinct for distinct benchmarks (BM_collide/x and BM_collide_x), bounded
+  (a 300-character name), never hidden or taken for an option (names starting with '.'
+  or '-'), and a trace that cannot be written reported (standard error
   and the counter ringtrace_trace_error);
 - a bad flag value is refused; without --ringtrace_out nothing is written, no counter."""
 import json
@@ -29,16 +30,18 @@ os.makedirs(work)
 failures = []
 LONG_NAME = "BM_long_" + "L" * 292
 ZONES = {"BM_three_zones": 3, "BM_n_zones/4": 4, "BM_n_zones/7": 7, "BM_collide/x": 2, "BM_collide_x": 5,
-         LONG_NAME: 6}
+         LONG_NAME: 6, "-rf": 2, ".hidden": 2}
 
 
 def file_name(name):
     """The trace file of a benchmark, without its extension (include/ringtrace/benchmark.hpp):
-    the name when it is made of [A-Za-z0-9._-], does not start with '.' and has at most
-    96 characters; else a readable prefix, '~' and 12 hex digits of its 64-bit FNV-1a hash."""
+    the name when it is made of [A-Za-z0-9._-], starts with neither '.' nor '-' and has at
+    most 96 characters; else a readable prefix (a first '.' or '-' made '_'), '~' and 12
+    hex digits of its 64-bit FNV-1a hash."""
     kept = 96
-    out = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name[:kept])
-    if not name or name[0] == "." or len(name) > kept or out != name:
+    out = "".join(c if c.isascii() and (c.isalnum() or c == "_" or (i > 0 and c in ".-")) else "_"
+                  for i, c in enumerate(name[:kept]))
+    if not name or len(name) > kept or out != name:
         h = 0xCBF29CE484222325
         for b in name.encode():
             h = ((h ^ b) * 0x100000001B3) % (1 << 64)
@@ -116,6 +119,9 @@ check(len(set(FILES.values())) == len(FILES), "two benchmarks share a file")
 check(all(len(n) <= 96 + 13 + 5 for n in names), f"a file name is too long: {names}")
 check(FILES["BM_three_zones"] == "BM_three_zones" and FILES["BM_collide/x"].startswith("BM_collide_x~"),
       "the naming rule")
+# Names safe to type and to see: no trace hidden, none taken for an option.
+check(not any(n[0] in ".-" for n in names), f"a trace file starts with '.' or '-': {names}")
+check(FILES["-rf"].startswith("_rf~") and FILES[".hidden"].startswith("_hidden~"), "the naming rule's first character")
 for bench, run_ in runs.items():
     check("ringtrace_trace_error" not in run_, f"default {bench}: trace error")
 for bench, run_ in runs.items():

@@ -1,6 +1,7 @@
 // A Google Benchmark suite adopting ringtrace (include/ringtrace/benchmark.hpp), for
 // check_suite.py: known zones per iteration in each benchmark, and names that a plain
-// character substitution would give one file, or that are too long for one.
+// character substitution would give one file, that are too long for one, or that start
+// with '-' or '.'.
 #include <ringtrace/benchmark.hpp>
 
 #include <string>
@@ -49,5 +50,9 @@ static void BM_six_zones(benchmark::State& state) {
 RINGTRACE_BENCHMARK(BM_two_zones)->Name("BM_collide/x");
 RINGTRACE_BENCHMARK(BM_five_zones)->Name("BM_collide_x");
 RINGTRACE_BENCHMARK(BM_six_zones)->Name("BM_long_" + std::string(292, 'L'));
+// Names of safe characters whose file, named as they are, would be hidden ('.') or
+// taken for an option by the commands it is typed to ('-').
+RINGTRACE_BENCHMARK(BM_two_zones)->Name("-rf");
+RINGTRACE_BENCHMARK(BM_two_zones)->Name(".hidden");
 
 RINGTRACE_BENCHMARK_MAIN();
