@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_shape.py <BENCHMARK_MAIN suite> <RINGTRACE_BENCHMARK_MAIN suite> <work dir>: the
+"""check_shape.py <BENCHMARK_MAIN suite> <RINGTRACE_BENCHMARK_MAIN suite> <work dir> [--from-copy]: the
 same suite built with both macros, run with Google Benchmark's output flags (format
 console/json/csv, --benchmark_out with each --benchmark_out_format, also through the
 BENCHMARK_OUT variable, --benchmark_color, --benchmark_counters_tabular,
@@ -8,7 +8,12 @@ must have the same shape (the same rows in the same order, the same JSON keys, C
 columns and console columns; values differ), no escape codes where the plain suite has
 none, and with --ringtrace_out only ringtrace's additions: the counters
 ringtrace_zones_per_iter, ringtrace_dropped, ringtrace_untraced_iters and
-ringtrace_untraced_zones on every iteration row, and ringtrace_* context entries."""
+ringtrace_untraced_zones on every iteration row, and ringtrace_* context entries; without
+it, no word of ringtrace's own. Where the suite runs is no part of that: Google Benchmark
+prints the binary's path and the host's name, and a checkout in a folder named ringtrace
+(what `git clone` makes) must pass too. --from-copy runs copies of both suites from
+<work dir>/ringtrace-checkout/build, with that folder as the working directory: the
+proof that it does."""
 import csv
 import io
 import json
@@ -21,6 +26,11 @@ import sys
 plain_suite, traced_suite, work = sys.argv[1:4]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
+if sys.argv[4:] == ["--from-copy"]:
+    checkout = os.path.join(os.path.abspath(work), "ringtrace-checkout", "build")
+    os.makedirs(checkout)
+    plain_suite, traced_suite = (shutil.copy2(suite, checkout) for suite in (plain_suite, traced_suite))
+    os.chdir(checkout)
 failures = []
 COUNTERS = {"ringtrace_zones_per_iter", "ringtrace_dropped", "ringtrace_untraced_iters", "ringtrace_untraced_zones"}
 CONTEXT = {"ringtrace_out", "ringtrace_format", "ringtrace_max_ms", "ringtrace_max_events"}
@@ -30,6 +40,17 @@ ESC = "\x1b"
 def check(condition, message):
     if not condition:
         failures.append(message)
+
+
+# What Google Benchmark prints about where the suite runs, any of which may hold the word
+# "ringtrace" without ringtrace having printed anything: the console's "Running <argv[0]>"
+# line (standard error) and the JSON context's executable and host_name.
+WHERE = re.compile(r'^Running .*$|"(executable|host_name)": "(?:[^"\\]|\\.)*"', re.M)
+
+
+def own_words(text):
+    """The output without where the suite runs (WHERE): what its code printed."""
+    return WHERE.sub(lambda m: f'"{m.group(1)}": ""' if m.group(1) else "Running", text)
 
 
 def run(binary, flags, out=None, env=None):
@@ -152,8 +173,11 @@ for kind, flags, where in scenarios:
             check((ESC in plain[i]) == (ESC in (traced[i] or "")),
                   f"{label}: escape codes in {stream}: BENCHMARK_MAIN {ESC in plain[i]}, RINGTRACE_BENCHMARK_MAIN {not not traced[i] and ESC in traced[i]}")
         check(ESC not in plain[0] or "--benchmark_color=true" in flags, f"{label}: the plain suite colours a pipe")
+        said = own_words(traced[0] + traced[1] + (traced[2] or ""))
         if not on:
-            check("ringtrace" not in traced[0] + traced[1] + (traced[2] or ""), f"{label}: ringtrace in the output")
+            check("ringtrace" not in said, f"{label}: ringtrace in the output: {said[max(0, said.find('ringtrace') - 80):][:200]!r}")
+        else:  # the check above can see ringtrace's words when they are there
+            check("ringtrace_zones_per_iter" in said, f"{label}: no ringtrace counter in the output")
         shutil.rmtree(traces, ignore_errors=True)
 
 # --benchmark_list_tests: the same lines.
