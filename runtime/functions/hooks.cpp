@@ -11,7 +11,12 @@
 #define RINGTRACE_HOOK extern "C" __attribute__((visibility("default"), no_instrument_function))
 
 // The stack pointer where the instrumented function called the hook (the hook's CFA): the
-// same at the function's entry and at its exit, and below it in every call it makes.
+// same at the function's entry and at its exit, and below it in every call it makes. When
+// the function jumps to the exit hook instead (g++ -O2: `jmp __cyg_profile_func_exit`
+// after its epilogue), it is the function's own CFA, and the hook's return address (just
+// below the CFA) is the function's: the call site the compiler passes. Such an exit leaves
+// the hot path (its stack pointer is not the frame's), and function_exit_slow reads the
+// return address there (runtime/live/function_stack.cpp).
 #define RINGTRACE_CALLER_SP() reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa())
 
 RINGTRACE_HOOK void __cyg_profile_func_enter(void* function, void* call_site) {

@@ -1,7 +1,7 @@
 // The slow paths of automatic function instrumentation: a thread's shadow stack set up
 // at its first instrumented call of a session, frames that an exception or a longjmp left
-// without their exits closed (marked "unwound"), calls past the maximum depth, entries the
-// ring had no room for. The hot path and the frames' layout: include/ringtrace/detail/
+// without their exits closed (marked "unwound"), exits reached by a tail call that the hot
+// path could not match, calls past the maximum depth, entries the ring had no room for. The hot path and the frames' layout: include/ringtrace/detail/
 // functions.hpp; docs/functions.md.
 #include "function_stack.hpp"
 
@@ -165,6 +165,40 @@ void close_inlined_above(StackMemory& m, ThreadWriter& t, std::uintptr_t key, st
   }
 }
 
+// At the exit of `key` reached by a tail call (g++'s `jmp __cyg_profile_func_exit`), `sp`
+// its function's own CFA: the function's frame. It is below `sp`, and so is every frame
+// pushed after it (calls it made that a longjmp left, functions inlined into it); its
+// caller's frame, and those inlined into the caller, are at `sp` or above. So its frame is
+// the outermost frame of `key` among the frames below `sp`, on the same stack: a deeper
+// call of the same function from the same call site, left by a longjmp, is above it.
+// Ambiguous: a frame of the same key (same function, same 9-bit call-site tag) that a
+// longjmp or an exception left beneath the function's own, with a stack pointer between
+// the function's and its CFA. That needs a call site whose low 9 bits are the same, or the
+// same call made twice from a caller whose stack pointer moved (alloca) in between, and
+// an exit skipped before; the older frame is taken for the function's own, and the two
+// are closed together, the "unwound" mark on the newer one. Null: no frame of its own.
+const FunctionFrame* own_frame_below(const StackMemory& m, std::uintptr_t key, std::uintptr_t sp) {
+  const FunctionFrame* own = nullptr;
+  for (const FunctionFrame* f = t_functions.top; f != m.base() && stale(m, f->sp, sp); --f) {
+    if ((f->fn & ~kStateMask) == key && m.own_stack(f->sp) == m.own_stack(sp)) own = f;
+  }
+  return own;
+}
+
+// Closes the tail exit's frame (own_frame_below) as an ordinary return, and every other
+// frame below `sp` as a call that is over (marked): the ones above the function's frame
+// first, then the ones a longjmp left beneath it (pushed before it, with a stack pointer
+// above its own: it was entered deeper than they were), which are below its caller's.
+void close_tail_exit(StackMemory& m, ThreadWriter& t, std::uintptr_t key, std::uintptr_t sp) {
+  FunctionStack& s = t_functions;
+  const FunctionFrame* const own = own_frame_below(m, key, sp);
+  while (s.top != m.base() && stale(m, s.top->sp, sp)) {
+    const FunctionFrame* const f = s.top;
+    --s.top;
+    close_frame(t, f->fn, f != own);
+  }
+}
+
 // Past the maximum depth, at a hook with stack pointer `sp`: true once the call that went
 // past it is over (it returned, or an exception or a longjmp left it): the stack is kept
 // again from there.
@@ -173,6 +207,57 @@ bool overflow_over(StackMemory& m, ThreadWriter& t, std::uintptr_t sp) {
   m.overflow_sp = 0;
   t.hidden -= kHiddenSkipped;
   return true;
+}
+
+// Whether the exit hook was reached by a tail call: its return address (just below its
+// CFA, `sp`) is then the function's own, the call site the compiler passed, whose low 9
+// bits are the key's tag; a hook reached by a `call` returns into the function instead.
+// The tag, not the whole call site: the hot path keeps nothing more for this (its
+// instructions stay those of an ordinary exit). A normal exit whose return address shares
+// those 9 bits with its call site (1 pair of addresses in 512) is taken for a tail exit,
+// which changes nothing unless a frame of its own key is below its stack pointer: a
+// deeper call of the same function from the same call site, left by a longjmp. That frame
+// is then closed as this exit's, unmarked, and the call's own frame stays open until a
+// later hook closes it, marked "unwound".
+bool tail_exit(std::uintptr_t key, std::uintptr_t sp) {
+  const std::uintptr_t return_address = *reinterpret_cast<const std::uintptr_t*>(sp - sizeof(std::uintptr_t));
+  return ((function_key(0, return_address) ^ key) & kFrameTagMask) == 0;
+}
+
+// Everything function_exit_slow() does not close at once: frames left by exceptions and
+// longjmps, frames not recorded, the maximum depth, calls with no frame.
+RINGTRACE_NOINLINE RINGTRACE_COLD void exit_repair(std::uintptr_t key, std::uintptr_t sp, bool tail) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.in_slow != 0 || t_stack_gone) return;
+  FunctionStack& s = t_functions;
+  if (!set_up(s)) return;
+  StackMemory& m = t_stack;
+  if (m.overflow_sp != 0) {
+    // The call that went past the maximum depth returns; by a tail exit, from above its
+    // stack pointer (a deeper call's tail exit may be at it: its CFA is the caller's).
+    const bool own = !tail && sp == m.overflow_sp;
+    if (!own && !overflow_over(m, t, sp)) return;  // a deeper call returns
+    if (own) {
+      m.overflow_sp = 0;
+      t.hidden -= kHiddenSkipped;
+      return;
+    }
+    // By a tail exit, past the call that went too deep: nothing at `sp` is its own frame.
+    if (tail) return close_tail_exit(m, t, key, sp);
+  }
+  // A tail exit with a frame of its own below its CFA. Without one it is taken for an
+  // ordinary exit: a tail exit never has a frame at its CFA (that is its caller's), and a
+  // normal exit whose return address only looked like a tail exit's has its own there.
+  if (tail && own_frame_below(m, key, sp) != nullptr) return close_tail_exit(m, t, key, sp);
+  close_stale(m, t, sp);
+  close_inlined_above(m, t, key, sp);
+  FunctionFrame* const top = s.top;
+  if (top != m.base() && top->sp == sp && (top->fn & ~kStateMask) == key) {
+    s.top = top - 1;
+    close_frame(t, top->fn, false);
+  }
+  // Else the call has no frame: it began before the session, or while recording was
+  // paused, or in a slow path of the thread's. Nothing to write.
 }
 
 }  // namespace
@@ -242,30 +327,19 @@ void function_entry_slow(std::uintptr_t key, std::uintptr_t sp, std::uint32_t ep
   s.top = top + 1;
 }
 
+// An exit the hot path did not match. Under g++ most of them are tail exits whose frame is
+// the innermost one, closed here at once as the hot path would: the frame's stack pointer
+// below the exit's CFA, the next frame's (its caller's, or the sentinel's) at or above it.
+// A deeper call of the same function from the same call site, left by a longjmp, fails the
+// second test (the frame beneath it, its caller's, is below this CFA) and goes to the
+// repair, as do frames not recorded, frames left by a longjmp beneath this one, and every
+// exit that is not a tail exit.
 void function_exit_slow(std::uintptr_t key, std::uintptr_t sp) noexcept {
-  ThreadWriter& t = t_writer;
-  if (t.in_slow != 0 || t_stack_gone) return;
   FunctionStack& s = t_functions;
-  if (!set_up(s)) return;
-  StackMemory& m = t_stack;
-  if (m.overflow_sp != 0) {
-    const bool own = sp == m.overflow_sp;  // the call that went past the maximum depth returns
-    if (!own && !overflow_over(m, t, sp)) return;  // a deeper call returns
-    if (own) {
-      m.overflow_sp = 0;
-      t.hidden -= kHiddenSkipped;
-      return;
-    }
-  }
-  close_stale(m, t, sp);
-  close_inlined_above(m, t, key, sp);
   FunctionFrame* const top = s.top;
-  if (top != m.base() && top->sp == sp && (top->fn & ~kStateMask) == key) {
-    s.top = top - 1;
-    close_frame(t, top->fn, false);
-  }
-  // Else the call has no frame: it began before the session, or while recording was
-  // paused, or in a slow path of the thread's. Nothing to write.
+  const bool tail = tail_exit(key, sp);
+  if (tail && top->fn == key && top->sp < sp && top[-1].sp >= sp) return function_close_top(s, top);
+  exit_repair(key, sp, tail);
 }
 
 }  // namespace ringtrace::detail

@@ -12,13 +12,25 @@
 // instrumented function entered in the session and not yet left, holding the stack
 // pointer where it called the entry hook (the hook's CFA) and its address. The exit hook
 // writes the end only if the innermost frame is its own (same stack pointer, same
-// address, recorded); anything else goes to the slow path (runtime/live/functions.cpp):
+// address, recorded); anything else goes to the slow path (runtime/live/
+// function_stack.cpp):
 //   - frames whose stack pointer is below the current one belong to calls an exception
 //     or a longjmp left without their exit hooks: they are closed there, marked (an
 //     argument "unwound" = 1 on the zone), so the thread's stack is never left
 //     unbalanced; a frame at the same stack pointer is an outer function that this one
 //     was inlined into (g++ calls an inlined function's hooks from the outer function's
 //     frame), or, if it is the same function, an earlier call of it left the same way;
+//   - g++ -O2 leaves a function whose last act is the exit hook (every void function, a
+//     coroutine's resume) by `jmp __cyg_profile_func_exit` after popping its frame: the
+//     hook's CFA is then the function's own CFA, above the stack pointer its entry saw,
+//     and the hook's return address is the function's, the `call_site` argument itself
+//     (a hook called by a `call` returns into the function, never to its caller; the two
+//     are compared by the key's 9-bit tag, which the hot path has). Such a
+//     tail exit closes its function's frame below that CFA as an ordinary return: the
+//     innermost frame when its stack pointer is below the CFA and the next frame's (its
+//     caller's) is not, at once (not cold: every void function comes here under g++);
+//     else the outermost frame of its key below the CFA, with everything else below the
+//     CFA closed as unwound;
 //   - a frame that was not recorded (its entry dropped, or the thread untraced) is popped
 //     without an end; a call deeper than the session's maximum depth is not recorded, nor
 //     is anything deeper, until the stack comes back above it;
@@ -83,11 +95,13 @@ RINGTRACE_API inline constexpr FunctionFrame kNoFunctionFrame{~std::uintptr_t{0}
 RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local FunctionStack t_functions{
     const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
 
-// Slow paths (cold, noinline, runtime/live/functions.cpp).
-// `key` is function_key(): the function's address is its low bits.
+// Slow paths (noinline, runtime/live/function_stack.cpp).
+// `key` is function_key(): the function's address is its low bits. An exit the hot path
+// did not match is not cold (g++'s tail exits are as common as void functions): it tells
+// a tail exit, closes it when it can at once, and leaves the rest to a cold repair.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void function_entry_slow(std::uintptr_t key, std::uintptr_t sp,
                                                                          std::uint32_t epoch) noexcept;
-RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void function_exit_slow(std::uintptr_t key, std::uintptr_t sp) noexcept;
+RINGTRACE_API RINGTRACE_NOINLINE void function_exit_slow(std::uintptr_t key, std::uintptr_t sp) noexcept;
 
 // An instrumented function `fn` entered from `call_site` with the hook's CFA `sp`. With no
 // session, one load and a compare.
@@ -116,7 +130,21 @@ RINGTRACE_ALWAYS_INLINE void function_entry(std::uintptr_t fn, std::uintptr_t ca
   s.top = top + 1;
 }
 
-// Its exit: the end if the innermost frame is its own and was recorded.
+// Pops the innermost frame, `top`, recorded, and writes its end. A recorded frame belongs to
+// the session the thread is bound to (binding a thread to another session empties its
+// stack): its ring is the one to write to.
+RINGTRACE_ALWAYS_INLINE void function_close_top(FunctionStack& s, FunctionFrame* top) noexcept {
+  s.top = top - 1;
+  const std::uint64_t ticks = read_ticks_fast();
+  WriterBlock& b = *t_writer.block;
+  const std::uintptr_t at = reserve(b, 8);
+  if (at >= b.end_limit) [[unlikely]] return zone_end_slow(at, ticks);
+  publish(at, end_slot(ticks));
+}
+
+// Its exit: the end if the innermost frame is its own and was recorded. A tail exit (the
+// stack pointer above the frame's) is told apart off this path, in function_exit_slow:
+// the ordinary exit's instructions are what they were before tail exits were known.
 RINGTRACE_ALWAYS_INLINE void function_exit(std::uintptr_t fn, std::uintptr_t call_site, std::uintptr_t sp) noexcept {
   const std::uintptr_t key = function_key(fn, call_site);
   FunctionStack& s = t_functions;
@@ -125,14 +153,7 @@ RINGTRACE_ALWAYS_INLINE void function_exit(std::uintptr_t fn, std::uintptr_t cal
     if (top->fn != 0) function_exit_slow(key, sp);  // 0: no frame at all (the sentinel)
     return;
   }
-  s.top = top - 1;
-  // A recorded frame belongs to the session the thread is bound to (binding a thread to
-  // another session empties its stack): its ring is the one to write to.
-  const std::uint64_t ticks = read_ticks_fast();
-  WriterBlock& b = *t_writer.block;
-  const std::uintptr_t at = reserve(b, 8);
-  if (at >= b.end_limit) [[unlikely]] return zone_end_slow(at, ticks);
-  publish(at, end_slot(ticks));
+  function_close_top(s, top);
 }
 
 }  // namespace ringtrace::detail
