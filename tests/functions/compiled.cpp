@@ -23,6 +23,7 @@ namespace {
 std::uint64_t g_calls[kFunctions] = {};
 volatile int g_sink = 0;
 std::jmp_buf g_jump;
+std::jmp_buf g_rebound;
 sigjmp_buf g_abort_jump;
 
 // Not instrumented: counting must not add calls of its own.
@@ -107,6 +108,19 @@ COMPILED_DRIVER inline void count(Function f) { ++g_calls[static_cast<int>(f)]; 
   tick();
 }
 
+// Its level 2 and its levels 4 and deeper share one key (called from the same call site).
+void rebound_catch(int level, int bottom);
+[[gnu::noinline]] void rebound(int level, int bottom) {
+  count(Function::rebound);
+  if (level == bottom) std::longjmp(g_rebound, 1);
+  if (level == 2) {
+    rebound_catch(level + 1, bottom);
+  } else {
+    rebound(level + 1, bottom);
+  }
+  g_sink = level;
+}
+
 [[noreturn, gnu::noinline]] void give_up(int level) { count(Function::give_up); g_sink = level; std::abort(); }
 [[gnu::noinline]] void leap(int level, int bottom, bool abort) {
   count(Function::leap);
@@ -179,6 +193,7 @@ COMPILED_DRIVER const char* name(Function f) {
     case Function::hop: return "compiled::hop()";
     case Function::roomy: return "compiled::roomy()";
     case Function::hop_home: return "compiled::hop_home()";
+    case Function::rebound: return "compiled::rebound(int, int)";
     case Function::give_up: return "compiled::give_up(int)";
     case Function::on_abort: return "compiled::on_abort(int)";
     case Function::abort_landing: return "compiled::abort_landing(int)";
@@ -258,6 +273,13 @@ COMPILED_DRIVER bool descend_from(int bottom, int catch_level, int rethrow_level
 COMPILED_DRIVER void land_from(int depth) { land(depth); }
 
 COMPILED_DRIVER void hop_from() { hop_home(); }
+
+// Not instrumented, like a library that longjmps back to itself out of its callbacks.
+[[gnu::noinline]] COMPILED_DRIVER void rebound_catch(int level, int bottom) {
+  if (setjmp(g_rebound) == 0) rebound(level, bottom);
+  g_sink = -level;
+}
+COMPILED_DRIVER void rebound_from(int depth) { rebound(1, depth); }
 
 COMPILED_DRIVER void abort_from(int depth) {
   struct sigaction action = {}, old = {};

@@ -35,6 +35,7 @@ enum class Function : int {
   hop,             // void: jump_out() from one level down, back to hop_home()
   roomy,           // void with a large frame, called after hop() was left (below its stale frames)
   hop_home,        // void: setjmp, hop(), then roomy() and tick()
+  rebound,         // void recursion; level 2 calls it on through code of the program's that longjmps back
   give_up,         // [[noreturn]]: std::abort(); the SIGABRT handler jumps back to abort_landing()
   on_abort,        // the SIGABRT handler (instrumented), left by siglongjmp
   abort_landing,   // void: sigsetjmp, leap()s down to give_up()
@@ -86,6 +87,10 @@ void land_from(int depth);  // land(): leap() down `depth` levels, jump_out() lo
 // hop_home(): hop() longjmps back to it, then it calls roomy() and tick(). roomy's frame is
 // deeper than the frames hop() left, which are still beneath it on the shadow stack.
 void hop_from();
+// rebound(1, depth): level 2 goes on through rebound_catch() (the program's code: setjmp,
+// then rebound(3, depth)); the deepest level longjmps back there, and level 2 returns by a
+// tail exit (g++) with levels 3 .. depth left above it, levels 4 .. depth under its key.
+void rebound_from(int depth);
 // abort_landing(depth): leap() `depth` levels down, give_up() calls std::abort(), the
 // SIGABRT handler on_abort() siglongjmps back (installed and removed here).
 void abort_from(int depth);

@@ -197,6 +197,19 @@ TEST(CompiledFunctions, FramesLeftBeneathALaterCall) {
   EXPECT_EQ(roomy->parent, compiled::name(Function::jump_out));
 }
 
+// A longjmp through the program's own code leaves deeper calls of a recursive function
+// above one of its levels, those from the same call site under that level's key; its tail
+// exit is still its own return, not theirs.
+TEST(CompiledFunctions, ALevelOfARecursionReturnsOverDeeperLevelsLeftByALongjmp) {
+  compiled::reset();
+  const Recording r = record([] { compiled::rebound_from(6); });
+  EXPECT_EQ(compiled::calls(Function::rebound), 6u);
+  expect_calls(r, {{Function::rebound, 4}});  // levels 3 .. 6
+  for (const Call& c : r.calls) {
+    EXPECT_EQ(c.unwound, c.depth >= 2) << c.name << " at depth " << c.depth;
+  }
+}
+
 // A C++20 generator resumed until done: the ramp once, the resume function once per
 // resume() (g++ adds a call from the ramp and one from destroy()), the destroy function once.
 TEST(CompiledFunctions, ACoroutineResumedNTimes) {
