@@ -8,6 +8,7 @@
 #include <sched.h>
 
 #include <linux/futex.h>
+#include <sys/prctl.h>  // PR_GET_NAME: the kernel's name of an unnamed thread
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,6 +209,15 @@ void write_slot_name(ring_file::SlotHeader& slot, std::string_view name) noexcep
   slot.name_bytes.store(0, std::memory_order_release);
   std::memcpy(slot.name, name.data(), bytes);
   slot.name_bytes.store(static_cast<std::uint32_t>(bytes), std::memory_order_release);
+}
+
+// The calling thread's name as the kernel has it (`comm`, 15 bytes at most: what
+// pthread_setname_np or prctl(PR_SET_NAME) gave it, else the name of the thread that
+// created it, the program's for the main thread); "" if the kernel does not say.
+std::string kernel_thread_name() {
+  char name[16] = {};
+  if (::prctl(PR_GET_NAME, name, 0, 0, 0) != 0) return {};
+  return std::string(name, ::strnlen(name, sizeof name - 1));
 }
 
 // A drop seen by a call nested inside the thread's slow path (or while the thread has no
@@ -519,14 +529,18 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
     b->first_stream_ns = monotonic_ns();
     b->first_stream_tried = true;
   }
+  // Its name: set_thread_name's, else the kernel's, read by the thread itself here (its
+  // first event's slow path: nothing on the hot path, and a thread that exits at once
+  // still has it). The kernel's is read again at each bind, never kept in the hook.
+  const std::string name = hook.name.empty() ? kernel_thread_name() : hook.name;
   {
     std::lock_guard<std::mutex> name_lock(b->name_mutex);
-    b->name = hook.name;
+    b->name = name;
   }
   b->name_version.fetch_add(1, std::memory_order_release);
   if (b->slot.header != nullptr) {
     b->slot.header->os_tid = b->os_tid;
-    write_slot_name(*b->slot.header, hook.name);
+    write_slot_name(*b->slot.header, name);
     b->slot.header->ring_address.store(reinterpret_cast<std::uintptr_t>(b->ring.base), std::memory_order_relaxed);
     b->slot.header->state.store(ring_file::kSlotBound, std::memory_order_release);
   }
