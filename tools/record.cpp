@@ -22,6 +22,7 @@
 
 #include "commands.hpp"
 #include "ringtrace/files.hpp"
+#include "switch_stream.hpp"  // runtime/switches: the probe of --context-switches
 
 namespace ringtrace::tool {
 
@@ -57,6 +58,11 @@ constexpr const char* kHelp =
     "  --buffer N        records per thread ring (default 65536)  RINGTRACE_BUFFER\n"
     "  --policy P        drop (default) or block: what a thread does when its ring is\n"
     "                    full                                RINGTRACE_POLICY\n"
+    "  --context-switches  record each thread's context switches: report and the other\n"
+    "                    outputs gain on-CPU times (a zone that waited shows its wait as\n"
+    "                    off-CPU)                            RINGTRACE_CONTEXT_SWITCHES=1\n"
+    "                    Where the kernel refuses them (perf_event_paranoid 3, a seccomp\n"
+    "                    filter), this is said once and PROGRAM is recorded without them.\n"
     "\n"
     "The filters apply to the events the session decodes (every output but the binary\n"
     "file, which keeps every call; convert does not filter). A program that starts a\n"
@@ -173,6 +179,7 @@ int record(const std::vector<std::string>& args) {
   }
   std::vector<Output> outputs;
   std::vector<std::pair<const char*, std::string>> settings;
+  bool switches = false;
   std::size_t i = 0;
   for (; i < args.size() && args[i] != "--"; ++i) {
     const std::string& a = args[i];
@@ -189,6 +196,9 @@ int record(const std::vector<std::string>& args) {
       settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE", regex_value(a, option_value(args, i)));
     } else if (a == "--buffer") {
       settings.emplace_back("RINGTRACE_BUFFER", std::to_string(count_in(a, option_value(args, i), 1, SIZE_MAX)));
+    } else if (a == "--context-switches") {
+      settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
+      switches = true;
     } else if (a == "--policy") {
       const std::string& policy = option_value(args, i);
       if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
@@ -214,6 +224,17 @@ int record(const std::vector<std::string>& args) {
   // would only say so on its way, and the run would be lost). "%p" as this process's id:
   // the check is of the directory and of the name's kind, not of one process's file.
   for (const Output& o : outputs) ringtrace::check_output_file(with_pid(o.path, ::getpid()));
+  // Context switches: the kernel's answer here is the program's (the same user, the same
+  // perf_event_paranoid, a seccomp filter inherited), so a refusal is said once, here,
+  // rather than found out from the files afterwards; the program runs with the variable
+  // all the same, so each file says why it has no switches (ringtrace info).
+  if (switches) {
+    const switches::SwitchStream probe = switches::SwitchStream::open(static_cast<pid_t>(::gettid()));
+    if (!probe.ok()) {
+      error("record", "--context-switches: the kernel refuses context switch records here (" + probe.error() +
+                          "); recording without on-CPU times");
+    }
+  }
   // The files of each output that exist before the run: one still there afterwards with
   // the same time was not written by it.
   std::vector<FileTimes> before;

@@ -13,6 +13,9 @@
 //   RINGTRACE_MAX_DEPTH      instrumented calls deeper than this not recorded
 //   RINGTRACE_INCLUDE        only instrumented functions whose name matches (ECMAScript regex)
 //   RINGTRACE_EXCLUDE        instrumented functions whose name matches left out
+//   RINGTRACE_CONTEXT_SWITCHES  1: record the threads' context switches, for on-CPU times
+//                            (Config::context_switches); where the kernel refuses, the run
+//                            is recorded without them and the files say why
 // The variables are read once, then RINGTRACE_OUTPUT is removed from the environment, so
 // that programs this one starts do not write the same files.
 #pragma once

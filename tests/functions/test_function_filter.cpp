@@ -152,6 +152,10 @@ TEST(EnvironmentSession, OutputsFormatsAndSettings) {
   EXPECT_EQ(p.config.functions.max_depth, 64u);
   EXPECT_EQ(p.config.functions.include, std::vector<std::string>{"^app::"});
   EXPECT_EQ(p.config.functions.exclude, std::vector<std::string>{"std::"});
+  EXPECT_FALSE(p.config.context_switches);
+  // RINGTRACE_CONTEXT_SWITCHES (ringtrace record --context-switches): 1 on, 0 off.
+  EXPECT_TRUE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "1"}}).config.context_switches);
+  EXPECT_FALSE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "0"}}).config.context_switches);
 }
 
 TEST(EnvironmentSession, WhatIsWrongIsSaid) {
@@ -164,6 +168,8 @@ TEST(EnvironmentSession, WhatIsWrongIsSaid) {
   EXPECT_NE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_MAX_DEPTH", "0"}}).error.find("depth"),
             std::string::npos);
   EXPECT_NE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_EXCLUDE", "(x"}}).error.find("regular expression"),
+            std::string::npos);
+  EXPECT_NE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "yes"}}).error.find("neither 1 nor 0"),
             std::string::npos);
   std::chrono::nanoseconds d{};
   EXPECT_TRUE(parse_duration("100", d));

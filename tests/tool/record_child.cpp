@@ -4,6 +4,9 @@
 //   record_child _exit    a few zones, then _exit(0) at once
 //   record_child killed   a few zones, waits for the drainer to write them into its
 //                         temporary, then kills itself with SIGKILL
+//   record_child sleep    five calls of sleeper(), a zone that sleeps 20 ms (off the CPU)
+//   record_child thread   a zone on a thread named with pthread_setname_np only ("kname")
+#include <pthread.h>  // pthread_setname_np
 #include <signal.h>  // kill
 #include <unistd.h>  // getpid
 
@@ -13,8 +16,26 @@
 
 #include "ringtrace/ringtrace.hpp"
 
+// A zone named "sleeper" whose wall time is a sleep: off the CPU, with context switches.
+void sleeper() {
+  RINGTRACE_FUNCTION();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "0";
+  if (mode == "sleep") {
+    for (int i = 0; i < 5; ++i) sleeper();
+    return 0;
+  }
+  if (mode == "thread") {
+    std::thread named([] {
+      pthread_setname_np(pthread_self(), "kname");
+      RINGTRACE_ZONE("named_work");
+    });
+    named.join();
+    return 0;
+  }
   for (int i = 0; i < 10; ++i) {
     RINGTRACE_ZONE("child_work");
   }
