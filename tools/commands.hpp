@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ringtrace/exporters/table.hpp"  // TableOptions::SortBy
+
 namespace ringtrace {
 struct ReplayProcess;
 }
@@ -40,6 +42,17 @@ const std::string& option_value(const std::vector<std::string>& args, std::size_
 // A count given on the command line: decimal digits only (std::stoul takes "-1" and
 // " 12x" and fails with the text "stoul"); UsageError naming the option otherwise.
 std::size_t parse_count(std::string_view option, const std::string& text);
+
+// The key-averages table's sort keys on the command line (--sort-by KEY), one per
+// TableOptions::SortBy: "calls", "self", "on-cpu-total", ... ('_' may stand for '-').
+// UsageError listing every key for any other word.
+TableOptions::SortBy parse_sort_key(std::string_view option, const std::string& text);
+// The key of a column, as parse_sort_key() reads it.
+std::string_view sort_key_name(TableOptions::SortBy key);
+// The keys, comma-separated, in the table's column order (for help texts and errors).
+std::string sort_keys();
+// Whether a key sorts by an on-CPU column (empty without context switches).
+bool on_cpu_key(TableOptions::SortBy key);
 
 bool wants_help(const std::vector<std::string>& args);
 // A subcommand's usage text: on standard output with status 0 when asked for (--help),

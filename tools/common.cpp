@@ -40,6 +40,66 @@ std::size_t parse_count(std::string_view option, const std::string& text) {
   return static_cast<std::size_t>(std::stoull(text));
 }
 
+namespace {
+
+// Each key and the column it sorts by, in the text table's column order.
+struct SortKey {
+  std::string_view key;
+  TableOptions::SortBy by;
+};
+constexpr SortKey kSortKeys[] = {
+    {"name", TableOptions::SortBy::name},
+    {"self-percent", TableOptions::SortBy::self_percent},
+    {"self", TableOptions::SortBy::self},
+    {"total-percent", TableOptions::SortBy::total_percent},
+    {"total", TableOptions::SortBy::total},
+    {"avg", TableOptions::SortBy::avg},
+    {"min", TableOptions::SortBy::min},
+    {"max", TableOptions::SortBy::max},
+    {"p50", TableOptions::SortBy::p50},
+    {"p99", TableOptions::SortBy::p99},
+    {"calls", TableOptions::SortBy::calls},
+    {"on-cpu-self", TableOptions::SortBy::on_cpu_self},
+    {"on-cpu-total", TableOptions::SortBy::on_cpu_total},
+    {"on-cpu-avg", TableOptions::SortBy::on_cpu_avg},
+    {"on-cpu-p50", TableOptions::SortBy::on_cpu_p50},
+    {"on-cpu-p99", TableOptions::SortBy::on_cpu_p99},
+    {"first-seen", TableOptions::SortBy::first_seen},
+};
+
+}  // namespace
+
+std::string sort_keys() {
+  std::string keys;
+  for (const SortKey& k : kSortKeys) {
+    if (!keys.empty()) keys += ", ";
+    keys += k.key;
+  }
+  return keys;
+}
+
+TableOptions::SortBy parse_sort_key(std::string_view option, const std::string& text) {
+  std::string key = text;
+  std::replace(key.begin(), key.end(), '_', '-');
+  for (const SortKey& k : kSortKeys) {
+    if (k.key == key) return k.by;
+  }
+  throw UsageError(std::string(option) + ": unknown key '" + text + "'; the keys are " + sort_keys());
+}
+
+std::string_view sort_key_name(TableOptions::SortBy key) {
+  for (const SortKey& k : kSortKeys) {
+    if (k.by == key) return k.key;
+  }
+  return "?";
+}
+
+bool on_cpu_key(TableOptions::SortBy key) {
+  using S = TableOptions::SortBy;
+  return key == S::on_cpu_self || key == S::on_cpu_total || key == S::on_cpu_avg || key == S::on_cpu_p50 ||
+         key == S::on_cpu_p99;
+}
+
 bool wants_help(const std::vector<std::string>& args) {
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") return true;

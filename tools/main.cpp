@@ -41,7 +41,7 @@ struct Command {
 };
 constexpr Command kCommands[] = {
     {"convert", ringtrace::tool::convert, "FILE --chrome OUT ...", "other formats, any subset in one pass ('-': standard output)"},
-    {"report", ringtrace::tool::report, "FILE", "the key-averages table and the captured-ops summary"},
+    {"report", ringtrace::tool::report, "FILE", "the key-averages table, and the captured-ops summary when there are regions"},
     {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},

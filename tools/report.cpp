@@ -1,8 +1,9 @@
-// ringtrace report: what users read first, in the terminal: the key-averages table and
-// the captured-ops summary of a binary trace file.
+// ringtrace report: what users read first, in the terminal: the key-averages table and,
+// when the recording has capture regions, the captured-ops summary of a binary trace file.
 #include <cstdio>
 #include <functional>  // std::ref
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,19 +16,24 @@ namespace ringtrace::tool {
 
 int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::fputs(
-        "usage: ringtrace report FILE [--rows N] [--transparent NAME]... [--estimate-sampled] [--fold-steps]\n"
-        "                             [--no-rings]\n"
+    const std::string help =
+        "usage: ringtrace report FILE [--rows N] [--sort-by KEY] [--transparent NAME]... [--estimate-sampled]\n"
+        "                             [--fold-steps] [--no-rings]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
-        "and the captured-ops summary of a binary trace file. --transparent names a zone that\n"
-        "wraps ops without being one (a step), as in the summary exporter. --estimate-sampled\n"
-        "counts zones of sampled sites as many times as their rate (and says so); --fold-steps\n"
-        "puts Session::step()'s zones in one row \"step #*\". A file cut short is read up to\n"
-        "its last complete chunk, then from its ring file if the recording kept one (see\n"
-        "ringtrace convert --help; --no-rings: never), and report exits 1 saying so. FILE is\n"
-        "a regular file (a FIFO, '-' or a device is refused).\n",
-        stdout);
+        "and, when the recording has capture regions (RINGTRACE_REGION), the captured-ops\n"
+        "summary of a binary trace file. --sort-by orders the table by another column,\n"
+        "largest first (name: A to Z; first-seen: the order zones first ended); KEY is one of\n"
+        "  " + sort_keys() + "\n"
+        "(the on-cpu keys need a recording with context switches: ringtrace record\n"
+        "--context-switches). --transparent names a zone that wraps ops without being one (a\n"
+        "step), as in the summary exporter. --estimate-sampled counts zones of sampled sites as\n"
+        "many times as their rate (and says so); --fold-steps puts Session::step()'s zones in\n"
+        "one row \"step #*\". A file cut short is read up to its last complete chunk, then\n"
+        "from its ring file if the recording kept one (see ringtrace convert --help;\n"
+        "--no-rings: never), and report exits 1 saying so. FILE is a regular file (a FIFO,\n"
+        "'-' or a device is refused).\n";
+    std::fputs(help.c_str(), stdout);
     return 0;
   }
   std::string input;
@@ -38,6 +44,8 @@ int report(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
+    } else if (args[i] == "--sort-by") {
+      table_options.sort_by = parse_sort_key("--sort-by", option_value(args, i));
     } else if (args[i] == "--transparent") {
       summary_options.transparent_names.push_back(option_value(args, i));
     } else if (args[i] == "--fold-steps") {
@@ -57,7 +65,10 @@ int report(const std::vector<std::string>& args) {
   if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
   check_input(input, rings);
   auto table = table_exporter(std::cout, table_options);
-  auto summary = ops_summary_exporter(std::cout, summary_options);
+  // The summary is held until the end: a recording without capture regions has nothing
+  // to say there (every op outside every region), so it is left out.
+  std::ostringstream summary_text;
+  auto summary = ops_summary_exporter(summary_text, summary_options);
   Exporter* const both[] = {table.get(), summary.get()};
   ProgressBar bar("ringtrace report");
   ReplayOptions options;
@@ -65,7 +76,14 @@ int report(const std::vector<std::string>& args) {
   options.recover_rings = rings;
   if (rings) options.rings = ring_file_of(input);
   const ReplayResult result = replay_file(input, both, options);
+  const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
+  if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
   std::cout.flush();
+  if (on_cpu_key(table_options.sort_by) && !dynamic_cast<const TableExporter&>(*table).table().on_cpu) {
+    error("report", input + " has no context switches (no on-CPU columns): --sort-by " +
+                        std::string(sort_key_name(table_options.sort_by)) + " left the rows in name order (record with "
+                        "ringtrace record --context-switches)");
+  }
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);
   return 0;
 }

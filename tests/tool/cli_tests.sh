@@ -186,5 +186,67 @@ assert "  interned" in sites, sites
 assert max(len(m.group(1)) for m in located) == 40, sites
 PY
 
+# --- report --sort-by KEY -----------------------------------------------------------------
+# sorted_check <report file> <column> <numbers|names>: the table's rows are in that
+# column's order (numbers and times largest first, names A to Z), over at least two
+# distinct values (else the check proves nothing).
+sorted_check() {
+  python3 - "$@" <<'PY'
+import re, sys
+path, column, kind = sys.argv[1:]
+lines = open(path).read().splitlines()
+at = next(i for i, l in enumerate(lines) if l.startswith("Name "))
+columns = re.split(r"\s{2,}", lines[at].strip())
+rows = []
+for l in lines[at + 2:]:
+    if l.startswith("---"):
+        break
+    cells = re.split(r"\s{2,}", l.strip())
+    assert len(cells) == len(columns), (columns, cells)
+    rows.append(cells[columns.index(column)])
+def number(text):
+    m = re.fullmatch(r"([0-9.]+)\s*(s|ms|us|ns|%)?", text)
+    return float(m.group(1)) * {"s": 1e9, "ms": 1e6, "us": 1e3}.get(m.group(2), 1)
+keys = rows if kind == "names" else [-number(r) for r in rows]
+assert len(set(keys)) >= 2, ("fewer than two distinct values", rows)
+assert keys == sorted(keys), (column, rows)
+PY
+}
+"${tool}" report "${run}" >"${work}/sort_default.txt" || fail "report exits $?"
+for pair in calls:Calls max:Max p99:p99 avg:Avg total:Total name:Name self:Self; do
+  key="${pair%%:*}"; column="${pair#*:}"
+  "${tool}" report "${run}" --sort-by "${key}" >"${work}/sort_${key}.txt" 2>"${work}/sort_${key}.err" \
+    || fail "--sort-by ${key} exits $?: $(cat "${work}/sort_${key}.err")"
+  kind=numbers; [[ "${key}" == name ]] && kind=names
+  sorted_check "${work}/sort_${key}.txt" "${column}" "${kind}" || fail "--sort-by ${key}: $(cat "${work}/sort_${key}.txt")"
+  # The same rows as the default order, only ordered otherwise.
+  [[ "$(grep -E '^[a-z]+ ' "${work}/sort_${key}.txt" | awk '{print $1}' | sort)" == \
+     "$(grep -E '^[a-z]+ ' "${work}/sort_default.txt" | awk '{print $1}' | sort)" ]] || fail "--sort-by ${key}: other rows"
+done
+cmp -s "${work}/sort_default.txt" "${work}/sort_self.txt" || fail "--sort-by self is not the default order"
+# An unknown key: a usage error that lists every key.
+keys="name, self-percent, self, total-percent, total, avg, min, max, p50, p99, calls, on-cpu-self, on-cpu-total, on-cpu-avg, on-cpu-p50, on-cpu-p99, first-seen"
+expect_error 2 report "${run}" --sort-by busiest
+[[ "$(cat "${work}/err.txt")" == "ringtrace report: --sort-by: unknown key 'busiest'; the keys are ${keys}" ]] \
+  || fail "--sort-by busiest: $(cat "${work}/err.txt")"
+expect_error 2 report "${run}" --sort-by
+"${tool}" report --help | grep -qF "  ${keys}" || fail "report --help does not list the keys"
+# '_' for '-'; an on-CPU key on a recording without switches: the table, and one line saying so.
+"${tool}" report "${run}" --sort-by on_cpu_p99 >"${work}/sort_on_cpu.txt" 2>"${work}/sort_on_cpu.err" \
+  || fail "--sort-by on_cpu_p99 exits $?"
+grep -q '^Name ' "${work}/sort_on_cpu.txt" || fail "--sort-by on_cpu_p99: no table"
+[[ $(wc -l <"${work}/sort_on_cpu.err") -eq 1 ]] && grep -q "^ringtrace report: .* has no context switches (no on-CPU columns): --sort-by on-cpu-p99 left the rows in name order" "${work}/sort_on_cpu.err" \
+  || fail "--sort-by on_cpu_p99 without switches: $(cat "${work}/sort_on_cpu.err")"
+
+# --- report: the captured-ops summary only with regions ----------------------------------
+# names.rtrace (above) has zones and no capture region: the table, and no summary.
+"${tool}" report "${work}/names.rtrace" >"${work}/names_report.txt" 2>&1 || fail "report of names.rtrace exits $?"
+grep -q '^Name ' "${work}/names_report.txt" || fail "report without regions: no table: $(cat "${work}/names_report.txt")"
+grep -Eqi 'captured|graph|outside any region' "${work}/names_report.txt" \
+  && fail "report without regions prints a summary: $(cat "${work}/names_report.txt")"
+# run.rtrace has regions: its summary is there.
+grep -q '^Captured ops: 5 graphs 3000 graph calls ' "${work}/sort_default.txt" \
+  || fail "report with regions: no summary: $(cat "${work}/sort_default.txt")"
+
 if ((failures > 0)); then echo "cli_tests: ${failures} failure(s)"; exit 1; fi
 echo "cli_tests: all checks passed"
