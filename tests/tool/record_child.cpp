@@ -5,7 +5,8 @@
 //   record_child killed   a few zones, waits for the drainer to write them into its
 //                         temporary, then kills itself with SIGKILL
 //   record_child sleep    five calls of sleeper(), a zone that sleeps 20 ms (off the CPU)
-//   record_child thread   a zone on a thread named with pthread_setname_np only ("kname")
+//   record_child thread   a zone on the main thread, never named, and one on a thread
+//                         named with pthread_setname_np only ("kname")
 #include <pthread.h>  // pthread_setname_np
 #include <signal.h>  // kill
 #include <unistd.h>  // getpid
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "thread") {
+    { RINGTRACE_ZONE("main_work"); }  // the main thread, never named: the program's name
     std::thread named([] {
       pthread_setname_np(pthread_self(), "kname");
       RINGTRACE_ZONE("named_work");

@@ -104,5 +104,24 @@ grep -qE 'may hold|Earlier1' killed.err && fail "killed: $(cat killed.err)"
 grep -q '^status: *file cut short' killed_info.txt && grep -q 'child_work' killed_info.txt \
   || fail "killed: info: $(cat killed_info.txt)"
 
+# Thread names: a thread the program named with pthread_setname_np only, and the main
+# thread it never named, have their kernel names in every output, never "(unnamed)".
+run named "${tool}" record -o n.rtrace --chrome n.json -- "${child}" thread
+[[ ${s} -eq 0 ]] || fail "named thread: status ${s}: $(cat named.err)"
+"${tool}" info n.rtrace >named_info.txt || fail "named thread: info exits $?"
+grep -Eq '^  kname  +tid [0-9]+ ' named_info.txt && grep -Eq '^  tool_record_chi  +tid [0-9]+ ' named_info.txt \
+  && grep -q '^threads: *2$' named_info.txt && ! grep -q '(unnamed)' named_info.txt \
+  || fail "named thread: info: $(cat named_info.txt)"
+python3 - n.json <<'PY' || fail "named thread: the Chrome trace's thread names"
+import json, sys
+events = json.load(open(sys.argv[1]))
+names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+work = {e["tid"] for e in events if e.get("ph") == "X" and e.get("name") == "named_work"}
+assert len(work) == 1 and names[work.pop()] == "kname", names
+main = {e["tid"] for e in events if e.get("ph") == "X" and e.get("name") == "main_work"}
+assert len(main) == 1 and names[main.pop()] == "tool_record_chi", names  # comm: 15 bytes of the program's name
+assert all(not n.startswith("thread ") for n in names.values()), names
+PY
+
 if ((failures > 0)); then echo "record_tests: ${failures} failure(s)"; exit 1; fi
 echo "record_tests: all checks passed"
