@@ -427,7 +427,12 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
       } else {
         const StreamEvent& b = *t.open.back();
         const bool valued = b.region || is_step_event(b);
-        if (b.name != e.name || (valued && b.value != e.value)) {
+        if (is_step_event(b) && is_step_event(e) && b.value != e.value) {
+          f.add("nesting", "steps track: the end of step " + std::to_string(e.value) + " at " + std::to_string(e.time) +
+                               " ns arrived while step " + std::to_string(b.value) + " (begun at " + std::to_string(b.time) +
+                               " ns) is the open one; the stream has no begin of step " + std::to_string(e.value) +
+                               " (the step zones do not nest)");
+        } else if (b.name != e.name || (valued && b.value != e.value)) {
           f.add("nesting", who + ": " + describe(e) + " does not end the innermost open zone, " + describe(b));
         }
         if (e.time < b.time) f.add("nesting", who + ": " + describe(e) + " ends before its begin " + describe(b));

@@ -82,6 +82,7 @@ bool switches_allowed(std::string& why) {
 std::string tail_of(const fs::path& file, std::size_t bytes = 1500) {
   std::ifstream in(file);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty()) return "(empty)";
   if (text.size() > bytes) text = "..." + text.substr(text.size() - bytes);
   return text;
 }

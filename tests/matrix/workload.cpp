@@ -202,6 +202,8 @@ void iteration(int slot, std::uint64_t i, bool hold_signals) {
   RINGTRACE_INSTANT_SITE(g_interned_instant);
 }
 
+constexpr std::uint64_t kShortIterations = 3;  // a short worker's life
+
 void pause_a_little() { std::this_thread::sleep_for(std::chrono::microseconds(1000)); }
 
 // A thread's first events: its hello (which binds its ring, before any handler can
@@ -353,7 +355,6 @@ int main(int argc, char** argv) {
   const std::uint64_t long_iterations = scaled(640, 12);
   const int long_workers = 4;   // slots 1-4: two waves of two
   const int short_workers = 12;  // slots 5-16: one at a time, 3 iterations each
-  const std::uint64_t short_iterations = 3;
   const std::uint64_t frame_marks = scaled(40, 4);
 
   g_interned_zone = ringtrace::intern(kInternedZone, ringtrace::SiteKind::zone);
@@ -417,7 +418,7 @@ int main(int argc, char** argv) {
     if (short_thread.joinable()) short_thread.join();
     if (next_short > long_workers + short_workers) return;
     const int slot = next_short++;
-    short_thread = std::thread([slot, short_iterations] { run_worker(slot, short_iterations); });
+    short_thread = std::thread([slot] { run_worker(slot, kShortIterations); });
   };
   const auto between = [&] {
     for (int s : others) {
