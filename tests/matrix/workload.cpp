@@ -351,8 +351,8 @@ int main(int argc, char** argv) {
   const auto scaled = [&](double n, std::uint64_t least) {
     return std::max<std::uint64_t>(least, static_cast<std::uint64_t>(n * scale));
   };
-  const std::uint64_t main_iterations = scaled(640, 12);
-  const std::uint64_t long_iterations = scaled(640, 12);
+  const std::uint64_t main_iterations = scaled(480, 12);
+  const std::uint64_t long_iterations = scaled(480, 12);
   const int long_workers = 4;   // slots 1-4: two waves of two
   const int short_workers = 12;  // slots 5-16: one at a time, 3 iterations each
   const std::uint64_t frame_marks = scaled(40, 4);
