@@ -10,6 +10,7 @@
 #include <variant>     // trace metadata values
 #include <vector>      // output paths
 
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
 #include "ringtrace/event.hpp"  // Event, SiteId, ThreadId
 #include "ringtrace/site.hpp"   // SiteInfo
 #include "ringtrace/stats.hpp"  // SessionStats, ClockInfo
@@ -46,9 +47,14 @@ inline constexpr ThreadId kFoldedThread = ~ThreadId{0};
 // the end. A later thread's row is folded once it has exited and its last event was
 // delivered: thread(id) then returns the kFoldedThread placeholder, so an exporter that
 // names threads after their events (at on_finish) keeps a copy from first sight.
+// The special members a program's subclass uses are declared only to carry
+// RINGTRACE_NO_INSTRUMENT (defaulted as the implicit ones were; copies as they were).
 class TraceContext {
  public:
-  virtual ~TraceContext() = default;
+  RINGTRACE_NO_INSTRUMENT TraceContext() = default;
+  RINGTRACE_NO_INSTRUMENT TraceContext(const TraceContext&) = default;
+  RINGTRACE_NO_INSTRUMENT TraceContext& operator=(const TraceContext&) = default;
+  RINGTRACE_NO_INSTRUMENT virtual ~TraceContext() = default;
   virtual const SiteInfo& site(SiteId id) const = 0;
   virtual std::uint32_t site_count() const = 0;
   virtual const ThreadInfo& thread(ThreadId id) const = 0;
@@ -58,19 +64,21 @@ class TraceContext {
   // The bytes of an arg event with EventFlags::text (any bytes; exporters escape or
   // repair them); empty for any other event. Valid until the call that received the
   // event returns: an exporter that keeps a text copies it.
-  virtual std::string_view text(const Event& /*event*/) const { return {}; }
+  RINGTRACE_NO_INSTRUMENT virtual std::string_view text(const Event& /*event*/) const { return {}; }
   // The recorded process's id: getpid() of a live session, the recorded one when a file
   // is replayed (0: unknown, e.g. a hand-built stream).
-  virtual std::uint32_t process_id() const { return 0; }
+  RINGTRACE_NO_INSTRUMENT virtual std::uint32_t process_id() const { return 0; }
   // The name of process `pid` (a ThreadInfo::pid) in a stream of several processes; the
   // context's own process_name() for any other.
-  virtual const std::string& process_name_of(std::uint32_t /*pid*/) const { return process_name(); }
+  RINGTRACE_NO_INSTRUMENT virtual const std::string& process_name_of(std::uint32_t /*pid*/) const {
+    return process_name();
+  }
   // Facts about the whole trace added by whoever feeds the exporters (ringtrace::benchmark:
   // the trace's bound and what it left out), complete when on_finish is called. The
   // exporters with a place for them write them at the end, beside the session's counts:
   // the Chrome trace in its last event's args (`ringtrace_metadata`), the Perfetto trace
   // as trace metadata (`ringtrace_metadata.<key>`). A live session and replay() add none.
-  virtual std::span<const TraceMetadata> metadata() const { return {}; }
+  RINGTRACE_NO_INSTRUMENT virtual std::span<const TraceMetadata> metadata() const { return {}; }
 };
 
 // Receives the merged stream. All calls come from one thread (the drainer, or the
@@ -79,18 +87,21 @@ class TraceContext {
 // disabled for the rest of the session and listed in SessionStats::exporter_errors.
 class Exporter {
  public:
-  virtual ~Exporter() = default;
-  virtual void on_start(const TraceContext& /*context*/) {}
+  RINGTRACE_NO_INSTRUMENT Exporter() = default;
+  RINGTRACE_NO_INSTRUMENT Exporter(const Exporter&) = default;
+  RINGTRACE_NO_INSTRUMENT Exporter& operator=(const Exporter&) = default;
+  RINGTRACE_NO_INSTRUMENT virtual ~Exporter() = default;
+  RINGTRACE_NO_INSTRUMENT virtual void on_start(const TraceContext& /*context*/) {}
   // Events are ordered by time_ns; per thread, zones nest properly.
   virtual void on_events(std::span<const Event> events, const TraceContext& context) = 0;
   // After each drainer pass that delivered events (so at most every drain_interval, and
   // never from replay()): an exporter that streams to a file hands what it has buffered
   // to the OS here, so a process killed now loses at most the last pass.
-  virtual void on_flush(const TraceContext& /*context*/) {}
-  virtual void on_finish(const TraceContext& /*context*/, const SessionStats& /*stats*/) {}
+  RINGTRACE_NO_INSTRUMENT virtual void on_flush(const TraceContext& /*context*/) {}
+  RINGTRACE_NO_INSTRUMENT virtual void on_finish(const TraceContext& /*context*/, const SessionStats& /*stats*/) {}
   // The files this exporter writes (none for a stream). Session::add_exporter refuses
   // a second exporter on a path that one of its exporters already writes.
-  virtual std::vector<std::filesystem::path> output_paths() const { return {}; }
+  RINGTRACE_NO_INSTRUMENT virtual std::vector<std::filesystem::path> output_paths() const { return {}; }
 };
 
 }  // namespace ringtrace

@@ -43,7 +43,7 @@ RINGTRACE_API void check_output_file(const std::filesystem::path& path);
 // What two output paths are compared by (Session::add_exporter, a window's exporters,
 // `ringtrace convert`): the absolute path with `.`, `..` and the symbolic links of its
 // existing part resolved, so `dir/../dir/x` and `dir/x` are one file.
-inline std::filesystem::path output_path_key(const std::filesystem::path& path) {
+RINGTRACE_NO_INSTRUMENT inline std::filesystem::path output_path_key(const std::filesystem::path& path) {
   std::error_code ignored;
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ignored);
   return canonical.empty() ? path.lexically_normal() : canonical;

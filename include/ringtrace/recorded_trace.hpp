@@ -42,12 +42,21 @@ struct RecordedTrace {
 class RINGTRACE_API RecordedTraceContext final : public TraceContext {
  public:
   explicit RecordedTraceContext(const RecordedTrace& trace);
-  const SiteInfo& site(SiteId id) const override { return sites_.at(id); }
-  std::uint32_t site_count() const override { return static_cast<std::uint32_t>(sites_.size()); }
-  const ThreadInfo& thread(ThreadId id) const override { return trace_.threads.at(id); }
-  std::uint32_t thread_count() const override { return static_cast<std::uint32_t>(trace_.threads.size()); }
-  const ClockInfo& clock() const override { return trace_.clock; }
-  const std::string& process_name() const override { return trace_.process_name; }
+  // Declared only to carry RINGTRACE_NO_INSTRUMENT, as the implicit ones were (the
+  // assignments stay deleted: a reference member).
+  RINGTRACE_NO_INSTRUMENT RecordedTraceContext(const RecordedTraceContext&) = default;
+  RINGTRACE_NO_INSTRUMENT RecordedTraceContext(RecordedTraceContext&&) = default;
+  RINGTRACE_NO_INSTRUMENT ~RecordedTraceContext() override = default;
+  RINGTRACE_NO_INSTRUMENT const SiteInfo& site(SiteId id) const override { return sites_.at(id); }
+  RINGTRACE_NO_INSTRUMENT std::uint32_t site_count() const override {
+    return static_cast<std::uint32_t>(sites_.size());
+  }
+  RINGTRACE_NO_INSTRUMENT const ThreadInfo& thread(ThreadId id) const override { return trace_.threads.at(id); }
+  RINGTRACE_NO_INSTRUMENT std::uint32_t thread_count() const override {
+    return static_cast<std::uint32_t>(trace_.threads.size());
+  }
+  RINGTRACE_NO_INSTRUMENT const ClockInfo& clock() const override { return trace_.clock; }
+  RINGTRACE_NO_INSTRUMENT const std::string& process_name() const override { return trace_.process_name; }
   std::string_view text(const Event& e) const override;
 
  private:
@@ -63,6 +72,9 @@ RINGTRACE_API void replay(const RecordedTrace& trace, Exporter& exporter, std::s
 // capture, unlike the file exporters).
 class RINGTRACE_API MemoryExporter final : public Exporter {
  public:
+  // Declared only to carry RINGTRACE_NO_INSTRUMENT (not copyable or movable: a mutex).
+  RINGTRACE_NO_INSTRUMENT MemoryExporter() = default;
+  RINGTRACE_NO_INSTRUMENT ~MemoryExporter() override = default;
   void on_start(const TraceContext& context) override;
   void on_events(std::span<const Event> events, const TraceContext& context) override;
   void on_finish(const TraceContext& context, const SessionStats& stats) override;
@@ -82,6 +94,12 @@ class RINGTRACE_API MemoryExporter final : public Exporter {
 class RINGTRACE_API TraceBuilder {
  public:
   explicit TraceBuilder(std::string process_name = "ringtrace");
+  // Declared only to carry RINGTRACE_NO_INSTRUMENT, as the implicit ones were.
+  RINGTRACE_NO_INSTRUMENT TraceBuilder(const TraceBuilder&) = default;
+  RINGTRACE_NO_INSTRUMENT TraceBuilder(TraceBuilder&&) = default;
+  RINGTRACE_NO_INSTRUMENT TraceBuilder& operator=(const TraceBuilder&) = default;
+  RINGTRACE_NO_INSTRUMENT TraceBuilder& operator=(TraceBuilder&&) = default;
+  RINGTRACE_NO_INSTRUMENT ~TraceBuilder() = default;
 
   SiteId site(std::string name, SiteKind kind = SiteKind::zone, std::string file = {}, std::uint32_t line = 0,
               std::string function = {}, std::string category = {}, std::uint8_t options = 0,
@@ -120,6 +138,14 @@ class RINGTRACE_API TraceBuilder {
 
  private:
   struct ThreadState {
+    // Declared only to carry RINGTRACE_NO_INSTRUMENT, as the implicit ones were (the
+    // library only default-constructs it).
+    RINGTRACE_NO_INSTRUMENT ThreadState() = default;
+    RINGTRACE_NO_INSTRUMENT ThreadState(const ThreadState&) = default;
+    RINGTRACE_NO_INSTRUMENT ThreadState(ThreadState&&) = default;
+    RINGTRACE_NO_INSTRUMENT ThreadState& operator=(const ThreadState&) = default;
+    RINGTRACE_NO_INSTRUMENT ThreadState& operator=(ThreadState&&) = default;
+    RINGTRACE_NO_INSTRUMENT ~ThreadState() = default;
     std::vector<std::pair<SiteId, std::int64_t>> open;
     std::uint64_t last_ns = 0;
   };

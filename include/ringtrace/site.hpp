@@ -6,6 +6,8 @@
 #include <cstdint>  // fixed-width fields of SiteInfo
 #include <string_view>
 
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
+
 namespace ringtrace {
 
 // What kind of call site a SiteInfo describes.
@@ -60,7 +62,7 @@ struct alignas(32) SiteInfo {
 // SiteOptions::step) on the session's "steps" track, each zone's value the step number N
 // (Event::value.u); exporters name each zone "step #N".
 inline constexpr const char* kStepSiteName = "step";
-inline bool is_step_site(const SiteInfo& site) noexcept {
+RINGTRACE_NO_INSTRUMENT inline bool is_step_site(const SiteInfo& site) noexcept {
   return site.kind == SiteKind::zone && (site.options & SiteOptions::step) != 0 && site.name != nullptr &&
          std::string_view(site.name) == kStepSiteName;
 }

@@ -19,22 +19,24 @@
 
 #include <cstddef>
 
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
+
 namespace ringtrace::detail {
 
 namespace function_name {
 
-constexpr bool is_word(char c) {
+RINGTRACE_NO_INSTRUMENT constexpr bool is_word(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-constexpr std::size_t length(const char* s) {
+RINGTRACE_NO_INSTRUMENT constexpr std::size_t length(const char* s) {
   std::size_t n = 0;
   while (s[n] != '\0') ++n;
   return n;
 }
 
 // The first `word` in s[from, to), or `to`.
-constexpr std::size_t find(const char* s, std::size_t from, std::size_t to, const char* word) {
+RINGTRACE_NO_INSTRUMENT constexpr std::size_t find(const char* s, std::size_t from, std::size_t to, const char* word) {
   const std::size_t w = length(word);
   for (std::size_t i = from; i + w <= to; ++i) {
     std::size_t k = 0;
@@ -51,7 +53,7 @@ struct Parts {
   bool lambda = false;
 };
 
-constexpr Parts parse(const char* s) {
+RINGTRACE_NO_INSTRUMENT constexpr Parts parse(const char* s) {
   std::size_t n = length(s);
   Parts whole{0, n, n, false};
   // " [with T = int]" (GCC), " [T = int]" (Clang) at the end.
@@ -118,10 +120,10 @@ constexpr Parts parse(const char* s) {
 // Copies the name, without template arguments and parameter lists before its last part
 // ("B<int>::get" -> "B::get", "f()::Local::g" -> "f::Local::g"), and with "::<lambda>"
 // for a lambda, into out (if not null); returns its length.
-constexpr std::size_t build(const char* s, char* out) {
+RINGTRACE_NO_INSTRUMENT constexpr std::size_t build(const char* s, char* out) {
   const Parts p = parse(s);
   std::size_t n = 0;
-  const auto put = [&](char c) {
+  const auto put = [&](char c) RINGTRACE_NO_INSTRUMENT {
     if (out != nullptr) out[n] = c;
     ++n;
   };
@@ -159,7 +161,7 @@ constexpr std::size_t build(const char* s, char* out) {
 
 }  // namespace function_name
 
-constexpr std::size_t qualified_function_name_size(const char* pretty) {
+RINGTRACE_NO_INSTRUMENT constexpr std::size_t qualified_function_name_size(const char* pretty) {
   return function_name::build(pretty, nullptr) + 1;
 }
 
@@ -167,7 +169,9 @@ constexpr std::size_t qualified_function_name_size(const char* pretty) {
 template <std::size_t N>
 struct QualifiedFunctionName {
   char text[N] = {};
-  constexpr explicit QualifiedFunctionName(const char* pretty) { function_name::build(pretty, text); }
+  RINGTRACE_NO_INSTRUMENT constexpr explicit QualifiedFunctionName(const char* pretty) {
+    function_name::build(pretty, text);
+  }
 };
 
 }  // namespace ringtrace::detail

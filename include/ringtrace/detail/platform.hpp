@@ -8,6 +8,11 @@
 // Never instrumented by -finstrument-functions in the user's code either (g++ instruments
 // inlined functions too): the hot path is no function call of the user's.
 #define RINGTRACE_ALWAYS_INLINE inline __attribute__((always_inline, no_instrument_function))
+// Every other function defined in ringtrace's headers (inline, constexpr, templates,
+// members, lambdas): a program built with -finstrument-functions records its own calls,
+// never ringtrace's (g++'s exclude-file-list leaves out /usr/include, not an install
+// elsewhere; clang has no such list). docs/functions.md.
+#define RINGTRACE_NO_INSTRUMENT __attribute__((no_instrument_function))
 #define RINGTRACE_COLD __attribute__((cold))
 // Symbols the runtime shares with the inline hot path keep default visibility so that
 // one copy exists even when the library is linked into a shared object.
@@ -18,6 +23,7 @@
 #else
 #define RINGTRACE_NOINLINE
 #define RINGTRACE_ALWAYS_INLINE inline
+#define RINGTRACE_NO_INSTRUMENT
 #define RINGTRACE_COLD
 #define RINGTRACE_API
 #define RINGTRACE_TLS_MODEL
@@ -49,8 +55,8 @@ extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
 namespace ringtrace::detail {
 RINGTRACE_API inline char g_tsan_ring_sync = 0;
-inline void tsan_ring_published() noexcept { __tsan_release(&g_tsan_ring_sync); }
-inline void tsan_ring_seen() noexcept { __tsan_acquire(&g_tsan_ring_sync); }
+RINGTRACE_NO_INSTRUMENT inline void tsan_ring_published() noexcept { __tsan_release(&g_tsan_ring_sync); }
+RINGTRACE_NO_INSTRUMENT inline void tsan_ring_seen() noexcept { __tsan_acquire(&g_tsan_ring_sync); }
 }  // namespace ringtrace::detail
 #endif
 

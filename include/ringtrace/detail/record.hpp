@@ -21,6 +21,7 @@
 
 #include <cstdint>  // slots
 
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
 #include "ringtrace/site.hpp"  // SiteInfo's alignment
 
 namespace ringtrace::detail {
@@ -57,21 +58,24 @@ enum ExtendedKind : std::uint64_t {
 
 static_assert(alignof(SiteInfo) >= 32, "a header keeps the record kind in a site address's five low bits");
 
-inline std::uint64_t record_header(const SiteInfo* site, RecordKind kind) noexcept {
+RINGTRACE_NO_INSTRUMENT inline std::uint64_t record_header(const SiteInfo* site, RecordKind kind) noexcept {
   // `+`, not `|`: the same (the address's low bits are 0), and a compiler folds a constant
   // site's address and the kind into one `lea`.
   return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(site)) + (std::uint64_t{kind} << kRecordKindShift);
 }
-constexpr std::uint64_t function_header(std::uint64_t address) noexcept {
+RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t function_header(std::uint64_t address) noexcept {
   return (address << kRecordAddressShift) | (std::uint64_t{record_function_entry} << kRecordKindShift);
 }
-constexpr std::uint64_t extended_header(ExtendedKind subtype, std::uint64_t slots) noexcept {
+RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t extended_header(ExtendedKind subtype, std::uint64_t slots) noexcept {
   return (slots << 32) | (std::uint64_t{subtype} << 8) | (std::uint64_t{record_extended} << kRecordKindShift);
 }
-constexpr std::uint64_t end_slot(std::uint64_t ticks) noexcept { return (ticks << 1) | kRecordEndBit; }
+RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t end_slot(std::uint64_t ticks) noexcept {
+  return (ticks << 1) | kRecordEndBit;
+}
 
 // Slots of a record of a text of `bytes` bytes after `fixed` slots (header, time, size).
-constexpr std::uint64_t text_record_slots(std::uint64_t fixed, std::uint64_t bytes) noexcept {
+RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t text_record_slots(std::uint64_t fixed,
+                                                                   std::uint64_t bytes) noexcept {
   return fixed + (bytes + 7) / 8;
 }
 

@@ -262,7 +262,7 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_switch(const SiteInfo* site, std::uin
 }
 
 // The rate in effect at a site in the running session: 1 unless it is sampled.
-inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
+RINGTRACE_NO_INSTRUMENT inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
   if ((site.options & SiteOptions::sampled) == 0) return 1;
   const std::uint32_t rate = site.sample_every != 0 ? site.sample_every : g_sample_every.load(std::memory_order_relaxed);
   return rate < 1 ? 1 : (rate > kMaxSampleEvery ? kMaxSampleEvery : rate);
@@ -270,7 +270,7 @@ inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
 
 // The options in effect at a site in the running session: a counter gets its own track
 // per thread under Config::per_thread_counters.
-inline std::uint8_t effective_options(const SiteInfo& site, bool per_thread_counters) noexcept {
+RINGTRACE_NO_INSTRUMENT inline std::uint8_t effective_options(const SiteInfo& site, bool per_thread_counters) noexcept {
   if (per_thread_counters && site.kind == SiteKind::counter) {
     return static_cast<std::uint8_t>(site.options | SiteOptions::per_thread_track);
   }
@@ -479,8 +479,9 @@ RINGTRACE_ALWAYS_INLINE ZoneArg zone_arg(const SiteInfo* key, T value) noexcept 
 // zone_open_slow, then each argument as RINGTRACE_ZONE_VALUE would attach it (lost and
 // counted with the begin if the begin was dropped).
 template <typename... Args>
-RINGTRACE_NOINLINE RINGTRACE_COLD std::uint32_t zone_open_args_slow(const SiteInfo* site, std::uint32_t epoch,
-                                                                   Args... args) noexcept {
+RINGTRACE_NOINLINE RINGTRACE_COLD RINGTRACE_NO_INSTRUMENT std::uint32_t zone_open_args_slow(const SiteInfo* site,
+                                                                                           std::uint32_t epoch,
+                                                                                           Args... args) noexcept {
   const std::uint32_t token = zone_open_slow(site, record_zone_begin, 0, epoch);
   if (token == epoch || token == kDroppedZone) {
     (((args.kind == record_arg_double) ? attach<record_arg_double>(args.key, args.payload)

@@ -161,7 +161,7 @@ class RINGTRACE_API PstatsExporter final : public Exporter {
 
   // The table of the last completed run (empty before the first stop()).
   PstatsTable table() const;
-  const std::string& path() const { return path_; }
+  RINGTRACE_NO_INSTRUMENT const std::string& path() const { return path_; }
 
  private:
   struct Sink;
