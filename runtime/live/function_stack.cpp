@@ -1,8 +1,9 @@
 // The slow paths of automatic function instrumentation: a thread's shadow stack set up
 // at its first instrumented call of a session, frames that an exception or a longjmp left
 // without their exits closed (marked "unwound"), exits reached by a tail call that the hot
-// path could not match, calls past the maximum depth, entries the ring had no room for. The hot path and the frames' layout: include/ringtrace/detail/
-// functions.hpp; docs/functions.md.
+// path could not match, calls past the maximum depth, entries the ring had no room for.
+// The hot path and the frames' layout: include/ringtrace/detail/functions.hpp;
+// docs/functions.md.
 #include "function_stack.hpp"
 
 #include <pthread.h>
