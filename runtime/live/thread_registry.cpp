@@ -33,12 +33,6 @@ namespace {
 [[gnu::used]] void (*const kEnvironmentSession)() = &environment_session_anchor;
 
 constinit thread_local bool t_untraced = false;
-// One of ringtrace's own threads (the drainer, the signal watcher): never traced, and
-// what it records during a session (a signal handler that ran there, an exporter's
-// callback) is counted as dropped, never lost silently. A thread past its exit hook is
-// untraced too, but what its later destructors record is not counted: it is not the
-// thread's any more.
-constinit thread_local bool t_own_thread = false;
 
 // Owns the thread's buffer for thread-exit purposes and keeps the name set before the
 // thread's first event. Constructed on first use from the slow path only.
@@ -223,7 +217,7 @@ std::string kernel_thread_name() {
 // A drop seen by a call nested inside the thread's slow path (or while the thread has no
 // ring): counted with atomics only, nothing else touched.
 void count_nested_drop(ThreadWriter& t) noexcept {
-  if ((t_untraced && !t_own_thread) || g_epoch.load(std::memory_order_relaxed) == 0) return;
+  if (t_untraced || g_epoch.load(std::memory_order_relaxed) == 0) return;
   auto* b = static_cast<ThreadBuffer*>(t.buffer);
   if (b != nullptr && b->epoch == g_epoch.load(std::memory_order_relaxed) && t.epoch == b->epoch) {
     b->nested_drops.fetch_add(1, std::memory_order_relaxed);
@@ -243,11 +237,11 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
   // here would leave the thread's epoch naming the old one.
   if (g_epoch.load(std::memory_order_acquire) != epoch) return Room::inactive;
   Registry& registry = Registry::instance();
-  if (t_untraced) {
-    if (!t_own_thread) return Room::inactive;
-    registry.count_orphan_drop();  // ringtrace's own thread: it has no ring, the event is lost
-    return Room::dropped;
-  }
+  // ringtrace's own threads (the drainer and the exporters it calls, the signal watcher)
+  // are never traced: what their work records (an exporter's callback, an allocator hook
+  // called by the drainer) is not the program's, and is left out uncounted. They block
+  // every signal (start_own_thread), so no handler of the program's runs there.
+  if (t_untraced) return Room::inactive;
   if (t.epoch != epoch) {
     bool bound = false;
     try {
@@ -559,7 +553,6 @@ bool thread_untraced() noexcept { return t_untraced; }
 
 void mark_thread_untraced() noexcept {
   t_untraced = true;
-  t_own_thread = true;
   function_stack_forget();
   t_writer.epoch = 0;
   t_writer.block = nullptr;
@@ -646,10 +639,7 @@ namespace {
 // An event lost because the zone it belongs to was dropped (the end of a dropped begin,
 // a value attached to it): counted as dropped, as its zone was.
 void count_lost_with_zone(ThreadWriter& t) noexcept {
-  if (t_untraced) {
-    if (t_own_thread) count_nested_drop(t);
-    return;
-  }
+  if (t_untraced) return;
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (epoch == 0) return;
   if (t.in_slow != 0 || t.buffer == nullptr || t.epoch != epoch) {  // the begin was lost without a ring
@@ -817,7 +807,7 @@ std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::
     } else if (room == Room::dropped) {
       // make_room counted one event; the marker stood for `events` (an end and a begin).
       for (unsigned k = 1; k < events; ++k) {
-        if (t.epoch == epoch && t.buffer != nullptr && !t_untraced) {
+        if (t.epoch == epoch && t.buffer != nullptr) {
           note_drop(*buffer_of(t));
         } else {
           Registry::instance().count_orphan_drop();

@@ -225,7 +225,7 @@ std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::
 void count_lost_steps(unsigned events) noexcept;
 
 // Marks the calling thread as never traced: one of ringtrace's own threads (the drainer,
-// the signal watcher). Its events are counted as dropped.
+// the signal watcher). What it records is not the program's: left out, uncounted.
 void mark_thread_untraced() noexcept;
 bool thread_untraced() noexcept;
 // Starts one of ringtrace's own threads with every signal blocked (a new thread inherits
