@@ -498,6 +498,7 @@ void signal_watcher() {
 // nothing, touches nothing of the parent's, and may start a session of its own.
 void after_fork_in_child() {
   detail::drainer_fork_child();
+  if (g_active != nullptr) g_active->warm_switches.release_in_child();  // the parent's thread's
   detail::g_epoch.store(0, std::memory_order_relaxed);
   detail::unbind_thread_after_fork();  // the parent's ring stays the parent's (not even mapped here)
   new (&g_session_mutex) std::mutex();  // another thread of the parent may have held it

@@ -331,7 +331,15 @@ Registry*& Registry::slot() {
 
 Registry& Registry::instance() { return *slot(); }
 
-void Registry::reset_after_fork() { slot() = new Registry(); }
+void Registry::reset_after_fork() {
+  // The switch streams of registrations no drainer took are the parent's threads': the
+  // child closes its copies (the kernel traces a thread while any copy is open) and
+  // leaves their mappings (not in the child). One thread here: the list is still.
+  for (ThreadBuffer* b = slot()->registrations_.load(std::memory_order_relaxed); b != nullptr; b = b->next_registration) {
+    b->first_stream.release_in_child();
+  }
+  slot() = new Registry();
+}
 
 ThreadBuffer* Registry::take_registrations() {
   ThreadBuffer* newest_first = registrations_.exchange(nullptr, std::memory_order_acquire);
@@ -377,6 +385,9 @@ void Registry::retract_epoch() {
 
 void Registry::release(ThreadBuffer* buffer) {
   buffer->own_drain.store(nullptr, std::memory_order_relaxed);  // the cursor goes with the drainer's hold
+  // A switch stream the drainer never took (a registration the stop let go of unread).
+  buffer->first_stream.close();
+  buffer->first_stream_tried = false;
   const std::uint32_t old = buffer->flags.fetch_and(~kRegistered, std::memory_order_acq_rel);
   if ((old & kRetired) != 0) recycle(buffer);
 }
