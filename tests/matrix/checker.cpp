@@ -614,7 +614,7 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     }
     if (delivered + dropped != produced) {
       std::string detail;
-      if (slot.role == Role::framer) detail = " (its counters, and its " + std::to_string(marks) + " frame marks' step events on the steps track)";
+      if (slot.role == Role::framer) detail = " (its messages, and its " + std::to_string(marks) + " frame marks' step events on the steps track)";
       f.add("count identity", slot_name(m, n) + ": recorded " + std::to_string(delivered) + " + dropped " +
                                   std::to_string(dropped) + " = " + std::to_string(delivered + dropped) + ", produced " +
                                   std::to_string(produced) + detail + ": " +
