@@ -358,7 +358,7 @@ std::vector<std::string> check_manifest(const Manifest& m, const MatrixConfig& c
   }
   for (const auto& [slot, s] : m.slots) {
     if (s.role == Role::other && s.blocks_signal) {
-      out.push_back("note: " + slot_name(m, slot) + " blocks the workload's signal: no handler runs there");
+      out.push_back("note: " + slot_name(m, slot) + " blocks the workload's signal (or exited): no handler runs there");
     }
     if (s.role == Role::other && s.handler_runs < s.signals_sent) {
       out.push_back("workload: " + std::to_string(s.signals_sent - s.handler_runs) + " of " + std::to_string(s.signals_sent) +

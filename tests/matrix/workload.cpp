@@ -48,7 +48,7 @@ struct SlotState {
   std::atomic<std::uint64_t> iterations{0};
   std::atomic<std::uint64_t> handler_runs{0};
   std::atomic<std::uint64_t> signals_sent{0};  // to other (runtime) threads, by main
-  bool blocks = false;  // a runtime thread found blocking the signal each time (none sent)
+  bool blocks = false;  // a runtime thread found blocking the signal (or gone) each time: none sent
   Role role = Role::other;
   std::string comm;
 };
@@ -280,17 +280,18 @@ std::set<int> thread_ids() {
   return out;
 }
 
-// Whether thread `tid` blocks the workload's signal (/proc: SigBlk, a hex mask).
-bool blocks_signal(int tid) {
+// Whether thread `tid` is alive and lets the workload's signal in (/proc: SigBlk, a hex
+// mask of the signals it blocks).
+bool takes_signal(int tid) {
   std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("SigBlk:", 0) == 0) {
       const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
-      return ((mask >> (kSignal - 1)) & 1) != 0;
+      return ((mask >> (kSignal - 1)) & 1) == 0;
     }
   }
-  return false;
+  return false;  // gone
 }
 
 std::string comm_of(int tid) {
@@ -422,9 +423,10 @@ int main(int argc, char** argv) {
   };
   const auto between = [&] {
     for (int s : others) {
-      // A thread that blocks the signal would keep it pending for ever: not sent (read
-      // each time: a new thread blocks every signal for a moment while it starts).
-      if (blocks_signal(g_slots[s].tid.load())) continue;
+      // A thread that blocks the signal would keep it pending for ever (and one that
+      // has exited has none to take): not sent. Read each time: a new thread blocks
+      // every signal for a moment while it starts.
+      if (!takes_signal(g_slots[s].tid.load())) continue;
       g_slots[s].signals_sent.fetch_add(1, std::memory_order_relaxed);
       ::syscall(SYS_tgkill, ::getpid(), g_slots[s].tid.load(), kSignal);
     }
