@@ -55,8 +55,8 @@ struct CheckSummary {
 };
 
 // Checks one stream against the manifest; each failure one line, prefixed by the
-// stream's source. `live_stats`: compare the session's own counts with the stream (for
-// streams of the session that wrote the manifest).
+// stream's source. Every stream is of the session that wrote the manifest, so the
+// session's own counts (the manifest's stats) are compared with it too.
 std::vector<std::string> check_stream(const Stream& stream, const Manifest& manifest, const MatrixConfig& config,
                                       CheckSummary& summary);
 
