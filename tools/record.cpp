@@ -52,6 +52,10 @@ constexpr const char* kHelp =
     "  --min-duration D  leave out instrumented calls shorter than D (100ns, 2us, 1ms),\n"
     "                    counted per function             RINGTRACE_MIN_DURATION\n"
     "  --max-depth N     record instrumented calls at most N deep  RINGTRACE_MAX_DEPTH\n"
+    "  --inlined         also record the calls of functions g++ inlined (their hooks run\n"
+    "                    in the frame they were inlined into; by default they are left\n"
+    "                    out and counted, as clang's -finstrument-functions-after-\n"
+    "                    inlining leaves them out)             RINGTRACE_INLINED=1\n"
     "  --include RE      only functions whose qualified name matches RE (ECMAScript)\n"
     "                                                     RINGTRACE_INCLUDE\n"
     "  --exclude RE      leave out functions whose name matches RE  RINGTRACE_EXCLUDE\n"
@@ -196,6 +200,8 @@ int record(const std::vector<std::string>& args) {
       settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE", regex_value(a, option_value(args, i)));
     } else if (a == "--buffer") {
       settings.emplace_back("RINGTRACE_BUFFER", std::to_string(count_in(a, option_value(args, i), 1, SIZE_MAX)));
+    } else if (a == "--inlined") {
+      settings.emplace_back("RINGTRACE_INLINED", "1");
     } else if (a == "--context-switches") {
       settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
       switches = true;

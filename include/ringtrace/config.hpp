@@ -73,6 +73,15 @@ struct FunctionOptions {
   // `exclude` is left out (counted in SessionStats::functions.excluded).
   std::vector<std::string> include;
   std::vector<std::string> exclude;
+  // g++ instruments a function also where it inlines it: its hooks run in the frame of
+  // the function it was inlined into (a `Slice::size()` inside every caller), each call
+  // costing what a recorded zone costs. false: such calls are left out, counted per
+  // thread in SessionStats::functions.inlined, as clang's
+  // -finstrument-functions-after-inlining leaves them out of the code; the calls they make
+  // that are not inlined are recorded, nested in the function they were inlined into.
+  // true: every instrumented call is recorded (g++'s inlined ones nested in their outer
+  // function). No effect on clang's -finstrument-functions-after-inlining code.
+  bool inlined = false;
 };
 
 // What a thread does when its ring is full.

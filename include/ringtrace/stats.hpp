@@ -41,6 +41,9 @@ struct FunctionStats {
   std::uint64_t short_calls = 0;
   // Calls of functions the name filters left out (FunctionOptions::include, exclude).
   std::uint64_t excluded = 0;
+  // Calls of functions g++ inlined into the function whose frame they ran in, left out
+  // at the hook (FunctionOptions::inlined false).
+  std::uint64_t inlined = 0;
   // The short calls per function, most first: (qualified name, calls left out).
   std::vector<std::pair<std::string, std::uint64_t>> short_by_function;
 };

@@ -157,6 +157,11 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
     }
     config.functions.max_depth = static_cast<std::uint32_t>(n);
   }
+  if (const char* inlined = get("RINGTRACE_INLINED")) {
+    const std::string on = inlined;
+    if (on != "0" && on != "1") return fail("RINGTRACE_INLINED: '" + on + "' is neither 1 nor 0");
+    config.functions.inlined = on == "1";
+  }
   if (const char* switches = get("RINGTRACE_CONTEXT_SWITCHES")) {
     const std::string on = switches;
     if (on != "0" && on != "1") return fail("RINGTRACE_CONTEXT_SWITCHES: '" + on + "' is neither 1 nor 0");

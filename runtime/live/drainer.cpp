@@ -641,6 +641,7 @@ void Drainer::detach(Cursor& c) {
   c.tail = tail;
   c.tail_from = c.read_pos;
   c.end = end;
+  inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);  // the thread has exited
   c.buffer = nullptr;
   registry_.release(&b);
 }
@@ -767,7 +768,10 @@ void Drainer::pass(bool final) {
       // Rings in a file: the released ring may be bound to another thread at once, so
       // its records must be in the trace file first.
       if (rings_in_file_) publish_read_positions();
-      if (c.buffer != nullptr) registry_.release(c.buffer);
+      if (c.buffer != nullptr) {
+        inlined_let_go_ += c.buffer->writer->inlined.load(std::memory_order_relaxed);
+        registry_.release(c.buffer);
+      }
       // Every event of the thread is delivered: a thread past the first
       // max_thread_rows gives its row up (its counts stay in the folded totals).
       if (!final && c.thread >= config_.max_thread_rows) {
@@ -883,6 +887,12 @@ void Drainer::update_stats() {
   stats_.functions.too_deep = functions.too_deep;
   stats_.functions.short_calls = filter_.short_calls();
   stats_.functions.excluded = filter_.excluded();
+  // Calls of inlined functions left out at the hooks: counted in each ring's block.
+  std::uint64_t inlined = inlined_let_go_;
+  for (const auto& c : cursors_) {
+    if (c->buffer != nullptr) inlined += c->buffer->writer->inlined.load(std::memory_order_relaxed);
+  }
+  stats_.functions.inlined = inlined;
   if (filter_.short_calls() != 0) {
     stats_.functions.short_by_function =
         filter_.short_by_function([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });

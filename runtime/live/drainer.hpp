@@ -306,6 +306,8 @@ class Drainer final : public TraceContext {
   bool switches_wanted_ = false;
   std::string switches_unavailable_;
   std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0, folded_switches_ = 0;
+  // FunctionOptions::inlined: the left-out calls counted in the rings the drainer let go of.
+  std::uint64_t inlined_let_go_ = 0;
   SiteId switch_out_site_ = 0, switch_in_site_ = 0;
   std::vector<switches::Switch> switch_scratch_;
 

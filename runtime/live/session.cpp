@@ -27,6 +27,7 @@
 #include "environment.hpp"
 #include "flight_recorder.hpp"
 #include "function_stack.hpp"
+#include "ringtrace/detail/functions.hpp"  // g_keep_inlined
 #include "output_claims.hpp"
 #include "ring_file.hpp"
 #include "raw_sink.hpp"
@@ -355,6 +356,7 @@ void Session::start() {
     }
   }
   detail::set_function_max_depth(config.functions.max_depth);
+  detail::g_keep_inlined.store(config.functions.inlined, std::memory_order_relaxed);
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);

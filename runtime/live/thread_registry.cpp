@@ -511,6 +511,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   WriterBlock& w = *b->writer;
   w.next.store(reinterpret_cast<std::uintptr_t>(b->ring.base), std::memory_order_relaxed);
   w.lap_base.store(0, std::memory_order_relaxed);
+  w.inlined.store(0, std::memory_order_relaxed);
   w.limit = 0;
   w.end_limit = 0;
   b->read_index.store(0, std::memory_order_relaxed);

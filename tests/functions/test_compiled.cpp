@@ -31,9 +31,13 @@ using function_tests::record;
 using function_tests::Recording;
 
 // What the session should have recorded of `f`: every call the program made, but those of
-// a function inlined into another when the compiler left its hooks out (clang).
-std::uint64_t expected_calls(Function f) {
+// a function inlined into another when the compiler left its hooks out (clang), and, unless
+// the session keeps them (FunctionOptions::inlined), those of a function g++ inlined into
+// an instrumented one (inlined_step into steps(); quiet_step is inlined into a function
+// that is not instrumented: no frame to be inlined into, recorded as a call).
+std::uint64_t expected_calls(Function f, bool keep_inlined) {
   if (compiled::inlined(f) && !compiled::hooks_in_inlined_functions()) return 0;
+  if (f == Function::inlined_step && !keep_inlined) return 0;
   std::uint64_t n = compiled::calls(f);
   if (f == Function::numbers_resume && n != 0) n += compiled::extra_resume_calls();
   return n;
@@ -43,7 +47,7 @@ std::uint64_t expected_calls(Function f) {
 // not at all); the calls closed "unwound" are exactly `unwound` (per function), nothing
 // else, and nothing was left open at the stop. Counted per name: clang's coroutine
 // functions share one.
-void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& unwound = {}) {
+void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& unwound = {}, bool keep_inlined = false) {
   std::map<std::string, std::uint64_t> recorded, marked, expected, expected_marked;
   for (const Call& c : r.calls) {
     ++recorded[c.name];
@@ -53,7 +57,7 @@ void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& u
   for (int i = 0; i < compiled::kFunctions; ++i) {
     const auto f = static_cast<Function>(i);
     const std::uint64_t left = unwound.count(f) != 0 ? unwound.at(f) : 0;
-    expected[compiled::name(f)] += expected_calls(f);
+    expected[compiled::name(f)] += expected_calls(f, keep_inlined);
     expected_marked[compiled::name(f)] += left;
     total += left;
   }
@@ -62,6 +66,14 @@ void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& u
     EXPECT_EQ(marked[name], expected_marked[name]) << name << " closed as unwound";
   }
   EXPECT_EQ(r.stats.functions.unwound, total);
+  // g++'s inlined calls left out are counted, each once (at least inlined_step's: g++ also
+  // inlines a coroutine's promise functions, for one, which no count here follows).
+  const bool left_out = compiled::hooks_in_inlined_functions() && !keep_inlined;
+  if (left_out) {
+    EXPECT_GE(r.stats.functions.inlined, compiled::calls(Function::inlined_step));
+  } else {
+    EXPECT_EQ(r.stats.functions.inlined, 0u);
+  }
   EXPECT_EQ(r.stats.closed_at_stop, 0u);
   EXPECT_EQ(r.stats.functions.too_deep, 0u);
 }
@@ -94,6 +106,8 @@ TEST(CompiledFunctions, TailExitsSiblingCallsAndRecursionAreOrdinaryReturns) {
   });
   EXPECT_EQ(compiled::calls(Function::tick), 20u);
   expect_calls(r);
+  // Nothing else here is inlined into an instrumented function: exactly steps_of's five.
+  EXPECT_EQ(r.stats.functions.inlined, compiled::hooks_in_inlined_functions() ? 5u : 0u);
   std::uint32_t deepest = 0;
   for (const Call& c : r.calls) {
     if (c.name == compiled::name(Function::tick)) {
@@ -114,6 +128,27 @@ TEST(CompiledFunctions, TailExitsSiblingCallsAndRecursionAreOrdinaryReturns) {
     }
   }
   EXPECT_EQ(deepest, 5u);  // countdown(6) .. countdown(1) nested
+}
+
+// FunctionOptions::inlined: g++'s calls of a function it inlined are recorded too, nested
+// in the function they were inlined into (by default left out, counted: above).
+TEST(CompiledFunctions, InlinedCallsKeptWhenAsked) {
+  compiled::reset();
+  ringtrace::Config config;
+  config.functions.inlined = true;
+  const Recording r = record(
+      [] {
+        compiled::steps_of(5);
+        compiled::tick_n(3);
+      },
+      config);
+  EXPECT_EQ(compiled::calls(Function::inlined_step), 5u);
+  expect_calls(r, {}, true);
+  for (const Call& c : r.calls) {
+    if (c.name == compiled::name(Function::inlined_step)) {
+      EXPECT_EQ(c.parent, compiled::name(Function::steps));
+    }
+  }
 }
 
 // g++ -O2 puts the unlikely branch of checked() and checked_void() in a `.cold` part of the

@@ -239,16 +239,21 @@ TEST(Functions, AnExceptionFromPastTheMaximumDepth) {
 }
 
 // A function inlined into another: g++ calls its hooks from the outer function's frame,
-// at the same stack pointer. It nests inside the outer call, which is not taken for a call
-// an exception left (nothing unwound); clang does not instrument it after inlining.
-TEST(Functions, AFunctionInlinedIntoAnother) {
-  const Recording r = record([] { workload::inliner(5); });
+// at the same stack pointer. By default those calls are left out and counted
+// (FunctionOptions::inlined), as clang does not instrument it after inlining; kept, it nests
+// inside the outer call, which is not taken for a call an exception left (nothing unwound).
+void inlined_into_another(bool keep) {
+  ringtrace::Config config;
+  config.functions.inlined = keep;
+  const Recording r = record([] { workload::inliner(5); }, config);
   const auto n = counts(r.calls);
   EXPECT_EQ(n.at(workload::inliner_function().name), 1);
   EXPECT_EQ(n.at(workload::leaf_function().name), 1);
   EXPECT_EQ(r.stats.functions.unwound, 0u);
   const int inlined = n.count(workload::inlined_step_function().name) ? n.at(workload::inlined_step_function().name) : 0;
-  EXPECT_EQ(inlined, workload::hooks_in_inlined_functions() ? 5 : 0);
+  const bool hooks = workload::hooks_in_inlined_functions();
+  EXPECT_EQ(inlined, hooks && keep ? 5 : 0);
+  EXPECT_EQ(r.stats.functions.inlined, hooks && !keep ? 5u : 0u);
   for (const Call& c : r.calls) {
     if (c.name == workload::inlined_step_function().name || c.name == workload::leaf_function().name) {
       EXPECT_EQ(c.parent, workload::inliner_function().name) << c.name;
@@ -258,6 +263,9 @@ TEST(Functions, AFunctionInlinedIntoAnother) {
     }
   }
 }
+
+TEST(Functions, AFunctionInlinedIntoAnotherLeftOutAndCounted) { inlined_into_another(false); }
+TEST(Functions, AFunctionInlinedIntoAnotherKeptWhenAsked) { inlined_into_another(true); }
 
 TEST(Functions, ALibraryOpenedWithDlopenAndClosedBeforeStop) {
   const Recording r = record([] {

@@ -95,6 +95,22 @@ RINGTRACE_API inline constexpr FunctionFrame kNoFunctionFrame{~std::uintptr_t{0}
 RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local FunctionStack t_functions{
     const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
 
+// FunctionOptions::inlined of the running session: false (the default) leaves out the
+// calls of functions g++ inlined into the function whose frame they run in (their hooks
+// run at that function's stack pointer, with its call site: inlined_into()), as clang's
+// -finstrument-functions-after-inlining never instruments them; each is counted on its
+// thread (WriterBlock::inlined). true: they are recorded as calls nested in that function.
+RINGTRACE_API inline constinit std::atomic<bool> g_keep_inlined{false};
+
+// An inlined function's entry left out (g_keep_inlined false): counted in the thread's
+// ring block, if the thread records in session `epoch` (its frames say it is bound).
+RINGTRACE_ALWAYS_INLINE void function_inlined_left_out(std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t.epoch != epoch) return;
+  std::atomic<std::uint64_t>& n = t.block->inlined;
+  n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // Slow paths (noinline, runtime/live/function_stack.cpp).
 // `key` is function_key(): the function's address is its low bits. An exit the hot path
 // did not match is not cold (g++'s tail exits are as common as void functions): it tells
@@ -115,9 +131,11 @@ RINGTRACE_ALWAYS_INLINE void function_entry(std::uintptr_t fn, std::uintptr_t ca
   // path); no room for another frame; no stack yet in this session. A frame at the same
   // stack pointer is the function this one was inlined into (g++ instruments inlined
   // functions: their hooks run in the outer function's frame, with its call site), or
-  // else a call at this depth that an exception or a longjmp left (the slow path).
+  // else a call at this depth that an exception or a longjmp left (the slow path). An
+  // inlined function is left out, counted, unless the session keeps them.
   if (top->sp <= sp || top == s.last) [[unlikely]] {
     if (top->sp != sp || top == s.last || !inlined_into(*top, key)) return function_entry_slow(key, sp, epoch);
+    if (!g_keep_inlined.load(std::memory_order_relaxed)) return function_inlined_left_out(epoch);
   }
   WriterBlock* const b = writable(t_writer, epoch);
   if (b == nullptr) [[unlikely]] return function_entry_slow(key, sp, epoch);
@@ -150,6 +168,8 @@ RINGTRACE_ALWAYS_INLINE void function_exit(std::uintptr_t fn, std::uintptr_t cal
   FunctionStack& s = t_functions;
   FunctionFrame* const top = s.top;
   if (top->sp != sp || top->fn != key) [[unlikely]] {
+    // An inlined function's exit, its entry left out: in its outer function's frame.
+    if (top->sp == sp && inlined_into(*top, key) && !g_keep_inlined.load(std::memory_order_relaxed)) return;
     if (top->fn != 0) function_exit_slow(key, sp);  // 0: no frame at all (the sentinel)
     return;
   }

@@ -62,6 +62,10 @@ struct alignas(64) WriterBlock {
   // ring's capacity each time the slow path moves `next` back a lap; read only by a
   // reader recovering a ring file.
   std::atomic<std::uint64_t> lap_base{0};
+  // Calls of functions g++ inlined, left out since the thread bound the ring
+  // (FunctionOptions::inlined false): counted by the owning thread (a load and a store,
+  // no lock prefix), read by the drainer.
+  std::atomic<std::uint64_t> inlined{0};
 };
 
 // Thread-local writer state. Constant-initialised and trivially destructible, so an
