@@ -425,6 +425,15 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
             begin_code = detail::record_zone_begin | (index << 4);
           }
           ++events;
+          if (kind == detail::record_region_begin && site == step_marker_) [[unlikely]] {
+            // A step marker is the events it stands for, as the decoder gives them: the
+            // step that ends (not step 0) and the one that begins (a format-1 marker, with
+            // neither flag, is one zone).
+            const std::uint64_t v = detail::word_at(at, 2);
+            const std::uint64_t n = ((v & detail::kStepEnds) != 0 && (v & detail::kStepNumberMask) != 0 ? 1u : 0u) +
+                                    ((v & detail::kStepBegins) != 0 ? 1u : 0u);
+            if ((v & (detail::kStepEnds | detail::kStepBegins)) != 0) events = events - 1 + n;  // the ++ above
+          }
         }
         std::uint64_t chunk_last = last;  // `last` itself never has its address taken: it stays in a register
         p = tf::pack_record(at, index, chunk_last, p);
@@ -745,6 +754,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   std::size_t frame_at_ = 0;
   detail::U64Map sites_;       // address -> index
   std::uint64_t last_site_ = 0, last_index_ = 0;  // the last site packed, and its index
+  // The step marker site's address (Session::step()): its records count as their events.
+  const std::uint64_t step_marker_ = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(detail::step_marker_site()));
   std::uint64_t site_count_ = 0;
   detail::U64Map functions_;  // instrumented function address -> index
   std::uint64_t last_function_ = 0, last_function_index_ = 0;

@@ -62,10 +62,10 @@ void empty_stack(StackMemory& m, ThreadWriter& t) {
   FunctionStack& s = t_functions;
   if (set_up(s)) {
     for (FunctionFrame* f = m.frames + 1; f <= s.top; ++f) {
-      if ((f->fn & kStateMask) == kFrameDropped) t.hidden -= kHiddenDropped;
+      if ((f->fn & kStateMask) == kFrameDropped) hidden_zone_end(t, kHiddenDropped);
     }
   }
-  if (m.overflow_sp != 0) t.hidden -= kHiddenSkipped;
+  if (m.overflow_sp != 0) hidden_zone_end(t, kHiddenSkipped);
   m.overflow_sp = 0;
   m.epoch = 0;
   s = FunctionStack{const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
@@ -206,7 +206,7 @@ void close_tail_exit(StackMemory& m, ThreadWriter& t, std::uintptr_t key, std::u
 bool overflow_over(StackMemory& m, ThreadWriter& t, std::uintptr_t sp) {
   if (!stale(m, m.overflow_sp, sp)) return false;
   m.overflow_sp = 0;
-  t.hidden -= kHiddenSkipped;
+  hidden_zone_end(t, kHiddenSkipped);
   return true;
 }
 
@@ -240,7 +240,7 @@ RINGTRACE_NOINLINE RINGTRACE_COLD void exit_repair(std::uintptr_t key, std::uint
     if (!own && !overflow_over(m, t, sp)) return;  // a deeper call returns
     if (own) {
       m.overflow_sp = 0;
-      t.hidden -= kHiddenSkipped;
+      hidden_zone_end(t, kHiddenSkipped);
       return;
     }
     // By a tail exit, past the call that went too deep: nothing at `sp` is its own frame.
@@ -307,7 +307,7 @@ void function_entry_slow(std::uintptr_t key, std::uintptr_t sp, std::uint32_t ep
   close_same_depth(m, t, key, sp);
   if (s.top == s.last) {  // the maximum depth: this call and everything it calls are left out
     m.overflow_sp = sp;
-    t.hidden += kHiddenSkipped;  // values attached meanwhile are not the outer call's
+    hidden_zone_begin(t, kHiddenSkipped);  // values attached meanwhile are not the outer call's
     g_too_deep.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -338,6 +338,9 @@ void function_entry_slow(std::uintptr_t key, std::uintptr_t sp, std::uint32_t ep
 void function_exit_slow(std::uintptr_t key, std::uintptr_t sp) noexcept {
   FunctionStack& s = t_functions;
   FunctionFrame* const top = s.top;
+  // An inlined function's exit, its entry left out (FunctionOptions::inlined false): in its
+  // outer function's frame. Here, not in the hook: the ordinary exit keeps its instructions.
+  if (top->sp == sp && inlined_into(*top, key) && !g_keep_inlined.load(std::memory_order_relaxed)) return;
   const bool tail = tail_exit(key, sp);
   if (tail && top->fn == key && top->sp < sp && top[-1].sp >= sp) return function_close_top(s, top);
   exit_repair(key, sp, tail);

@@ -106,6 +106,7 @@ struct Session::Impl {
   // The current step's zone was begun. Atomic: a step() that cannot take the lock reads
   // it to count what it loses.
   std::atomic<bool> step_open{false};
+  std::uint64_t open_step = 0;  // the step whose zone is open in the stream (with step_open)
   // The last marker's time, and the least distance to the next one (two nanoseconds of
   // ticks): markers are written in the order of their numbers, and stamped so, whichever
   // core each caller reads its clock on and however long it was kept from running.
@@ -154,15 +155,30 @@ struct Session::Impl {
       detail::Registry::instance().set_paused(false);
       recording = true;
     }
-    const bool ends = step_open.load(std::memory_order_relaxed);
+    // The stream's step zones must nest as a sequence whatever markers the rings dropped:
+    // a dropped marker loses the step it begins (counted: its begin and the end it will
+    // never have), and the step open before it stays open in the stream until a marker
+    // that is written ends it (a marker of its own first, when the next number is not its
+    // successor's).
+    bool open = step_open.load(std::memory_order_relaxed);
     const bool begins = rec && (windows || n > 0);
-    if (ends || begins) {
-      const std::uint64_t value = n | (ends ? detail::kStepEnds : 0) | (begins ? detail::kStepBegins : 0);
+    const auto marker = [&](std::uint64_t value, unsigned lost) {
       const std::uint64_t least = last_step_ticks != 0 ? last_step_ticks + step_gap_ticks : 0;
-      const std::uint64_t written = detail::write_step_marker(step_site, value, least, unsigned{ends} + unsigned{begins});
+      const std::uint64_t written = detail::write_step_marker(step_site, value, least, lost);
       if (written != 0) last_step_ticks = written;
+      return written != 0;
+    };
+    if (open && open_step + 1 != n && marker((open_step + 1) | detail::kStepEnds, 0)) open = false;
+    if (open && open_step + 1 != n) {
+      if (begins) detail::count_lost_steps(2);  // cannot begin inside the step still open
+    } else if (open || begins) {
+      const std::uint64_t value = n | (open ? detail::kStepEnds : 0) | (begins ? detail::kStepBegins : 0);
+      if (marker(value, begins ? 2 : 0)) {
+        open = begins;
+        open_step = n;
+      }
     }
-    step_open.store(begins, std::memory_order_relaxed);
+    step_open.store(open, std::memory_order_relaxed);
     if (!rec && recording) {
       detail::Registry::instance().set_paused(true);
       recording = false;

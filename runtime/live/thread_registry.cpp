@@ -116,7 +116,8 @@ std::uint64_t own_drain_mark(const ThreadBuffer& b) noexcept { return std::min(b
 // write.
 void set_limits(ThreadBuffer& b, std::uint64_t free, bool past_high_water) noexcept {
   WriterBlock& w = *b.writer;
-  if (!b.use_tsc) {
+  // A session without a TSC, or a zone of the thread's hidden (ThreadWriter::open_hidden).
+  if (!b.use_tsc || t_writer.hidden != 0) {
     w.limit = 0;
     w.end_limit = 0;
     return;
@@ -212,6 +213,19 @@ std::string kernel_thread_name() {
   char name[16] = {};
   if (::prctl(PR_GET_NAME, name, 0, 0, 0) != 0) return {};
   return std::string(name, ::strnlen(name, sizeof name - 1));
+}
+
+// A recorded zone begins, or a zone ends, inside a hidden one (ThreadWriter::open_hidden).
+void recorded_zone_begin(ThreadWriter& t) noexcept {
+  t.open_hidden <<= 1;
+  t.open_dropped <<= 1;
+  t.open_levels += 1;
+}
+void open_zone_end(ThreadWriter& t) noexcept {
+  if (t.open_levels == 0) return;
+  t.open_hidden >>= 1;
+  t.open_dropped >>= 1;
+  t.open_levels -= 1;
 }
 
 // A drop seen by a call nested inside the thread's slow path (or while the thread has no
@@ -581,7 +595,7 @@ std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind, std::uint64_
   if (t.epoch == kSampledOut) return kNotRecorded;  // inside a sampled-out zone: left out with it
   if (t.in_slow != 0) {  // nested in this thread's slow path: dropped whole, counted
     count_nested_drop(t);
-    t.hidden += kHiddenDropped;
+    hidden_zone_begin(t, kHiddenDropped);
     return kDroppedZone;
   }
   std::uint32_t token = epoch;
@@ -591,6 +605,7 @@ std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind, std::uint64_
       case Room::ok: {
         ThreadBuffer& b = *buffer_of(t);
         write_record(b, record_header(site, kind), kind, read_ticks(b.use_tsc), region_id);
+        if (t.hidden != 0) recorded_zone_begin(t);
         break;
       }
       case Room::dropped:
@@ -602,7 +617,7 @@ std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind, std::uint64_
     }
     reopen_fast_path(t, epoch);
   }
-  if (token == kDroppedZone) t.hidden += kHiddenDropped;  // undone by the end
+  if (token == kDroppedZone) hidden_zone_begin(t, kHiddenDropped);  // undone by the end
   return token;
 }
 
@@ -615,6 +630,7 @@ void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept {
   // clock, as every other record's. A TSC time among CLOCK_MONOTONIC ones would be far in
   // the future: the drainer would hold the thread's records back for ever.
   if (!b.use_tsc) ticks = read_ticks(false);
+  if (t.hidden != 0) open_zone_end(t);  // a recorded zone inside a hidden one ends
   // Never while another slow path of this thread runs (its nested calls' zones are
   // dropped whole); if it were, the end is written only if it fits at once.
   const bool nested = t.in_slow != 0;
@@ -667,19 +683,39 @@ void count_lost_with_zone(ThreadWriter& t) noexcept {
 void zone_close_other(std::uint32_t token) noexcept {
   ThreadWriter& t = t_writer;
   if (token == kDroppedZone) {
-    t.hidden -= kHiddenDropped;
+    hidden_zone_end(t, kHiddenDropped);
     count_lost_with_zone(t);
   } else if (token == kSkippedZone) {
-    t.hidden -= kHiddenSkipped;
+    hidden_zone_end(t, kHiddenSkipped);
+  }
+}
+
+void hidden_zone_end(ThreadWriter& t, std::uint64_t unit) noexcept {
+  t.hidden -= unit;
+  open_zone_end(t);
+  if (t.hidden != 0) return;
+  t.open_hidden = 0;
+  t.open_dropped = 0;
+  t.open_levels = 0;
+  if (t.in_slow == 0 && !t_untraced) {
+    SlowScope scope(t);
+    reopen_fast_path(t, t.epoch);
   }
 }
 
 namespace {
-// A value or text attached to the innermost open zone while that zone is not in the
-// ring (t.hidden != 0): lost with it if it was dropped (counted), ignored if its
-// category is off.
-void lost_with_hidden_zone(ThreadWriter& t) noexcept {
-  if ((t.hidden & (kHiddenSkipped - 1)) != 0) count_lost_with_zone(t);
+// A value or text attached to the innermost open zone while a zone is hidden (t.hidden
+// != 0): whether it is written (its zone, the innermost, was recorded inside the hidden
+// one), lost with its zone and counted (it was dropped; or past 64 levels, not known), or
+// left out with it (its category is off, a call past the functions' depth).
+bool innermost_recorded(ThreadWriter& t) noexcept {
+  if (t.open_levels == 0 || t.open_levels > 64) {
+    count_lost_with_zone(t);
+    return false;
+  }
+  if ((t.open_hidden & 1) == 0) return true;
+  if ((t.open_dropped & 1) != 0) count_lost_with_zone(t);
+  return false;
 }
 }  // namespace
 
@@ -687,10 +723,7 @@ void lost_with_hidden_zone(ThreadWriter& t) noexcept {
 void record_slow(const SiteInfo* site, RecordKind kind, std::uint64_t payload, std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
   if (t.epoch == kSampledOut) return;
-  if (t.hidden != 0 && !has_time(kind)) {
-    lost_with_hidden_zone(t);
-    return;
-  }
+  if (t.hidden != 0 && !has_time(kind) && !innermost_recorded(t)) return;
   if (t.in_slow != 0) {
     count_nested_drop(t);
     return;
@@ -732,13 +765,10 @@ void write_with_text(ThreadWriter& t, std::uint32_t epoch, const SiteInfo* site,
 void write_text(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
   if (t.epoch == kSampledOut) return;
-  if (t.hidden != 0) {
-    // Not through record_slow: it writes fixed-size records, and took a text (which has
-    // no time) for a timed one of 24 bytes, whose size slot then held a time: a record
-    // the drainer could not read, after which it left the thread's records out.
-    lost_with_hidden_zone(t);
-    return;
-  }
+  // Not through record_slow: it writes fixed-size records, and took a text (which has no
+  // time) for a timed one of 24 bytes, whose size slot then held a time: a record the
+  // drainer could not read, after which it left the thread's records out.
+  if (t.hidden != 0 && !innermost_recorded(t)) return;
   if (t.in_slow != 0) {
     count_nested_drop(t);
     return;
@@ -764,7 +794,7 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
   if (t.epoch == kSampledOut) return kNotRecorded;  // inside a sampled-out zone: left out with it
   if (t.in_slow != 0) {  // nested in this thread's slow path: dropped whole, counted
     count_nested_drop(t);
-    t.hidden += kHiddenDropped;
+    hidden_zone_begin(t, kHiddenDropped);
     return kDroppedZone;
   }
   if (name == nullptr) size = 0;
@@ -781,6 +811,7 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
         put(at + 16, bytes | (bytes < size ? kTextTruncated : 0));
         put(at + 8, read_ticks(b.use_tsc));
         publish(at, record_header(site, record_zone_begin_named));
+        if (t.hidden != 0) recorded_zone_begin(t);
         break;
       }
       case Room::dropped:
@@ -792,7 +823,7 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
     }
     reopen_fast_path(t, epoch);
   }
-  if (token == kDroppedZone) t.hidden += kHiddenDropped;  // undone by the end
+  if (token == kDroppedZone) hidden_zone_begin(t, kHiddenDropped);  // undone by the end
   return token;
 }
 
@@ -817,12 +848,24 @@ std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::
       written = std::max(read_ticks(b.use_tsc), min_ticks);
       write_record(b, record_header(site, record_region_begin), record_region_begin, written, value);
     } else if (room == Room::dropped) {
-      // make_room counted one event; the marker stood for `events` (an end and a begin).
+      // make_room counted one event; the marker stands for `events` lost (0: an end that a
+      // later marker writes).
+      const bool bound = t.epoch == epoch && t.buffer != nullptr;
+      Registry& registry = Registry::instance();
+      if (events == 0) {
+        if (bound) {
+          ThreadBuffer& b = *buffer_of(t);
+          b.pending_drops -= 1;
+          b.dropped.store(b.dropped.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+        } else {
+          registry.uncount_orphan_drop();
+        }
+      }
       for (unsigned k = 1; k < events; ++k) {
-        if (t.epoch == epoch && t.buffer != nullptr) {
+        if (bound) {
           note_drop(*buffer_of(t));
         } else {
-          Registry::instance().count_orphan_drop();
+          registry.count_orphan_drop();
         }
       }
     }

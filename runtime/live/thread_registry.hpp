@@ -142,6 +142,7 @@ class Registry {
   // Events lost by threads that have no ring in the active session (the ring could not
   // be allocated, or a nested call arrived while the thread was binding).
   void count_orphan_drop() { orphan_drops_.fetch_add(1, std::memory_order_relaxed); }
+  void uncount_orphan_drop() { orphan_drops_.fetch_sub(1, std::memory_order_relaxed); }
   std::uint64_t orphan_drops() const { return orphan_drops_.load(std::memory_order_acquire); }
 
   // The drainer counts its passes; an object being unloaded waits for one that saw
@@ -212,12 +213,18 @@ RINGTRACE_API bool run_drainer_pass(std::chrono::milliseconds timeout = std::chr
 enum class OwnDrain : std::uint8_t { none, some, all };
 OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
 
+// The end of a zone that was not in the ring (hidden_zone_begin's `unit`): the thread's
+// state of hidden zones popped; the fast path opens again when none is left (not when
+// nested in the thread's slow path: that one reopens it on its way out).
+void hidden_zone_end(ThreadWriter& t, std::uint64_t unit) noexcept;
+
 // Session::step()'s marker (steps.hpp): a region begin of the marker `site` with `value`,
 // written by the calling thread under the session's steps lock, stamped no earlier than
 // `min_ticks` (the previous marker's time and a gap: markers are in the order of their
 // numbers whatever core each thread reads its clock on). Returns the time written, or 0
-// when not recorded; a marker dropped for room counts `events` events (the step zones'
-// end and begin it stands for), as any lost marker does (count_lost_steps).
+// when not recorded; a marker dropped for room counts `events` events as dropped (the
+// step zone it begins: its begin and the end it will never have; 0 for a marker that only
+// ends a step, whose end a later marker writes), as any lost marker does (count_lost_steps).
 std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::uint64_t min_ticks,
                                 unsigned events) noexcept;
 // A step marker that could not be written at all (a step() that would have waited for

@@ -17,13 +17,14 @@
 namespace ringtrace {
 namespace {
 
-RecordedTrace record(Config config, const std::function<void()>& body) {
+RecordedTrace record(Config config, const std::function<void()>& body, SessionStats* stats = nullptr) {
   Session session(config);
   auto memory = std::make_shared<MemoryExporter>();
   session.add_exporter(memory);
   session.start();
   body();
   session.stop();
+  if (stats != nullptr) *stats = session.stats();
   return memory->trace();
 }
 
@@ -253,6 +254,45 @@ TEST(RichCapture, ConfigDisabledCategoriesAndTheSwitch) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"kept", "query2"}));
   EXPECT_TRUE(category_enabled("rt_db"));
+}
+
+// A zone recorded inside a zone whose category is off (issue 31's matrix): its values and
+// texts are its own and recorded; those of the switched-off zone are left out with it, and
+// nothing is counted as dropped.
+TEST(RichCapture, ValuesOfAZoneInsideASwitchedOffOneAreRecorded) {
+  Config config;
+  config.disabled_categories = {"rt_off"};
+  SessionStats stats;
+  const RecordedTrace t = record(config, [] {
+    for (int i = 0; i < 3; ++i) {
+      RINGTRACE_ZONE_IN("rt_off", "hidden");
+      RINGTRACE_ZONE_VALUE("left_out", 1);
+      {
+        RINGTRACE_ZONE("inner");
+        RINGTRACE_ZONE_VALUE("k", 7);
+        RINGTRACE_ZONE_TEXT("label", "mine");
+        {
+          RINGTRACE_ZONE_IN("rt_off", "hidden_again");
+          RINGTRACE_ZONE_VALUE("left_out_too", 2);
+        }
+        RINGTRACE_ZONE_VALUE("k_after", 9);
+      }
+      RINGTRACE_ZONE_VALUE("left_out", 3);
+    }
+  }, &stats);
+  std::map<std::string, int> args;
+  int begins = 0;
+  for (const Event& e : t.events) {
+    if (e.kind == EventKind::zone_begin) {
+      ++begins;
+      EXPECT_EQ(name_of(t, e), "inner");
+    }
+    if (e.kind == EventKind::arg) ++args[name_of(t, e)];
+  }
+  EXPECT_EQ(begins, 3);
+  EXPECT_EQ(args, (std::map<std::string, int>{{"k", 3}, {"k_after", 3}, {"label", 3}}));
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_EQ(stats.recorded, 3u * 5);  // begin, three args, end
 }
 
 // Drop mode with a tiny ring: inner zones are dropped whole, and what attaches to a

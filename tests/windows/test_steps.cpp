@@ -222,6 +222,11 @@ TEST(Steps, ADroppedFrameMarkCountsBothItsEvents) {
   EXPECT_GT(stats.dropped, 0u);
   // The first mark begins step 1; each later one ends a step and begins the next.
   EXPECT_EQ(stats.recorded + stats.dropped, std::uint64_t(2 * calls - 1));
+  // What arrived still nests as a sequence: a step left open by a dropped marker is ended
+  // by the next marker written (step_zones checks each end against the open step).
+  const std::vector<StepZone> steps = step_zones(trace->trace());
+  EXPECT_GT(steps.size(), 1u);
+  for (std::size_t i = 1; i < steps.size(); ++i) EXPECT_GT(steps[i].number, steps[i - 1].number);
 }
 
 // frame_mark() drives a schedule's windows without the Session object, from a thread the

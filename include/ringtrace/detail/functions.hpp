@@ -168,8 +168,6 @@ RINGTRACE_ALWAYS_INLINE void function_exit(std::uintptr_t fn, std::uintptr_t cal
   FunctionStack& s = t_functions;
   FunctionFrame* const top = s.top;
   if (top->sp != sp || top->fn != key) [[unlikely]] {
-    // An inlined function's exit, its entry left out: in its outer function's frame.
-    if (top->sp == sp && inlined_into(*top, key) && !g_keep_inlined.load(std::memory_order_relaxed)) return;
     if (top->fn != 0) function_exit_slow(key, sp);  // 0: no frame at all (the sentinel)
     return;
   }

@@ -81,6 +81,15 @@ struct ThreadWriter {
   // zone is not in the ring, so values, texts and flows (which attach to it) are not
   // recorded either (dropped and counted when the zone was dropped).
   std::uint64_t hidden = 0;
+  // While `hidden` is not 0, the zones opened since the outermost hidden one, innermost in
+  // bit 0: `open_hidden` 1 for a zone not in the ring, 0 for one recorded; `open_dropped`
+  // 1 for a hidden one that was dropped (not a category switched off, nor a call past the
+  // functions' depth). So a value or text knows whether its zone, the innermost, was
+  // recorded. Kept by the slow paths: every record takes them while `hidden` is not 0 (the
+  // ring's limits are 0). Past 64 levels the bits are not known (open_levels > 64).
+  std::uint64_t open_hidden = 0;
+  std::uint64_t open_dropped = 0;
+  std::uint32_t open_levels = 0;
   void* buffer = nullptr;  // runtime's ThreadBuffer
 };
 
@@ -104,6 +113,21 @@ inline constexpr std::uint32_t kMaxSampleEvery = 65535;
 RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_sample_every{1};
 inline constexpr std::uint64_t kHiddenDropped = 1;                       // ThreadWriter::hidden units
 inline constexpr std::uint64_t kHiddenSkipped = std::uint64_t{1} << 32;
+
+// A zone that is not in the ring begins on the thread (`unit`: kHiddenDropped, its ring was
+// full; kHiddenSkipped, its category is off or it is a call past the functions' depth):
+// until it ends, every record of the thread takes the slow path, which keeps the nesting
+// of what is recorded inside it (ThreadWriter::open_hidden). Undone by hidden_zone_end().
+RINGTRACE_ALWAYS_INLINE void hidden_zone_begin(ThreadWriter& t, std::uint64_t unit) noexcept {
+  t.hidden += unit;
+  t.open_hidden = (t.open_hidden << 1) | 1;
+  t.open_dropped = (t.open_dropped << 1) | (unit == kHiddenDropped ? 1 : 0);
+  t.open_levels += 1;
+  if (WriterBlock* const b = t.block) {
+    b->limit = 0;
+    b->end_limit = 0;
+  }
+}
 
 // Categories: an index per distinct name (1..kMaxCategories-1; 0: not looked up yet),
 // and per index whether it is switched off. Index kMaxCategories-1 is shared by every
@@ -288,7 +312,7 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_in(const SiteInfo* site, Categor
   std::uint8_t index = slot.index.load(std::memory_order_relaxed);
   if (index == 0) [[unlikely]] index = category_index(slot, site->category);
   if (g_category_off[index].load(std::memory_order_relaxed) != 0) [[unlikely]] {
-    t_writer.hidden += kHiddenSkipped;  // undone by the end
+    hidden_zone_begin(t_writer, kHiddenSkipped);  // undone by the end
     return kSkippedZone;
   }
   return zone_open<false>(site, 0);
