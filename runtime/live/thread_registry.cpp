@@ -697,10 +697,19 @@ void hidden_zone_end(ThreadWriter& t, std::uint64_t unit) noexcept {
   t.open_hidden = 0;
   t.open_dropped = 0;
   t.open_levels = 0;
-  if (t.in_slow == 0 && !t_untraced) {
-    SlowScope scope(t);
-    reopen_fast_path(t, t.epoch);
+  if (t.in_slow != 0 || t_untraced || t.block == nullptr) return;  // the slow path reopens on its way out
+  // Nothing written since the outermost hidden zone began (a zone switched off, alone):
+  // the limits it found are still right; else they are made anew.
+  WriterBlock& w = *t.block;
+  auto* b = static_cast<ThreadBuffer*>(t.buffer);
+  if (w.next.load(std::memory_order_relaxed) == t.saved_next && b != nullptr && b->pending_drops == 0 &&
+      &w == b->writer) {
+    w.limit = t.saved_limit;
+    w.end_limit = t.saved_end_limit;
+    return;
   }
+  SlowScope scope(t);
+  reopen_fast_path(t, t.epoch);
 }
 
 namespace {

@@ -90,6 +90,9 @@ struct ThreadWriter {
   std::uint64_t open_hidden = 0;
   std::uint64_t open_dropped = 0;
   std::uint32_t open_levels = 0;
+  // The ring's write position and limits when the outermost hidden zone began: restored at
+  // its end if nothing was written meanwhile (no slow path visit for a zone switched off).
+  std::uintptr_t saved_next = 0, saved_limit = 0, saved_end_limit = 0;
   void* buffer = nullptr;  // runtime's ThreadBuffer
 };
 
@@ -119,11 +122,17 @@ inline constexpr std::uint64_t kHiddenSkipped = std::uint64_t{1} << 32;
 // until it ends, every record of the thread takes the slow path, which keeps the nesting
 // of what is recorded inside it (ThreadWriter::open_hidden). Undone by hidden_zone_end().
 RINGTRACE_ALWAYS_INLINE void hidden_zone_begin(ThreadWriter& t, std::uint64_t unit) noexcept {
+  WriterBlock* const b = t.block;
+  if (b != nullptr && t.hidden == 0) {
+    t.saved_next = b->next.load(std::memory_order_relaxed);
+    t.saved_limit = b->limit;
+    t.saved_end_limit = b->end_limit;
+  }
   t.hidden += unit;
   t.open_hidden = (t.open_hidden << 1) | 1;
   t.open_dropped = (t.open_dropped << 1) | (unit == kHiddenDropped ? 1 : 0);
   t.open_levels += 1;
-  if (WriterBlock* const b = t.block) {
+  if (b != nullptr) {
     b->limit = 0;
     b->end_limit = 0;
   }
