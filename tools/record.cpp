@@ -60,8 +60,9 @@ constexpr const char* kHelp =
     "                                                     RINGTRACE_INCLUDE\n"
     "  --exclude RE      leave out functions whose name matches RE  RINGTRACE_EXCLUDE\n"
     "  --buffer N        records per thread ring (default 65536)  RINGTRACE_BUFFER\n"
-    "  --policy P        drop (default) or block: what a thread does when its ring is\n"
-    "                    full                                RINGTRACE_POLICY\n"
+    "  --policy P        block (default: a whole recording; a thread waits for room)\n"
+    "                    or drop (a thread never waits; what its full ring could\n"
+    "                    not take is counted)                RINGTRACE_POLICY\n"
     "  --context-switches  record each thread's context switches: report and the other\n"
     "                    outputs gain on-CPU times (a zone that waited shows its wait as\n"
     "                    off-CPU)                            RINGTRACE_CONTEXT_SWITCHES=1\n"
@@ -213,6 +214,12 @@ int record(const std::vector<std::string>& args) {
       throw UsageError("unknown option '" + a + "' (see ringtrace record --help); the program comes after --");
     }
   }
+  // A recording of a whole program is wanted whole, as uftrace's is: a thread waits for
+  // room rather than drop (db_bench under g++: 2 to 8% of its calls dropped in drop mode on
+  // 2 cores, for no time saved). A program that must never wait asks for drop.
+  const bool policy_given = std::any_of(settings.begin(), settings.end(),
+                                        [](const auto& s) { return std::string_view(s.first) == "RINGTRACE_POLICY"; });
+  if (!policy_given) settings.emplace_back("RINGTRACE_POLICY", "block");
   if (i + 1 >= args.size()) throw UsageError("no program to run: ringtrace record [options] -- PROGRAM [ARGS...]");
   const std::vector<std::string> program(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
   if (outputs.empty()) outputs.push_back({"rtrace", "run.rtrace"});

@@ -7,6 +7,8 @@
 //   record_child sleep    five calls of sleeper(), a zone that sleeps 20 ms (off the CPU)
 //   record_child thread   a zone on the main thread, never named, and one on a thread
 //                         named with pthread_setname_np only ("kname")
+//   record_child flood    500,000 zones as fast as it can (run with --buffer 64: rings
+//                         full all the time)
 #include <pthread.h>  // pthread_setname_np
 #include <signal.h>  // kill
 #include <unistd.h>  // getpid
@@ -25,6 +27,12 @@ void sleeper() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "0";
+  if (mode == "flood") {
+    for (int i = 0; i < 500000; ++i) {
+      RINGTRACE_ZONE("flood");
+    }
+    return 0;
+  }
   if (mode == "sleep") {
     for (int i = 0; i < 5; ++i) sleeper();
     return 0;

@@ -42,6 +42,17 @@ done
 pids=$(for f in "${traces[@]}"; do "${tool}" info "${f}" | sed -n 's/^process:.*(pid \([0-9]*\)).*/\1/p'; done | sort -u | wc -l)
 [[ ${pids} -eq 2 ]] || fail "fork: the files are not of two processes"
 
+# A whole recording by default (the block policy): the smallest rings, flooded, lose
+# nothing; --policy drop counts what it dropped, and the two add up to the same events.
+run flood "${tool}" record --buffer 64 -o d/flood.rtrace -- "${child}" flood
+[[ ${s} -eq 0 ]] || fail "flood: status ${s}: $(cat flood.err)"
+"${tool}" info d/flood.rtrace >flood_info.txt
+grep -q '^events: *1000000 recorded, 0 dropped$' flood_info.txt || fail "flood (default policy): $(grep '^events' flood_info.txt)"
+run flood_drop "${tool}" record --buffer 64 --policy drop -o d/flood_drop.rtrace -- "${child}" flood
+"${tool}" info d/flood_drop.rtrace >flood_drop_info.txt
+read -r kept lost < <(sed -n 's/^events: *\([0-9]*\) recorded, \([0-9]*\) dropped$/\1 \2/p' flood_drop_info.txt)
+[[ -n "${kept:-}" && $((kept + lost)) -eq 1000000 ]] || fail "flood --policy drop: $(grep '^events' flood_drop_info.txt)"
+
 # The program's own status is passed on, with the summary.
 run status "${tool}" record -o d/s.rtrace -- "${child}" 5
 [[ ${s} -eq 5 && -s d/s.rtrace ]] || fail "status: ${s}, not the program's 5: $(cat status.err)"
