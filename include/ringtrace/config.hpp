@@ -132,9 +132,12 @@ struct Config {
   // handler or an allocator hook may be the one that packs. The drainer writes the packed
   // buffer to the file in its next pass. SessionStats::self_drained counts the events.
   // false: the drainer alone empties the rings. Under the drop policy a thread never
-  // packs, whatever this says: its slow path only counts a drop, wakes the drainer and
-  // may yield (yield_to_drainer), so that no zone waits for the drainer's work (packing a
-  // full ring cost a drop-mode zone 20 us and more at the 99.99th percentile).
+  // packs, whatever this says: its slow path only counts a drop, wakes the drainer (one
+  // futex call) and, at its first drop and every 16th while the ring stays full, yields
+  // (yield_to_drainer; the kernel may run another thread first: that wait is the
+  // scheduler's, at most a time slice). No zone waits for the drainer's work: packing a
+  // full ring cost a drop-mode zone 20 us and more at the 99.99th percentile; without it,
+  // 0.55 us (bench_tail, docs/performance.md).
   bool self_drain = true;
 
   // Events younger than this are held back one pass so that a thread that was
