@@ -223,6 +223,7 @@ void recorded_zone_begin(ThreadWriter& t) noexcept {
 }
 void open_zone_end(ThreadWriter& t) noexcept {
   if (t.open_levels == 0) return;
+  if (t.open_levels > 64) t.open_overflowed = 1;
   t.open_hidden >>= 1;
   t.open_dropped >>= 1;
   t.open_levels -= 1;
@@ -697,6 +698,7 @@ void hidden_zone_end(ThreadWriter& t, std::uint64_t unit) noexcept {
   t.open_hidden = 0;
   t.open_dropped = 0;
   t.open_levels = 0;
+  t.open_overflowed = 0;
   if (t.in_slow != 0 || t_untraced || t.block == nullptr) return;  // the slow path reopens on its way out
   // Nothing written since the outermost hidden zone began (a zone switched off, alone):
   // the limits it found are still right; else they are made anew.
@@ -718,7 +720,7 @@ namespace {
 // one), lost with its zone and counted (it was dropped; or past 64 levels, not known), or
 // left out with it (its category is off, a call past the functions' depth).
 bool innermost_recorded(ThreadWriter& t) noexcept {
-  if (t.open_levels == 0 || t.open_levels > 64) {
+  if (t.open_levels == 0 || t.open_levels > 64 || t.open_overflowed != 0) {
     count_lost_with_zone(t);
     return false;
   }

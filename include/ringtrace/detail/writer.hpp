@@ -90,6 +90,9 @@ struct ThreadWriter {
   std::uint64_t open_hidden = 0;
   std::uint64_t open_dropped = 0;
   std::uint32_t open_levels = 0;
+  // Set once a zone past the 64th level ended: the bits shifted out are gone, so until no
+  // zone is hidden any more, a value's zone is not known (counted as lost).
+  std::uint8_t open_overflowed = 0;
   // The ring's write position and limits when the outermost hidden zone began: restored at
   // its end if nothing was written meanwhile (no slow path visit for a zone switched off).
   std::uintptr_t saved_next = 0, saved_limit = 0, saved_end_limit = 0;
