@@ -23,56 +23,14 @@
 #include <vector>
 
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "peers/tail_common.hpp"  // TickHistogram
 #include "ringtrace/ringtrace.hpp"
 
 namespace {
 
-// Costs in ticks: exact below 4096, then 64 buckets per power of two (1.6% wide).
-class TickHistogram {
- public:
-  void add(std::uint64_t ticks) {
-    ++count_;
-    max_ = std::max(max_, ticks);
-    buckets_[bucket(ticks)] += 1;
-  }
-  void merge(const TickHistogram& o) {
-    count_ += o.count_;
-    max_ = std::max(max_, o.max_);
-    for (std::size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += o.buckets_[i];
-  }
-  std::uint64_t quantile(double q) const {
-    const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(count_ - 1));
-    std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      seen += buckets_[i];
-      if (seen > rank) return upper(i);
-    }
-    return max_;
-  }
-  std::uint64_t above(std::uint64_t ticks) const {
-    std::uint64_t n = 0;
-    for (std::size_t i = bucket(ticks) + 1; i < buckets_.size(); ++i) n += buckets_[i];
-    return n;
-  }
-  std::uint64_t max() const { return max_; }
-
- private:
-  static constexpr std::size_t kExact = 4096;
-  static std::size_t bucket(std::uint64_t t) {
-    if (t < kExact) return t;
-    const unsigned log = 63 - static_cast<unsigned>(__builtin_clzll(t));  // >= 12
-    const std::uint64_t sub = (t >> (log - 6)) & 63;
-    return std::min<std::size_t>(kExact + (log - 12) * 64 + sub, kSize - 1);
-  }
-  static std::uint64_t upper(std::size_t i) {
-    if (i < kExact) return i;
-    const std::size_t log = 12 + (i - kExact) / 64, sub = (i - kExact) % 64;
-    return (std::uint64_t{1} << log) + ((sub + 1) << (log - 6)) - 1;
-  }
-  static constexpr std::size_t kSize = kExact + 52 * 64;
-  std::vector<std::uint64_t> buckets_ = std::vector<std::uint64_t>(kSize, 0);
-  std::uint64_t count_ = 0, max_ = 0;
-};
+// Costs in ticks: exact below 4096, then 64 buckets per power of two (1.6% wide): the
+// peers' harness's histogram (bench/peers/tail_common.hpp), so that both report alike.
+using TickHistogram = peers::TickHistogram;
 
 struct Counting final : ringtrace::Exporter {
   std::atomic<std::uint64_t> events{0};
