@@ -107,6 +107,9 @@ struct Session::Impl {
   // it to count what it loses.
   std::atomic<bool> step_open{false};
   std::uint64_t open_step = 0;  // the step whose zone is open in the stream (with step_open)
+  // A marker that would have begun a step was lost: the next step() ends that step, which
+  // the stream never began (its end is counted as dropped then; none if no step comes).
+  bool end_of_lost_step = false;
   // The last marker's time, and the least distance to the next one (two nanoseconds of
   // ticks): markers are written in the order of their numbers, and stamped so, whichever
   // core each caller reads its clock on and however long it was kept from running.
@@ -156,10 +159,14 @@ struct Session::Impl {
       recording = true;
     }
     // The stream's step zones must nest as a sequence whatever markers the rings dropped:
-    // a dropped marker loses the step it begins (counted: its begin and the end it will
-    // never have), and the step open before it stays open in the stream until a marker
-    // that is written ends it (a marker of its own first, when the next number is not its
-    // successor's).
+    // a dropped marker loses the step it begins (its begin counted now, its end when the
+    // next step() makes it), and the step open before it stays open in the stream until a
+    // marker that is written ends it (a marker of its own first, when the next number is
+    // not its successor's).
+    if (end_of_lost_step) {
+      detail::count_lost_steps(1);
+      end_of_lost_step = false;
+    }
     bool open = step_open.load(std::memory_order_relaxed);
     const bool begins = rec && (windows || n > 0);
     const auto marker = [&](std::uint64_t value, unsigned lost) {
@@ -170,12 +177,17 @@ struct Session::Impl {
     };
     if (open && open_step + 1 != n && marker((open_step + 1) | detail::kStepEnds, 0)) open = false;
     if (open && open_step + 1 != n) {
-      if (begins) detail::count_lost_steps(2);  // cannot begin inside the step still open
+      if (begins) {  // cannot begin inside the step still open
+        detail::count_lost_steps(1);
+        end_of_lost_step = true;
+      }
     } else if (open || begins) {
       const std::uint64_t value = n | (open ? detail::kStepEnds : 0) | (begins ? detail::kStepBegins : 0);
-      if (marker(value, begins ? 2 : 0)) {
+      if (marker(value, begins ? 1 : 0)) {
         open = begins;
         open_step = n;
+      } else {
+        end_of_lost_step = begins;
       }
     }
     step_open.store(open, std::memory_order_relaxed);
@@ -236,7 +248,14 @@ void Session::Impl::stop() {
     while (g_frame_users.load() != 0) std::this_thread::yield();  // marks that found this session
   }
   lock_steps();
+  // A step left open in the stream by markers that were lost after it: its end was made
+  // by a later step() and never written (the stop closes it): counted as dropped. The
+  // last step's end is the stop's, made by no step().
+  if (step_open.load(std::memory_order_relaxed) && open_step != step.load(std::memory_order_relaxed)) {
+    detail::count_lost_steps(1);
+  }
   step_open = false;
+  end_of_lost_step = false;
   unlock_steps();
   detail::Registry::instance().retract_epoch();
   drainer->finish(detail::read_ticks(use_tsc));
@@ -395,6 +414,7 @@ void Session::start() {
   impl_->recording = true;
   impl_->step_open.store(false, std::memory_order_relaxed);
   impl_->last_step_ticks = 0;
+  impl_->end_of_lost_step = false;
   impl_->step_gap_ticks = std::max<std::uint64_t>(2, static_cast<std::uint64_t>(2 * clock.ticks_per_second / 1e9) + 1);
   impl_->phase_until = 0;
   impl_->windows = config.schedule.has_value() || !impl_->window_factories.empty();

@@ -224,7 +224,8 @@ void hidden_zone_end(ThreadWriter& t, std::uint64_t unit) noexcept;
 // numbers whatever core each thread reads its clock on). Returns the time written, or 0
 // when not recorded; a marker dropped for room counts `events` events as dropped (the
 // step zone it begins: its begin and the end it will never have; 0 for a marker that only
-// ends a step, whose end a later marker writes), as any lost marker does (count_lost_steps).
+// ends a step, whose end a later marker writes; Session::step() counts the end of a step
+// it lost when the next step() makes that end), as any lost marker does (count_lost_steps).
 std::uint64_t write_step_marker(const SiteInfo* site, std::uint64_t value, std::uint64_t min_ticks,
                                 unsigned events) noexcept;
 // A step marker that could not be written at all (a step() that would have waited for

@@ -593,6 +593,20 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
   }
 
   // 4. The count identity, per slot and for the whole run: recorded + dropped == produced.
+  // One exception, of attribution only: a step left open in the stream by frame marks whose
+  // markers were dropped has its end made by a later mark and never written; the runtime
+  // counts that end as dropped at stop(), on the thread that stops (main), not on the
+  // framer. So in drop mode the framer may be one short exactly when main is one over; the
+  // whole run must still add up.
+  std::int64_t framer_delta = 0, main_delta = 0;
+  for (const auto& [n, slot] : m.slots) {
+    if (block || (slot.role != Role::framer && slot.role != Role::main)) continue;
+    std::uint64_t produced = kHandlerEvents * slot.handler_runs + expected_of(slot).size();
+    if (slot.role == Role::framer) produced += 2 * marks - 1;
+    const auto delta = static_cast<std::int64_t>(delivered_by_slot[n] + dropped_by_slot[n]) - static_cast<std::int64_t>(produced);
+    (slot.role == Role::framer ? framer_delta : main_delta) += delta;
+  }
+  const bool stop_counted_the_open_step = framer_delta == -1 && main_delta == 1;
   std::uint64_t produced_total = 0, delivered_total = delivered_unplaced, dropped_total = dropped_unplaced;
   std::vector<std::string> unaccounted;
   for (const auto& [n, slot] : m.slots) {
@@ -612,7 +626,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
       }
       continue;
     }
-    if (delivered + dropped != produced) {
+    if (delivered + dropped != produced &&
+        !(stop_counted_the_open_step && (slot.role == Role::framer || slot.role == Role::main))) {
       std::string detail;
       if (slot.role == Role::framer) detail = " (its messages, and its " + std::to_string(marks) + " frame marks' step events on the steps track)";
       f.add("count identity", slot_name(m, n) + ": recorded " + std::to_string(delivered) + " + dropped " +
