@@ -157,15 +157,14 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
     }
     config.functions.max_depth = static_cast<std::uint32_t>(n);
   }
-  if (const char* inlined = get("RINGTRACE_INLINED")) {
-    const std::string on = inlined;
-    if (on != "0" && on != "1") return fail("RINGTRACE_INLINED: '" + on + "' is neither 1 nor 0");
-    config.functions.inlined = on == "1";
-  }
-  if (const char* switches = get("RINGTRACE_CONTEXT_SWITCHES")) {
-    const std::string on = switches;
-    if (on != "0" && on != "1") return fail("RINGTRACE_CONTEXT_SWITCHES: '" + on + "' is neither 1 nor 0");
-    config.context_switches = on == "1";
+  const std::pair<const char*, bool*> flags[] = {{"RINGTRACE_INLINED", &config.functions.inlined},
+                                                  {"RINGTRACE_CONTEXT_SWITCHES", &config.context_switches}};
+  for (const auto& [name, flag] : flags) {
+    const char* value = get(name);
+    if (value == nullptr) continue;
+    const std::string on = value;
+    if (on != "0" && on != "1") return fail(std::string(name) + ": '" + on + "' is neither 1 nor 0");
+    *flag = on == "1";
   }
   const std::pair<const char*, std::vector<std::string>*> filters[] = {
       {"RINGTRACE_INCLUDE", &config.functions.include}, {"RINGTRACE_EXCLUDE", &config.functions.exclude}};

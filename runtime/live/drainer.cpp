@@ -174,6 +174,13 @@ void Drainer::finish(std::uint64_t stop_ticks) {
   if (thread_.joinable()) thread_.join();
 }
 
+// A cursor's ring handed back to the registry: what its block counted is kept first (the
+// thread writes no more to it: it exited, or the session ends).
+void Drainer::let_go(ThreadBuffer& b) {
+  inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);
+  registry_.release(&b);
+}
+
 void Drainer::accept_registrations() {
   for (ThreadBuffer* next = registry_.take_registrations(); next != nullptr;) {
     ThreadBuffer* buffer = next;
@@ -641,9 +648,8 @@ void Drainer::detach(Cursor& c) {
   c.tail = tail;
   c.tail_from = c.read_pos;
   c.end = end;
-  inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);  // the thread has exited
   c.buffer = nullptr;
-  registry_.release(&b);
+  let_go(b);
 }
 
 // The end of what c's thread has written whole, from c.read_pos: the thread's next byte,
@@ -768,10 +774,7 @@ void Drainer::pass(bool final) {
       // Rings in a file: the released ring may be bound to another thread at once, so
       // its records must be in the trace file first.
       if (rings_in_file_) publish_read_positions();
-      if (c.buffer != nullptr) {
-        inlined_let_go_ += c.buffer->writer->inlined.load(std::memory_order_relaxed);
-        registry_.release(c.buffer);
-      }
+      if (c.buffer != nullptr) let_go(*c.buffer);
       // Every event of the thread is delivered: a thread past the first
       // max_thread_rows gives its row up (its counts stay in the folded totals).
       if (!final && c.thread >= config_.max_thread_rows) {

@@ -184,6 +184,7 @@ class Drainer final : public TraceContext {
   // A retired thread whose last records are younger than the watermark: they go to the
   // raw sinks and are copied out, and the ring goes back to the pool now.
   void detach(Cursor& c);
+  void let_go(ThreadBuffer& b);
   static const std::uint8_t* records_at(const Cursor& c, std::uint64_t pos);
   static std::uint64_t drops_of(const Cursor& c);
   static std::uint64_t written_end(const Cursor& c);

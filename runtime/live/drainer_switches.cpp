@@ -66,8 +66,7 @@ bool refused_for_process(const switches::SwitchStream& stream) {
 // taken as on, and the wait until it runs is counted on-CPU: docs/context-switches.md).
 void Drainer::open_switches(Cursor& c) {
   if (!switches_wanted_) {
-    c.buffer->first_stream.close();  // opened by the thread before the refusal was known
-    c.buffer->first_stream_tried = false;
+    c.buffer->forget_first_stream();  // opened by the thread before the refusal was known
     ++threads_without_switches_;
     return;
   }

@@ -400,9 +400,7 @@ void Registry::retract_epoch() {
 
 void Registry::release(ThreadBuffer* buffer) {
   buffer->own_drain.store(nullptr, std::memory_order_relaxed);  // the cursor goes with the drainer's hold
-  // A switch stream the drainer never took (a registration the stop let go of unread).
-  buffer->first_stream.close();
-  buffer->first_stream_tried = false;
+  buffer->forget_first_stream();  // a registration the stop let go of unread
   const std::uint32_t old = buffer->flags.fetch_and(~kRegistered, std::memory_order_acq_rel);
   if ((old & kRetired) != 0) recycle(buffer);
 }
@@ -432,8 +430,7 @@ void Registry::retired_while_registered() {
 
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
-  buffer->first_stream.close();  // a stream no drainer took (the session stopped first)
-  buffer->first_stream_tried = false;
+  buffer->forget_first_stream();  // a stream no drainer took (the session stopped first)
   try {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     pool_.push_back(buffer);
@@ -543,8 +540,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   // The thread's switch stream, from here (before its first record is written): the time
   // before it opened is not counted on the CPU for any zone (issue 31 point 6). A stream an
   // earlier session's drainer never took is closed first.
-  b->first_stream.close();
-  b->first_stream_tried = false;
+  b->forget_first_stream();
   if (params_.context_switches && !switches_refused_.load(std::memory_order_relaxed)) {
     b->first_stream = switches::SwitchStream::open(static_cast<pid_t>(b->os_tid));
     b->first_stream_ns = monotonic_ns();

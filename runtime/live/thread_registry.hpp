@@ -77,6 +77,11 @@ struct ThreadBuffer {
   switches::SwitchStream first_stream;
   std::uint64_t first_stream_ns = 0;  // CLOCK_MONOTONIC right after the open (or its failure)
   bool first_stream_tried = false;    // set by bind; cleared by the drainer when it takes it
+  // A stream no drainer will take (the session stopped first, switches were refused): closed.
+  void forget_first_stream() noexcept {
+    first_stream.close();
+    first_stream_tried = false;
+  }
 
   std::string read_name() {
     std::lock_guard<std::mutex> lock(name_mutex);
