@@ -1,4 +1,4 @@
-// The bound of ringtrace::benchmark's traces (benchmark/bounded_recorder.hpp) on
+// The bound of ringtrace::benchmark's traces (google_benchmark/bounded_recorder.hpp) on
 // hand-built streams with known answers: where it cuts, that every kept zone is whole
 // with its values, and the exact counts of what it leaves out.
 #include <gtest/gtest.h>

@@ -1134,7 +1134,7 @@ class Unreadable(Exception):
 
 def check_input(path):
     """As `ringtrace dump` checks its input and its ring file before reading
-    (exporters/common/file_paths.cpp, open_input): a regular file, opened without waiting
+    (runtime/output/file_paths.cpp, open_input): a regular file, opened without waiting
     for the writer of a FIFO."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
