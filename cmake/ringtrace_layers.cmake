@@ -26,7 +26,8 @@ function(ringtrace_layer name)
     target_compile_definitions(${name} PRIVATE RINGTRACE_DISABLED=1)
   endif()
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
-                                           RINGTRACE_LAYER_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+                                           RINGTRACE_LAYER_DIR ${CMAKE_CURRENT_SOURCE_DIR}
+                                           RINGTRACE_LAYER_USES "${ARG_USES}")
   set_property(GLOBAL APPEND PROPERTY RINGTRACE_LAYERS ${name})
 endfunction()
 

@@ -227,8 +227,9 @@ __attribute__((constructor)) void start_environment_session() {
 
 }  // namespace
 
-// Named by the thread registry, so that a program linking the static library gets this
-// file, and the constructor above, whenever it records anything.
-void environment_session_anchor() {}
-
 }  // namespace ringtrace::detail
+
+// Named on the link line of every executable that links the static library (the
+// target's link options, ringtrace.pc), so that the archive gives it this file and the
+// constructor above. Nothing in the library names it: the live layer never reaches up.
+extern "C" void ringtrace_environment_session() {}

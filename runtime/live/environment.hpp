@@ -12,8 +12,4 @@ namespace ringtrace::detail {
 // `session` (running) is the environment's; `described` says what it writes.
 void mark_environment_session(Session& session, std::string described);
 
-// Defined in runtime/launch/environment_session.cpp, named here so that a static link
-// that takes the thread registry takes the environment's session with it.
-void environment_session_anchor();
-
 }  // namespace ringtrace::detail

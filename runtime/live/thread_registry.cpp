@@ -16,7 +16,6 @@
 #include <new>
 #include <thread>
 
-#include "environment.hpp"  // environment_session_anchor
 #include "function_stack.hpp"
 #include "ringtrace/instrument.hpp"
 #include "slow_scope.hpp"
@@ -27,10 +26,6 @@
 
 namespace ringtrace::detail {
 namespace {
-
-// A program that records anything links this file: with it, the session from the
-// environment (runtime/launch/), which starts when the program does.
-[[gnu::used]] void (*const kEnvironmentSession)() = &environment_session_anchor;
 
 constinit thread_local bool t_untraced = false;
 
