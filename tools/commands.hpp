@@ -76,6 +76,10 @@ std::string elapsed(std::chrono::steady_clock::duration time);
 std::string byte_size(std::uint64_t bytes);
 // 45123456 -> "45,123,456".
 std::string thousands(std::uint64_t n);
+// The calls of instrumented functions the recording left out (SessionStats::functions):
+// one line of counts ("" when none) and, with `rows` > 0, the functions left out most
+// (inlined, then short calls), at most `rows` of each.
+std::string functions_left_out(const FunctionStats& f, std::size_t rows);
 
 // For processes[i] of a merged file whose pid an earlier process has too: a note for the
 // end of its row, since the reader gives it an unused pid (docs/guide.md, "Several

@@ -268,4 +268,37 @@ void ProgressBar::erase() {
   shown_ = false;
 }
 
+std::string functions_left_out(const FunctionStats& f, std::size_t rows) {
+  std::string out;
+  const auto add = [&](std::uint64_t n, const char* what) {
+    if (n == 0) return;
+    out += (out.empty() ? "" : ", ") + thousands(n) + " " + what;
+  };
+  add(f.inlined, "of functions g++ inlined (record --inlined keeps them)");
+  add(f.short_calls, "shorter than the minimum duration");
+  add(f.excluded, "of functions the filters exclude");
+  add(f.too_deep, "deeper than the maximum depth");
+  if (out.empty() && f.unwound == 0) return out;
+  out = "Calls left out: " + (out.empty() ? std::string("none") : out) + "\n";
+  if (f.unwound != 0) out += "Calls closed as unwound (an exception or a longjmp left them): " + thousands(f.unwound) + "\n";
+  const auto list = [&](const std::vector<std::pair<std::string, std::uint64_t>>& entries, const char* title) {
+    if (rows == 0 || entries.empty()) return;
+    out += title;
+    std::size_t shown = 0;
+    for (const auto& [name, n] : entries) {
+      if (shown++ == rows) {
+        out += "  ... " + std::to_string(entries.size() - rows) + " more\n";
+        break;
+      }
+      std::string count = thousands(n);
+      if (count.size() < 14) count.insert(0, 14 - count.size(), ' ');
+      out += count + "  " + name + "\n";
+    }
+  };
+  list(f.inlined_by_function,
+       "Inlined calls left out, by function (calls; their time is the function's they were inlined into):\n");
+  list(f.short_by_function, "Short calls left out, by function (calls):\n");
+  return out;
+}
+
 }  // namespace ringtrace::tool

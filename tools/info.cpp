@@ -142,6 +142,8 @@ int info(const std::vector<std::string>& args) {
     std::printf("switches:    %llu context switches, %llu lost\n", static_cast<unsigned long long>(s.context_switches),
                 static_cast<unsigned long long>(s.context_switches_lost));
   }
+  const std::string left_out = functions_left_out(s.functions, 0);
+  if (!left_out.empty()) std::printf("functions:   %s", left_out.c_str());
   print_threads(s.threads);
   print_sites(census.sites);
   return 0;

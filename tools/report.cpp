@@ -1,7 +1,9 @@
 // ringtrace report: what users read first, in the terminal: the key-averages table and,
 // when the recording has capture regions, the captured-ops summary of a binary trace file.
 #include <cstdio>
+#include <cstdint>     // SIZE_MAX
 #include <functional>  // std::ref
+#include <span>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -10,9 +12,21 @@
 #include "commands.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/table.hpp"
 
 namespace ringtrace::tool {
+namespace {
+
+// The recording's counts, as on_finish gives them.
+class StatsKeeper final : public Exporter {
+ public:
+  void on_events(std::span<const Event>, const TraceContext&) override {}
+  void on_finish(const TraceContext&, const SessionStats& s) override { stats = s; }
+  SessionStats stats;
+};
+
+}  // namespace
 
 int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
@@ -69,15 +83,19 @@ int report(const std::vector<std::string>& args) {
   // to say there (every op outside every region), so it is left out.
   std::ostringstream summary_text;
   auto summary = ops_summary_exporter(summary_text, summary_options);
-  Exporter* const both[] = {table.get(), summary.get()};
   ProgressBar bar("ringtrace report");
   ReplayOptions options;
   options.progress = std::ref(bar);
   options.recover_rings = rings;
   if (rings) options.rings = ring_file_of(input);
-  const ReplayResult result = replay_file(input, both, options);
+  StatsKeeper kept;
+  Exporter* const all[] = {table.get(), summary.get(), &kept};
+  const ReplayResult result = replay_file(input, all, options);
   const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
   if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
+  // What the table does not show: calls of instrumented functions left out, by function.
+  const std::string left_out = functions_left_out(kept.stats.functions, table_options.row_limit == 0 ? SIZE_MAX : table_options.row_limit);
+  if (!left_out.empty()) std::cout << "\n" << left_out;
   std::cout.flush();
   if (on_cpu_key(table_options.sort_by) && !dynamic_cast<const TableExporter&>(*table).table().on_cpu) {
     error("report", input + " has no context switches (no on-CPU columns): --sort-by " +

@@ -46,6 +46,10 @@ struct FunctionStats {
   std::uint64_t inlined = 0;
   // The short calls per function, most first: (qualified name, calls left out).
   std::vector<std::pair<std::string, std::uint64_t>> short_by_function;
+  // The inlined calls per function, most first: (qualified name, calls left out); last,
+  // "(other functions)": calls of functions a thread's table had no room for (512 per
+  // thread). Their time is in the function they were inlined into, not known apart.
+  std::vector<std::pair<std::string, std::uint64_t>> inlined_by_function;
 };
 
 struct SessionStats {

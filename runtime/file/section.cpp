@@ -345,6 +345,26 @@ bool Section::apply(const Frame& frame) {
       has_footer_ = true;
       return true;
     }
+    case tf::frame_functions: {
+      if (v1) break;
+      FunctionStats s;
+      s.unwound = f.get<std::uint64_t>();
+      s.too_deep = f.get<std::uint64_t>();
+      s.short_calls = f.get<std::uint64_t>();
+      s.excluded = f.get<std::uint64_t>();
+      s.inlined = f.get<std::uint64_t>();
+      const auto n = f.get<std::uint32_t>();
+      if (f.bad() || n > frame.payload.size() / tf::kFunctionsEntryMinBytes) return malformed(frame, "functions");
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const auto list = f.get<std::uint8_t>();
+        const auto calls = f.get<std::uint64_t>();
+        std::string name = f.str();
+        if (f.bad() || list > tf::kListInlined) return malformed(frame, "functions");
+        (list == tf::kListShort ? s.short_by_function : s.inlined_by_function).emplace_back(std::move(name), calls);
+      }
+      functions_ = std::move(s);
+      return true;
+    }
     case tf::frame_end:
       complete_ = true;
       return true;
@@ -644,6 +664,7 @@ void Section::finish() {
   stats.runtime_names = runtime_names_.distinct();
   stats.runtime_names_overflowed = runtime_names_.overflowed();
   stats.closed_at_stop = closed_at_stop_;
+  stats.functions = functions_;
   stats.clock = clock_;
   meta_.complete = complete_ && meta_.problem.empty();
   if (!complete_ && meta_.problem.empty()) {

@@ -180,6 +180,7 @@ class Section {
   bool have_session_ = false, complete_ = false, done_ = false, has_footer_ = false, has_stop_ = false;
   std::uint64_t stop_ticks_ = std::numeric_limits<std::uint64_t>::max();
   SessionStats footer_, stats_;
+  FunctionStats functions_;  // the functions frame's (format 2.2)
   std::uint64_t raw_start_ns_ = 0, realtime_anchor_ = 0, monotonic_anchor_ = 0, grace_ns_ = 0, boundary_gap_ = 0;
   ClockInfo clock_;
   SegmentClock segments_;

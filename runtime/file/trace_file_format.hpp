@@ -31,8 +31,8 @@ inline constexpr std::uint32_t kVersion1 = 1;
 inline constexpr std::uint32_t kVersion1Merged = 2;
 inline constexpr std::uint32_t kMajor = 2;
 // Minor 1: module and function frames (instrumented functions) and switches frames
-// (docs/file-format.md, "Switches").
-inline constexpr std::uint32_t kMinor = 1;
+// (docs/file-format.md, "Switches"). Minor 2: the functions frame (calls left out).
+inline constexpr std::uint32_t kMinor = 2;
 inline constexpr std::uint32_t kVersionWord = kMajor << 16 | kMinor;
 // The header's u32 at offset 12. Format 2: feature bits.
 inline constexpr std::uint32_t kFeatureMerged = 1;  // process sections (`ringtrace merge`)
@@ -56,7 +56,14 @@ enum FrameType : std::uint32_t {
   frame_module = 12,    // a loaded module (executable, shared object): index, load address, build id, path
   frame_function = 13,  // an instrumented function: index, address, module, name, file, line
   frame_switches = 14,  // minor 1: a thread's context switches (off-CPU intervals); see below
+  frame_functions = 15, // minor 2: the instrumented calls left out (SessionStats::functions), at stop
 };
+
+// frame_functions payload: u64 unwound, too_deep, short_calls, excluded, inlined; u32 n;
+// then n times: u8 list (kListShort, kListInlined), u64 calls, str qualified name.
+inline constexpr std::uint8_t kListShort = 0;    // FunctionStats::short_by_function
+inline constexpr std::uint8_t kListInlined = 1;  // FunctionStats::inlined_by_function
+inline constexpr std::size_t kFunctionsEntryMinBytes = 1 + 8 + 4;
 
 // frame_module payload: u32 index (1, 2, ... in frame order), u32 0, u64 base (load bias:
 // process address = file address + base), u64 low, u64 high (the executable segments'

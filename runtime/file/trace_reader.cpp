@@ -254,6 +254,25 @@ class FileReplay final : private Delivery {
     for (const auto& [time, id] : fresh_) tables_.threads[id].sort_index = next_sort_index_++;
   }
 
+  // Several processes' calls left out: counts summed, lists merged by name, most first.
+  static void add_function_stats(FunctionStats& into, const FunctionStats& p) {
+    into.unwound += p.unwound;
+    into.too_deep += p.too_deep;
+    into.short_calls += p.short_calls;
+    into.excluded += p.excluded;
+    into.inlined += p.inlined;
+    const auto merge = [](std::vector<std::pair<std::string, std::uint64_t>>& a,
+                          const std::vector<std::pair<std::string, std::uint64_t>>& b) {
+      if (b.empty()) return;
+      std::map<std::string, std::uint64_t> by_name(a.begin(), a.end());
+      for (const auto& [name, n] : b) by_name[name] += n;
+      a.assign(by_name.begin(), by_name.end());
+      std::stable_sort(a.begin(), a.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    };
+    merge(into.short_by_function, p.short_by_function);
+    merge(into.inlined_by_function, p.inlined_by_function);
+  }
+
   ReplayResult finish() {
     // Threads that recorded nothing still get a place.
     seen_.resize(tables_.threads.size(), 0);
@@ -285,6 +304,7 @@ class FileReplay final : private Delivery {
         stats.context_switches_lost += p.context_switches_lost;
         stats.threads_without_switches += p.threads_without_switches;
         if (stats.context_switches_unavailable.empty()) stats.context_switches_unavailable = p.context_switches_unavailable;
+        add_function_stats(stats.functions, p.functions);
       }
       stop_ns = std::max(stop_ns, s->clock().stop_ns);
     }

@@ -127,6 +127,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       tf::put_str(p, stats.context_switches_unavailable);
       end_frame();
     }
+    write_function_stats(stats.functions);
     std::string& p = begin_frame(tf::frame_stats);
     tf::put_u64(p, stats.recorded);
     tf::put_u64(p, stats.dropped);
@@ -148,6 +149,23 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     write_buffer();
     sink_->close();
     started_ = false;
+  }
+
+  // The calls of instrumented functions left out, if any (format 2.2's functions frame).
+  void write_function_stats(const FunctionStats& f) {
+    if (f.unwound == 0 && f.too_deep == 0 && f.short_calls == 0 && f.excluded == 0 && f.inlined == 0) return;
+    std::string& p = begin_frame(tf::frame_functions);
+    for (std::uint64_t v : {f.unwound, f.too_deep, f.short_calls, f.excluded, f.inlined}) tf::put_u64(p, v);
+    tf::put_u32(p, static_cast<std::uint32_t>(f.short_by_function.size() + f.inlined_by_function.size()));
+    for (const auto& [list, entries] : {std::pair{tf::kListShort, &f.short_by_function},
+                                        std::pair{tf::kListInlined, &f.inlined_by_function}}) {
+      for (const auto& [name, calls] : *entries) {
+        tf::put_u8(p, list);
+        tf::put_u64(p, calls);
+        tf::put_str(p, name);
+      }
+    }
+    end_frame();
   }
 
   // --- RawSink ---------------------------------------------------------------------

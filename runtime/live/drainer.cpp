@@ -178,6 +178,7 @@ void Drainer::finish(std::uint64_t stop_ticks) {
 // thread writes no more to it: it exited, or the session ends).
 void Drainer::let_go(ThreadBuffer& b) {
   inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);
+  inlined_let_go_by_function_.add(b.inlined_calls);
   registry_.release(&b);
 }
 
@@ -896,6 +897,13 @@ void Drainer::update_stats() {
     if (c->buffer != nullptr) inlined += c->buffer->writer->inlined.load(std::memory_order_relaxed);
   }
   stats_.functions.inlined = inlined;
+  if (inlined != 0) {
+    InlinedTally by_function = inlined_let_go_by_function_;
+    for (const auto& c : cursors_) {
+      if (c->buffer != nullptr) by_function.add(c->buffer->inlined_calls);
+    }
+    stats_.functions.inlined_by_function = by_function.by_function();
+  }
   if (filter_.short_calls() != 0) {
     stats_.functions.short_by_function =
         filter_.short_by_function([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });

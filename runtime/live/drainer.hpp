@@ -17,6 +17,7 @@
 #include "clock_calibration.hpp"
 #include "decoder.hpp"
 #include "function_filter.hpp"
+#include "inlined_tally.hpp"
 #include "merge.hpp"
 #include "raw_sink.hpp"
 #include "ring_records.hpp"
@@ -309,6 +310,7 @@ class Drainer final : public TraceContext {
   std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0, folded_switches_ = 0;
   // FunctionOptions::inlined: the left-out calls counted in the rings the drainer let go of.
   std::uint64_t inlined_let_go_ = 0;
+  InlinedTally inlined_let_go_by_function_;  // and per function
   SiteId switch_out_site_ = 0, switch_in_site_ = 0;
   std::vector<switches::Switch> switch_scratch_;
 

@@ -44,6 +44,7 @@ ThreadHook::~ThreadHook() {
   auto* buffer = static_cast<ThreadBuffer*>(t.buffer);
   t.epoch = 0;
   t.block = nullptr;
+  t.inlined_calls = nullptr;
   t.buffer = nullptr;
   if (buffer == nullptr) return;
   const std::uint32_t old = buffer->flags.fetch_or(kRetired, std::memory_order_acq_rel);
@@ -483,6 +484,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
     t.buffer = b;
   }
   t.block = nullptr;  // until the ring is ready (SlowScope touches the block it sees)
+  t.inlined_calls = nullptr;
   const std::uint64_t serial = params_.ring_file != nullptr ? params_.ring_file->serial() : 0;
   if (b->ring.capacity != params_.ring_bytes || b->slot_serial != serial || !b->ring.ok()) {
     free_ring(*b);
@@ -519,6 +521,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   w.next.store(reinterpret_cast<std::uintptr_t>(b->ring.base), std::memory_order_relaxed);
   w.lap_base.store(0, std::memory_order_relaxed);
   w.inlined.store(0, std::memory_order_relaxed);
+  b->clear_inlined_calls();
   w.limit = 0;
   w.end_limit = 0;
   b->read_index.store(0, std::memory_order_relaxed);
@@ -562,6 +565,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
     b->next_registration = head;
   } while (!registrations_.compare_exchange_weak(head, b, std::memory_order_release, std::memory_order_relaxed));
   t.block = &w;
+  t.inlined_calls = &b->inlined_calls;
   t.epoch = epoch;
   function_stack_bound(epoch);  // frames of an earlier session are not this ring's
   return true;  // the fast path opens when the slow path leaves (reopen_fast_path)
@@ -574,6 +578,7 @@ void mark_thread_untraced() noexcept {
   function_stack_forget();
   t_writer.epoch = 0;
   t_writer.block = nullptr;
+  t_writer.inlined_calls = nullptr;
 }
 
 void unbind_thread_after_fork() noexcept {

@@ -24,6 +24,7 @@
 #include "ring_file.hpp"
 #include "ring_memory.hpp"
 #include "ringtrace/config.hpp"
+#include "ringtrace/detail/functions.hpp"  // InlinedCalls
 #include "ringtrace/detail/writer.hpp"
 #include "switch_stream.hpp"
 
@@ -49,6 +50,17 @@ struct ThreadBuffer {
   // Config::self_drain: packings of its own ring the thread still makes at the own-drain
   // mark since it last found its ring full (thread_registry.cpp, kOwnDrainRounds).
   std::uint32_t own_rounds = 0;
+  // Calls of inlined functions the hooks left out, per function (FunctionOptions::inlined
+  // false): counted by the owning thread, read by the drainer (let_go, stats), cleared at
+  // bind.
+  InlinedCalls inlined_calls;
+  void clear_inlined_calls() noexcept {
+    for (InlinedCalls::Slot& s : inlined_calls.slots) {
+      s.fn.store(0, std::memory_order_relaxed);
+      s.calls.store(0, std::memory_order_relaxed);
+    }
+    inlined_calls.others.store(0, std::memory_order_relaxed);
+  }
   // Control, cold.
   alignas(128) std::atomic<std::uint32_t> flags{0};
   std::uint32_t epoch = 0;

@@ -71,8 +71,17 @@ void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& u
   const bool left_out = compiled::hooks_in_inlined_functions() && !keep_inlined;
   if (left_out) {
     EXPECT_GE(r.stats.functions.inlined, compiled::calls(Function::inlined_step));
+    // Listed per function: inlined_step with exactly its calls, and the list sums to the count.
+    std::uint64_t listed = 0, step = 0;
+    for (const auto& [name, n] : r.stats.functions.inlined_by_function) {
+      listed += n;
+      if (name == compiled::name(Function::inlined_step)) step = n;
+    }
+    EXPECT_EQ(step, compiled::calls(Function::inlined_step));
+    EXPECT_EQ(listed, r.stats.functions.inlined);
   } else {
     EXPECT_EQ(r.stats.functions.inlined, 0u);
+    EXPECT_TRUE(r.stats.functions.inlined_by_function.empty());
   }
   EXPECT_EQ(r.stats.closed_at_stop, 0u);
   EXPECT_EQ(r.stats.functions.too_deep, 0u);
@@ -108,6 +117,10 @@ TEST(CompiledFunctions, TailExitsSiblingCallsAndRecursionAreOrdinaryReturns) {
   expect_calls(r);
   // Nothing else here is inlined into an instrumented function: exactly steps_of's five.
   EXPECT_EQ(r.stats.functions.inlined, compiled::hooks_in_inlined_functions() ? 5u : 0u);
+  if (compiled::hooks_in_inlined_functions()) {
+    using Listed = std::vector<std::pair<std::string, std::uint64_t>>;
+    EXPECT_EQ(r.stats.functions.inlined_by_function, (Listed{{compiled::name(Function::inlined_step), 5}}));
+  }
   std::uint32_t deepest = 0;
   for (const Call& c : r.calls) {
     if (c.name == compiled::name(Function::tick)) {

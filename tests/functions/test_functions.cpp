@@ -255,6 +255,10 @@ void inlined_into_another(bool keep) {
   const bool hooks = workload::hooks_in_inlined_functions();
   EXPECT_EQ(inlined, hooks && keep ? 5 : 0);
   EXPECT_EQ(r.stats.functions.inlined, hooks && !keep ? 5u : 0u);
+  // Listed per function: the one inlined function, with its five calls.
+  using Listed = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(r.stats.functions.inlined_by_function,
+            (hooks && !keep ? Listed{{workload::inlined_step_function().name, 5}} : Listed{}));
   for (const Call& c : r.calls) {
     if (c.name == workload::inlined_step_function().name || c.name == workload::leaf_function().name) {
       EXPECT_EQ(c.parent, workload::inliner_function().name) << c.name;

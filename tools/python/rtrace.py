@@ -37,6 +37,7 @@ TRUNCATED_BIT = 1 << 63
 # Frame types.
 F_SESSION, F_SEGMENT, F_SITE, F_THREAD, F_CHUNK, F_STOP, F_STATS, F_END, F_PASS, F_PROCESS, F_METADATA = range(1, 12)
 F_MODULE, F_FUNCTION, F_SWITCHES = 12, 13, 14  # format 2.1
+F_FUNCTIONS = 15  # format 2.2: the calls of instrumented functions left out
 SWITCHES_SUMMARY = 0xFFFFFFFF  # a switches frame's thread: the session's summary
 FUNCTION_NAMED = 1  # a function frame's flags: name, file and line are the recording's
 
@@ -404,6 +405,7 @@ class Section:
         self.stop_ticks = NEVER
         self.has_stop = False
         self.footer = None             # the stats frame's drops by file thread id
+        self.function_stats = None     # the functions frame (format 2.2), a dict
         self.segments = []             # the last 16 clock segments
         self.sites = [None]            # by index
         self.index_by_address = {}
@@ -641,6 +643,22 @@ class Section:
             self.function_index_by_address.setdefault(address, index)
         elif ftype == F_SWITCHES and not v1:
             self.read_switches(f, start, end, offset)
+        elif ftype == F_FUNCTIONS and not v1:
+            # u64 unwound, too_deep, short_calls, excluded, inlined; u32 n; n times
+            # (u8 list: 0 short, 1 inlined; u64 calls; str name)
+            counts = f.unpack("<5Q", offset, "functions")
+            n = f.unpack("<I", offset, "functions")[0]
+            if n > (end - start) // 13:
+                raise Problem("malformed functions frame at byte %d" % offset)
+            lists = ([], [])
+            for _ in range(n):
+                which, calls = f.unpack("<BQ", offset, "functions")
+                name = f.string(offset, "functions")
+                if which > 1:
+                    raise Problem("malformed functions frame at byte %d" % offset)
+                lists[which].append((name, calls))
+            self.function_stats = dict(zip(("unwound", "too_deep", "short_calls", "excluded", "inlined"), counts),
+                                       short_by_function=lists[0], inlined_by_function=lists[1])
         else:
             self.skipped_frames += 1  # a frame type of a later minor version
 

@@ -41,6 +41,8 @@
 // takes no lock and makes no system call.
 #pragma once
 
+#include <atomic>   // the per-function counts of inlined calls
+#include <cstddef>  // their table's size
 #include <cstdint>  // addresses
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API, RINGTRACE_ALWAYS_INLINE, TLS model
@@ -102,13 +104,51 @@ RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local FunctionStack t_
 // thread (WriterBlock::inlined). true: they are recorded as calls nested in that function.
 RINGTRACE_API inline constinit std::atomic<bool> g_keep_inlined{false};
 
+// Calls of inlined functions left out (g_keep_inlined false), per function: a table of
+// the thread's ring (ThreadBuffer), counted by the owning thread with relaxed loads and
+// stores (no lock prefix, as WriterBlock::inlined), read by the drainer for
+// SessionStats::functions.inlined_by_function. Open addressing by the function's address,
+// a few probes: a function that finds no slot there is counted in `others` (listed as
+// such, never given to another function). A signal handler's left-out call that
+// interrupts a count of the same slot may be lost, as with WriterBlock::inlined.
+struct InlinedCalls {
+  static constexpr std::size_t kSlots = 512;  // a power of two
+  static constexpr std::size_t kProbes = 8;
+  struct Slot {
+    std::atomic<std::uintptr_t> fn{0};  // the function's address; 0: free
+    std::atomic<std::uint64_t> calls{0};
+  };
+  Slot slots[kSlots];
+  std::atomic<std::uint64_t> others{0};
+
+  RINGTRACE_ALWAYS_INLINE static void bump(std::atomic<std::uint64_t>& n) noexcept {
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  RINGTRACE_ALWAYS_INLINE void count(std::uintptr_t fn) noexcept {
+    std::size_t i = static_cast<std::size_t>((fn * 0x9E3779B97F4A7C15ull) >> 55);  // 9 bits: kSlots
+    for (std::size_t probe = 0; probe < kProbes; ++probe, i = (i + 1) & (kSlots - 1)) {
+      Slot& s = slots[i];
+      const std::uintptr_t there = s.fn.load(std::memory_order_relaxed);
+      if (there == fn) return bump(s.calls);
+      if (there == 0) {
+        s.calls.store(1, std::memory_order_relaxed);
+        s.fn.store(fn, std::memory_order_release);  // the reader sees its first call with it
+        return;
+      }
+    }
+    bump(others);
+  }
+};
+static_assert(InlinedCalls::kSlots == std::size_t{1} << (64 - 55));
+
 // An inlined function's entry left out (g_keep_inlined false): counted in the thread's
-// ring block, if the thread records in session `epoch` (its frames say it is bound).
-RINGTRACE_ALWAYS_INLINE void function_inlined_left_out(std::uint32_t epoch) noexcept {
+// ring block and per function, if the thread records in session `epoch` (its frames say
+// it is bound).
+RINGTRACE_ALWAYS_INLINE void function_inlined_left_out(std::uint32_t epoch, std::uintptr_t fn) noexcept {
   ThreadWriter& t = t_writer;
   if (t.epoch != epoch) return;
-  std::atomic<std::uint64_t>& n = t.block->inlined;
-  n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  InlinedCalls::bump(t.block->inlined);
+  if (t.inlined_calls != nullptr) t.inlined_calls->count(fn);
 }
 
 // Slow paths (noinline, runtime/live/function_stack.cpp).
@@ -135,7 +175,7 @@ RINGTRACE_ALWAYS_INLINE void function_entry(std::uintptr_t fn, std::uintptr_t ca
   // inlined function is left out, counted, unless the session keeps them.
   if (top->sp <= sp || top == s.last) [[unlikely]] {
     if (top->sp != sp || top == s.last || !inlined_into(*top, key)) return function_entry_slow(key, sp, epoch);
-    if (!g_keep_inlined.load(std::memory_order_relaxed)) return function_inlined_left_out(epoch);
+    if (!g_keep_inlined.load(std::memory_order_relaxed)) return function_inlined_left_out(epoch, fn);
   }
   WriterBlock* const b = writable(t_writer, epoch);
   if (b == nullptr) [[unlikely]] return function_entry_slow(key, sp, epoch);

@@ -68,6 +68,8 @@ struct alignas(64) WriterBlock {
   std::atomic<std::uint64_t> inlined{0};
 };
 
+struct InlinedCalls;  // detail/functions.hpp
+
 // Thread-local writer state. Constant-initialised and trivially destructible, so an
 // access is one fs-relative load with no TLS wrapper call or guard.
 struct ThreadWriter {
@@ -97,6 +99,9 @@ struct ThreadWriter {
   // its end if nothing was written meanwhile (no slow path visit for a zone switched off).
   std::uintptr_t saved_next = 0, saved_limit = 0, saved_end_limit = 0;
   void* buffer = nullptr;  // runtime's ThreadBuffer
+  // The bound ring's count of calls of inlined functions left out, per function
+  // (detail/functions.hpp); set with `block`, null when it is.
+  InlinedCalls* inlined_calls = nullptr;
 };
 
 // Session generation: 0 while no session records, else the active session's number.
