@@ -18,6 +18,8 @@ function(ringtrace_layer name)
     target_include_directories(${name} PRIVATE ${used_dir})
   endforeach()
   target_compile_features(${name} PRIVATE cxx_std_20)
+  # The hot path's header names the environment session for programs, not for the layers.
+  target_compile_definitions(${name} PRIVATE RINGTRACE_BUILDING_LIBRARY=1)
   target_compile_options(${name} PRIVATE ${RINGTRACE_WARNING_FLAGS} ${RINGTRACE_OWN_FLAGS})
   if(ARG_LIBS)
     target_link_libraries(${name} PRIVATE ${ARG_LIBS})  # their include directories and definitions

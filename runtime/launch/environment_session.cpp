@@ -21,6 +21,7 @@
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/session.hpp"
+#include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
 
 namespace ringtrace::detail {
 
@@ -229,7 +230,7 @@ __attribute__((constructor)) void start_environment_session() {
 
 }  // namespace ringtrace::detail
 
-// Named on the link line of every executable that links the static library (the
-// target's link options, ringtrace.pc), so that the archive gives it this file and the
-// constructor above. Nothing in the library names it: the live layer never reaches up.
-extern "C" void ringtrace_environment_session() {}
+// Named by every object that includes the hot path (detail/writer.hpp), so that a program
+// that records anything gets this file, and the constructor above, from the static
+// library however it is linked. Nothing in the library names it: live never reaches up.
+extern "C" RINGTRACE_API void ringtrace_environment_session() noexcept {}

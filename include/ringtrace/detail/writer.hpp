@@ -70,6 +70,21 @@ struct alignas(64) WriterBlock {
 
 struct InlinedCalls;  // detail/functions.hpp
 
+}  // namespace ringtrace::detail
+
+// The session from the environment (RINGTRACE_OUTPUT, `ringtrace record`;
+// runtime/launch/) starts in every program that records: each of its objects that
+// includes the hot path names it, so that a static link takes its file from the archive.
+// The library's own layers (RINGTRACE_BUILDING_LIBRARY) never name it: the live runtime
+// does not reach up to the layer above it (tests/layers checks).
+extern "C" RINGTRACE_API void ringtrace_environment_session() noexcept;
+
+namespace ringtrace::detail {
+
+#ifndef RINGTRACE_BUILDING_LIBRARY
+[[gnu::used]] inline void (*const kEnvironmentSessionLink)() noexcept = &ringtrace_environment_session;
+#endif
+
 // Thread-local writer state. Constant-initialised and trivially destructible, so an
 // access is one fs-relative load with no TLS wrapper call or guard.
 struct ThreadWriter {
