@@ -243,7 +243,7 @@ class RingDecoder {
       }
       const RecordKind kind = kind_of(header);
       const bool timed = kind_has_time(kind);
-      const bool boundary = kind_is_boundary(kind);
+      const bool boundary = kind_begins_zone(kind);  // (an end is a boundary too: not here)
       std::uint64_t ticks = last_ticks;
       std::uint64_t ns = last_ns;
       if (timed) {
@@ -257,16 +257,18 @@ class RingDecoder {
         ns = to_ns(ticks);
         ns = ns < last_ns ? last_ns : ns;
       }
+      bool format1_step = false;  // a step marker of format 1: a zone of this thread (the switch below)
       if (kind == record_region_begin) [[unlikely]] {
-        // A step marker: the step zones' end and begin on the steps track (steps.hpp). One
-        // of format 1 (neither flag) is a zone of this thread instead: the switch below.
+        // A step marker: the step zones' end and begin on the steps track (steps.hpp).
         const SiteId marker = sites_.site(header);
         if (marker == kInvalidSite) {
           why = DecodeStop::no_site;
           break;
         }
         const std::uint64_t v = field_at(at, offsetof(TimedValueRecord, value));
-        if (is_step_marker(sites_.info(marker)) && !is_format1_marker(v)) {
+        const bool step_marker = is_step_marker(sites_.info(marker));
+        format1_step = step_marker && is_format1_marker(v);
+        if (step_marker && !format1_step) {
           if (capacity - count < 2) {
             why = DecodeStop::room;
             break;
@@ -315,10 +317,9 @@ class RingDecoder {
           if (site == kInvalidSite) break;
           e.kind = EventKind::zone_begin;
           const std::uint64_t id = field_at(at, offsetof(TimedValueRecord, value));
-          if (is_step_marker(sites_.info(site))) [[unlikely]] {
-            // A step marker of format 1 (above): step N's zone on the thread that recorded
-            // it, ended by that thread's next zone end (which format 1's step() wrote
-            // before its next marker).
+          if (format1_step) [[unlikely]] {
+            // Step N's zone on the thread that recorded the marker, ended by that thread's
+            // next zone end (which format 1's step() wrote before its next marker).
             e.site = sites_.step_site();
             e.value.u = id;
             open[depth++] = OpenRecordZone::make(e.site, 0, id);
@@ -349,14 +350,15 @@ class RingDecoder {
         case record_message: {
           site = sites_.site(header);
           if (site == kInvalidSite) break;
-          const std::uint64_t size = field_at(at, text_size_offset(kind));  // a TextRecord's or TimedTextRecord's
+          // A TextRecord or a TimedTextRecord: the size slot last, then the text.
+          const std::uint64_t size_at = text_size_offset(kind);
+          const std::uint64_t size = field_at(at, size_at);
           const std::uint64_t text = text_bytes(size);
           e.site = site;
           e.kind = kind == record_arg_text ? EventKind::arg : EventKind::message;
           e.flags = EventFlags::text | ((size & kTextTruncated) != 0 ? EventFlags::truncated : 0);
           e.text_size = static_cast<std::uint16_t>(text);
-          e.value.u = texts_.store(reinterpret_cast<const char*>(at + fixed_record_bytes(kind)),
-                                   static_cast<std::size_t>(text));
+          e.value.u = texts_.store(reinterpret_cast<const char*>(at + size_at + 8), static_cast<std::size_t>(text));
           break;
         }
         case record_dropped:

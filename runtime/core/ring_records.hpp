@@ -86,11 +86,15 @@ inline constexpr bool kind_has_time(RecordKind kind) noexcept {
   return kind != record_arg_int && kind != record_arg_double && kind != record_arg_text && kind != record_extended;
 }
 
-// Whether a record of this kind is a zone's boundary: its time is a gap after the
-// thread's previous record's at least (docs/file-format.md, "Ticks to nanoseconds").
+// Whether a record of this kind begins a zone, or is a zone's boundary (a begin or an
+// end): a boundary's time is a gap after the thread's previous record's at least
+// (docs/file-format.md, "Ticks to nanoseconds").
+inline constexpr bool kind_begins_zone(RecordKind kind) noexcept {
+  return kind == record_zone_begin || kind == record_region_begin || kind == record_function_entry ||
+         kind == record_zone_begin_named;
+}
 inline constexpr bool kind_is_boundary(RecordKind kind) noexcept {
-  return kind == record_zone_end || kind == record_zone_begin || kind == record_region_begin ||
-         kind == record_function_entry || kind == record_zone_begin_named;
+  return kind == record_zone_end || kind_begins_zone(kind);
 }
 
 // Whether a text (a size slot, then the bytes in whole slots) follows the fixed slots.

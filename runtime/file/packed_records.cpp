@@ -60,8 +60,9 @@ bool unpack(std::span<const unsigned char> packed, RingWords& ring, std::string&
 }
 
 // A timed record's ticks: the chunk's previous timed record's plus the zigzag delta at `p`
-// (`last` moves on). False if the delta is cut short.
-bool get_ticks(const unsigned char*& p, const unsigned char* end, std::uint64_t& last, std::uint64_t& ticks) {
+// (`last` moves on). False if the delta is cut short. Inlined, as unpack_rest(): the
+// reading position and the output stay in registers.
+RINGTRACE_ALWAYS_INLINE bool get_ticks(const unsigned char*& p, const unsigned char* end, std::uint64_t& last, std::uint64_t& ticks) {
   std::uint64_t delta = 0;
   if (!get_varint(p, end, delta)) return false;
   ticks = last + unzigzag(delta);
@@ -72,7 +73,7 @@ bool get_ticks(const unsigned char*& p, const unsigned char* end, std::uint64_t&
 // The rest of a record of ring kind `kind` (not record_extended) whose header, and time if
 // its kind has one (`ticks`), were read: its ring words, with its payload read at `p`.
 // `format1_text`: a text's size is followed by its size before truncation (not kept).
-const char* unpack_rest(RecordKind kind, std::uint64_t index, std::uint64_t ticks, const unsigned char*& p,
+RINGTRACE_ALWAYS_INLINE const char* unpack_rest(RecordKind kind, std::uint64_t index, std::uint64_t ticks, const unsigned char*& p,
                         const unsigned char* end, Words& out, bool format1_text) {
   if (kind == record_zone_end) {
     out.put(end_slot(ticks));
@@ -132,8 +133,11 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
   }
   out = put_varint(out, packed_header(kind, index));
   if (kind_has_time(kind)) delta(field_at(record, offsetof(TimedRecord, ticks)));
-  // A value's slot (an integer's, a double's, a region id, a drop count): after the time.
-  const std::size_t value = kind_has_time(kind) ? offsetof(TimedValueRecord, value) : offsetof(ArgRecord, value);
+  // The slot after the header and the time: a value (an integer's or a double's bits, a
+  // region id, a drop count) or a text's size, the text after it.
+  const std::size_t slot = kind_has_time(kind) ? offsetof(TimedValueRecord, value) : offsetof(ArgRecord, value);
+  static_assert(offsetof(TimedValueRecord, value) == offsetof(TimedTextRecord, size) &&
+                offsetof(ArgRecord, value) == offsetof(TextRecord, size));
   switch (kind) {
     case record_zone_begin:
     case record_instant:
@@ -141,18 +145,18 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
       return out;
     case record_timed_double:
     case record_arg_double: {
-      const std::uint64_t bits = field_at(record, value);
+      const std::uint64_t bits = field_at(record, slot);
       return put_bytes(out, &bits, 8);
     }
     case record_arg_text:
     case record_message:
     case record_zone_begin_named: {
-      const std::uint64_t size = field_at(record, text_size_offset(kind));
+      const std::uint64_t size = field_at(record, slot);
       out = put_varint(out, size);
-      return put_bytes(out, record + fixed_record_bytes(kind), text_bytes(size));
+      return put_bytes(out, record + slot + 8, text_bytes(size));
     }
     default:  // integer values, region ids, drop counts
-      return put_varint(out, zigzag(static_cast<std::int64_t>(field_at(record, value))));
+      return put_varint(out, zigzag(static_cast<std::int64_t>(field_at(record, slot))));
   }
 }
 
