@@ -20,6 +20,7 @@
 // rule (merge.hpp); closing what is open at the end is close_zones() below.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -183,7 +184,7 @@ class RingDecoder {
           break;
         }
         last_ticks = ticks;
-        at += 8;
+        at += sizeof(EndRecord);
         if (depth == 0) {
           ++counts_.unbalanced_ends;
           continue;
@@ -198,9 +199,9 @@ class RingDecoder {
         ++recorded;
         continue;
       }
-      if ((header & kRecordKindMask) == (std::uint64_t{record_zone_begin} << kRecordKindShift) && end - at >= 16 &&
-          depth < slots) {
-        const std::uint64_t raw = word_at(at, 1);
+      if ((header & kRecordKindMask) == (std::uint64_t{record_zone_begin} << kRecordKindShift) &&
+          end - at >= static_cast<std::ptrdiff_t>(sizeof(TimedRecord)) && depth < slots) {
+        const std::uint64_t raw = field_at(at, offsetof(TimedRecord, ticks));
         const std::uint64_t ticks = raw < last_ticks + gap ? last_ticks + gap : raw;
         if (ticks > stop) {
           why = past(ticks);
@@ -218,7 +219,7 @@ class RingDecoder {
         }
         const SiteId last_site = cached_site[slot];
         last_ticks = ticks;
-        at += 16;
+        at += sizeof(TimedRecord);
         std::uint64_t ns = to_ns(ticks);
         ns = ns < last_ns ? last_ns : ns;
         last_ns = ns;
@@ -242,12 +243,11 @@ class RingDecoder {
       }
       const RecordKind kind = kind_of(header);
       const bool timed = kind_has_time(kind);
-      const bool boundary = kind == record_zone_begin || kind == record_region_begin ||
-                            kind == record_function_entry || kind == record_zone_begin_named;
+      const bool boundary = kind_begins_zone(kind);  // (an end is a boundary too: not here)
       std::uint64_t ticks = last_ticks;
       std::uint64_t ns = last_ns;
       if (timed) {
-        const std::uint64_t raw = word_at(at, 1);
+        const std::uint64_t raw = field_at(at, offsetof(TimedRecord, ticks));  // every timed record's ticks are there
         const std::uint64_t least = last_ticks + (boundary ? gap : 0);
         ticks = raw < least ? least : raw;
         if (ticks > stop) {
@@ -257,7 +257,7 @@ class RingDecoder {
         ns = to_ns(ticks);
         ns = ns < last_ns ? last_ns : ns;
       }
-      bool legacy_step = false;  // a marker of format 1: a zone of the thread (below)
+      bool format1_step = false;  // a step marker of format 1: a zone of this thread (the switch below)
       if (kind == record_region_begin) [[unlikely]] {
         // A step marker: the step zones' end and begin on the steps track (steps.hpp).
         const SiteId marker = sites_.site(header);
@@ -265,40 +265,17 @@ class RingDecoder {
           why = DecodeStop::no_site;
           break;
         }
-        const std::uint64_t v = word_at(at, 2);
+        const std::uint64_t v = field_at(at, offsetof(TimedValueRecord, value));
         const bool step_marker = is_step_marker(sites_.info(marker));
-        legacy_step = step_marker && (v & (kStepEnds | kStepBegins)) == 0;
-        if (step_marker && !legacy_step) {
+        format1_step = step_marker && is_format1_marker(v);
+        if (step_marker && !format1_step) {
           if (capacity - count < 2) {
             why = DecodeStop::room;
             break;
           }
-          const std::uint64_t number = v & kStepNumberMask;
-          const SiteId step_site = sites_.step_site();
-          const ThreadId track = sites_.steps_thread();
-          StepTrack& steps = counts_.steps;
-          const bool latest = !steps.seen || ns >= steps.last_ns;
-          if ((v & kStepEnds) != 0 && number != 0) {
-            Event& end_event = out[count++];
-            end_event = Event{ns, step_site, track, EventKind::zone_end, 0, 0, 0, {}};
-            end_event.value.u = number - 1;
-            ++recorded;
-            if (latest) steps.open = false;
-          }
-          if ((v & kStepBegins) != 0) {
-            Event& begin_event = out[count++];
-            begin_event = Event{ns, step_site, track, EventKind::zone_begin, 0, 0, 0, {}};
-            begin_event.value.u = number;
-            ++recorded;
-            if (latest) {
-              steps.open = true;
-              steps.number = number;
-            }
-          }
-          if (latest) {
-            steps.last_ns = ns;
-            steps.seen = true;
-          }
+          const std::size_t made = step_zones(v, ns, out + count);
+          count += made;
+          recorded += made;
           at += bytes;
           last_ticks = ticks;
           last_ns = ns;
@@ -326,7 +303,7 @@ class RingDecoder {
           break;
         case record_zone_begin_named: {
           // The name's bytes give the zone its site; a name cut at recording flags the begin.
-          const std::uint64_t size = word_at(at, 2);
+          const std::uint64_t size = field_at(at, offsetof(TimedTextRecord, size));
           site = named_site(header, at, size);
           if (site == kInvalidSite) break;
           e.kind = EventKind::zone_begin;
@@ -339,10 +316,10 @@ class RingDecoder {
           site = sites_.site(header);
           if (site == kInvalidSite) break;
           e.kind = EventKind::zone_begin;
-          const std::uint64_t id = word_at(at, 2);
-          if (legacy_step) [[unlikely]] {
-            // Format 1's steps: step N's zone on the thread that recorded the marker, ended
-            // by that thread's next zone end (which the old step() wrote before it).
+          const std::uint64_t id = field_at(at, offsetof(TimedValueRecord, value));
+          if (format1_step) [[unlikely]] {
+            // Step N's zone on the thread that recorded the marker, ended by that thread's
+            // next zone end (which format 1's step() wrote before its next marker).
             e.site = sites_.step_site();
             e.value.u = id;
             open[depth++] = OpenRecordZone::make(e.site, 0, id);
@@ -367,33 +344,34 @@ class RingDecoder {
           e.site = site;
           e.kind = value_event_kind(sites_.info(site).kind);
           if (kind == record_timed_double || kind == record_arg_double) e.flags = EventFlags::value_double;
-          e.value.u = word_at(at, timed ? 2 : 1);
+          e.value.u = field_at(at, timed ? offsetof(TimedValueRecord, value) : offsetof(ArgRecord, value));
           break;
         case record_arg_text:
         case record_message: {
           site = sites_.site(header);
           if (site == kInvalidSite) break;
-          const std::size_t fixed = kind == record_arg_text ? 2 : 3;
-          const std::uint64_t size = word_at(at, fixed - 1);
+          // A TextRecord or a TimedTextRecord: the size slot last, then the text.
+          const std::uint64_t size_at = text_size_offset(kind);
+          const std::uint64_t size = field_at(at, size_at);
           const std::uint64_t text = text_bytes(size);
           e.site = site;
           e.kind = kind == record_arg_text ? EventKind::arg : EventKind::message;
           e.flags = EventFlags::text | ((size & kTextTruncated) != 0 ? EventFlags::truncated : 0);
           e.text_size = static_cast<std::uint16_t>(text);
-          e.value.u = texts_.store(reinterpret_cast<const char*>(at + fixed * 8), static_cast<std::size_t>(text));
+          e.value.u = texts_.store(reinterpret_cast<const char*>(at + size_at + 8), static_cast<std::size_t>(text));
           break;
         }
         case record_dropped:
           site = sites_.dropped();
           e.site = site;
           e.kind = EventKind::dropped;
-          e.value.u = word_at(at, 2);
+          e.value.u = field_at(at, offsetof(TimedValueRecord, value));
           s.reported_drops += e.value.u;
           --recorded;  // a marker is not a recorded event
           break;
         default:  // record_extended: padding, or a subtype of a later version (skipped, counted)
           site = 0;
-          if (((header >> 8) & 0xFF) != extended_padding) ++counts_.skipped_extended;
+          if (extended_subtype(header) != extended_padding) ++counts_.skipped_extended;
           emitted = false;
           break;
       }
@@ -427,8 +405,40 @@ class RingDecoder {
  private:
   // Out of line: the interning of a run-time name stays out of decode()'s loop.
   __attribute__((noinline)) SiteId named_site(std::uint64_t header, const std::uint8_t* at, std::uint64_t size) {
-    return sites_.named(header, std::string_view(reinterpret_cast<const char*>(at + 24),
+    return sites_.named(header, std::string_view(reinterpret_cast<const char*>(at + sizeof(TimedTextRecord)),
                                                  static_cast<std::size_t>(text_bytes(size))));
+  }
+
+  // A step marker's zones (steps.hpp) on the steps track, at `ns`, into out[0, 2): the end
+  // of step N - 1 and the begin of step N, as its value `v` says. Returns how many. Keeps
+  // the track's open step as of the latest marker by time.
+  __attribute__((noinline)) std::size_t step_zones(std::uint64_t v, std::uint64_t ns, Event* out) {
+    const std::uint64_t number = v & kStepNumberMask;
+    const SiteId step_site = sites_.step_site();
+    const ThreadId track = sites_.steps_thread();
+    StepTrack& steps = counts_.steps;
+    const bool latest = !steps.seen || ns >= steps.last_ns;
+    std::size_t made = 0;
+    if ((v & kStepEnds) != 0 && number != 0) {
+      Event& end_event = out[made++];
+      end_event = Event{ns, step_site, track, EventKind::zone_end, 0, 0, 0, {}};
+      end_event.value.u = number - 1;
+      if (latest) steps.open = false;
+    }
+    if ((v & kStepBegins) != 0) {
+      Event& begin_event = out[made++];
+      begin_event = Event{ns, step_site, track, EventKind::zone_begin, 0, 0, 0, {}};
+      begin_event.value.u = number;
+      if (latest) {
+        steps.open = true;
+        steps.number = number;
+      }
+    }
+    if (latest) {
+      steps.last_ns = ns;
+      steps.seen = true;
+    }
+    return made;
   }
 
   Sites& sites_;

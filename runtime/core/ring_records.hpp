@@ -68,42 +68,16 @@ inline constexpr RecordKind kind_of(std::uint64_t header) noexcept {
                                         : static_cast<RecordKind>((header & kRecordKindMask) >> kRecordKindShift);
 }
 
-// Bytes of the record at `at` whose header is `header` (not 0), or 0 if it cannot be read:
-// a kind this version does not know (its size is unknown), or a size past `limit` bytes.
-inline std::uint64_t ring_record_bytes(std::uint64_t header, const std::uint8_t* at, std::uint64_t limit) noexcept {
-  std::uint64_t bytes = 0;
-  if ((header & kRecordEndBit) != 0) return 8;
-  switch (kind_of(header)) {
-    case record_zone_begin:
-    case record_instant:
-    case record_arg_int:
-    case record_arg_double:
-    case record_function_entry:
-      bytes = 16;
-      break;
-    case record_timed_int:
-    case record_timed_double:
-    case record_region_begin:
-    case record_dropped:
-      bytes = 24;
-      break;
-    case record_arg_text:
-    case record_message:
-    case record_zone_begin_named: {
-      const std::uint64_t fixed = kind_of(header) == record_arg_text ? 2 : 3;  // header, [time], size
-      if (limit < fixed * 8) return 0;
-      const std::uint64_t text = text_bytes(word_at(at, fixed - 1));
-      if (text > limit) return 0;
-      bytes = text_record_slots(fixed, text) * 8;
-      break;
-    }
-    case record_extended:
-      bytes = (header >> 32) * 8;
-      break;
-    default:
-      return 0;
-  }
-  return bytes <= limit && bytes != 0 ? bytes : 0;
+// An extended record's subtype and slots (header included), from its header.
+inline constexpr std::uint64_t extended_subtype(std::uint64_t header) noexcept {
+  return (header >> kExtendedSubtypeShift) & 0xFF;
+}
+inline constexpr std::uint64_t extended_slots(std::uint64_t header) noexcept { return header >> kExtendedSlotsShift; }
+
+// Whether this version knows the kind's layout: every kind but 13 and 14, which are not
+// assigned yet (a reader stops at them).
+inline constexpr bool kind_assigned(RecordKind kind) noexcept {
+  return kind <= record_extended && kind != record_unassigned_13 && kind != record_unassigned_14;
 }
 
 // Whether a record of this kind has a time of its own (values, texts and flows attached
@@ -112,10 +86,85 @@ inline constexpr bool kind_has_time(RecordKind kind) noexcept {
   return kind != record_arg_int && kind != record_arg_double && kind != record_arg_text && kind != record_extended;
 }
 
+// Whether a record of this kind begins a zone, or is a zone's boundary (a begin or an
+// end): a boundary's time is a gap after the thread's previous record's at least
+// (docs/file-format.md, "Ticks to nanoseconds").
+inline constexpr bool kind_begins_zone(RecordKind kind) noexcept {
+  return kind == record_zone_begin || kind == record_region_begin || kind == record_function_entry ||
+         kind == record_zone_begin_named;
+}
+inline constexpr bool kind_is_boundary(RecordKind kind) noexcept {
+  return kind == record_zone_end || kind_begins_zone(kind);
+}
+
+// Whether a text (a size slot, then the bytes in whole slots) follows the fixed slots.
+inline constexpr bool kind_has_text(RecordKind kind) noexcept {
+  return kind == record_arg_text || kind == record_message || kind == record_zone_begin_named;
+}
+
+// Bytes of a record of `kind` before its text, if it has one: the layouts of record.hpp.
+// record_extended's header alone (its size is in it); 0 for a kind not assigned.
+inline constexpr std::uint64_t fixed_record_bytes(RecordKind kind) noexcept {
+  switch (kind) {
+    case record_zone_end:
+      return sizeof(EndRecord);
+    case record_zone_begin:
+    case record_instant:
+    case record_function_entry:
+      return sizeof(TimedRecord);
+    case record_timed_int:
+    case record_timed_double:
+    case record_region_begin:
+    case record_dropped:
+      return sizeof(TimedValueRecord);
+    case record_arg_int:
+    case record_arg_double:
+      return sizeof(ArgRecord);
+    case record_arg_text:
+      return sizeof(TextRecord);
+    case record_message:
+    case record_zone_begin_named:
+      return sizeof(TimedTextRecord);
+    case record_extended:
+      return sizeof(ExtendedRecord);
+    default:
+      return 0;
+  }
+}
+
+// Where a text record's size slot is: its last fixed slot.
+inline constexpr std::uint64_t text_size_offset(RecordKind kind) noexcept {
+  return kind == record_arg_text ? offsetof(TextRecord, size) : offsetof(TimedTextRecord, size);
+}
+static_assert(text_size_offset(record_arg_text) + 8 == sizeof(TextRecord) &&
+              text_size_offset(record_message) + 8 == sizeof(TimedTextRecord));
+
+// The slot at byte `offset` of the record at `at` (offsetof(SomeRecord, field)).
+inline std::uint64_t field_at(const std::uint8_t* at, std::size_t offset) noexcept { return word_at(at, offset / 8); }
+
+// Bytes of the record at `at` whose header is `header` (not 0), or 0 if it cannot be read:
+// a kind this version does not know (its size is unknown), or a size past `limit` bytes.
+inline std::uint64_t ring_record_bytes(std::uint64_t header, const std::uint8_t* at, std::uint64_t limit) noexcept {
+  if ((header & kRecordEndBit) != 0) return sizeof(EndRecord);
+  const RecordKind kind = kind_of(header);
+  if (kind == record_zone_end) return 0;  // kind 0 without the end bit: no record
+  std::uint64_t bytes = fixed_record_bytes(kind);
+  if (kind_has_text(kind)) {
+    const std::uint64_t size_at = text_size_offset(kind);
+    if (limit < size_at + 8) return 0;
+    const std::uint64_t text = text_bytes(field_at(at, size_at));
+    if (text > limit) return 0;
+    bytes = text_record_slots(bytes / 8, text) * 8;
+  } else if (kind == record_extended) {
+    bytes = extended_slots(header) * 8;
+  }
+  return bytes <= limit && bytes != 0 ? bytes : 0;
+}
+
 // The ticks of the record at `at` (header `header`), or `none` if its kind has no time.
 inline std::uint64_t record_ticks(std::uint64_t header, const std::uint8_t* at, std::uint64_t none) noexcept {
   if ((header & kRecordEndBit) != 0) return header >> 1;
-  return kind_has_time(kind_of(header)) ? word_at(at, 1) : none;
+  return kind_has_time(kind_of(header)) ? field_at(at, offsetof(TimedRecord, ticks)) : none;
 }
 
 }  // namespace ringtrace::detail

@@ -28,6 +28,12 @@ inline constexpr std::uint64_t kStepEnds = std::uint64_t{1} << 62;
 inline constexpr std::uint64_t kStepBegins = std::uint64_t{1} << 63;
 inline constexpr std::uint64_t kStepNumberMask = kStepEnds - 1;
 
+// Whether a marker's value is format 1's: the step number alone, neither flag. Format 1's
+// step() wrote a zone end (of the step that ends) and then the marker, which begins step
+// N's zone on the thread that recorded it (a zone of that thread, which its next zone end
+// ends), not on the steps track.
+inline constexpr bool is_format1_marker(std::uint64_t value) { return (value & (kStepEnds | kStepBegins)) == 0; }
+
 // Whether `site` is the step marker (by its description: a file's reader has a copy).
 inline bool is_step_marker(const SiteInfo& site) {
   return site.kind == SiteKind::region && (site.options & SiteOptions::step) != 0;

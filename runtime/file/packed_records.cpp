@@ -9,6 +9,7 @@ namespace ringtrace::detail::trace_file {
 namespace {
 
 constexpr std::uint64_t kTextLimit = 0xFFFF;  // bytes of a text a reader takes (Event::text_size)
+constexpr unsigned kVarintMore = 0x80;        // a varint's byte that more bytes follow
 
 char* put_bytes(char* p, const void* data, std::size_t n) {
   std::memcpy(p, data, n);
@@ -32,6 +33,87 @@ std::string at_byte(const char* what, std::size_t at) {
   return std::string(what) + " at byte " + std::to_string(at) + " of the chunk's records";
 }
 
+// What unpacking shares across the two formats. A record's reader (one per format) reads
+// one record at `p` (moving it on) into `out`, with `last` the ticks of the chunk's
+// previous timed record (0 at its start), and returns what is wrong with it, or nullptr.
+// A chunk unpacks whole or not at all: `ring` gets every record, or stays as it was.
+template <class ReadRecord>
+bool unpack(std::span<const unsigned char> packed, RingWords& ring, std::string& error, ReadRecord&& read_record) {
+  const unsigned char* p = packed.data();
+  const unsigned char* const end = p + packed.size();
+  const std::size_t was = ring.size();
+  // A record packs into two bytes at least and unpacks into three words at most (a text
+  // into two words and its bytes, which it packs too): two words per byte is room enough.
+  ring.resize(was + 2 * packed.size() + 4);
+  Words out{ring.data() + was};
+  std::uint64_t last = 0;
+  while (p < end) {
+    const unsigned char* const record = p;
+    if (const char* wrong = read_record(p, end, out, last)) {
+      error = at_byte(wrong, static_cast<std::size_t>(record - packed.data()));
+      ring.resize(was);
+      return false;
+    }
+  }
+  ring.resize(static_cast<std::size_t>(out.w - ring.data()));
+  return true;
+}
+
+// A timed record's ticks: the chunk's previous timed record's plus the zigzag delta at `p`
+// (`last` moves on). False if the delta is cut short. Inlined, as unpack_rest(): the
+// reading position and the output stay in registers.
+RINGTRACE_ALWAYS_INLINE bool get_ticks(const unsigned char*& p, const unsigned char* end, std::uint64_t& last, std::uint64_t& ticks) {
+  std::uint64_t delta = 0;
+  if (!get_varint(p, end, delta)) return false;
+  ticks = last + unzigzag(delta);
+  last = ticks;
+  return true;
+}
+
+// The rest of a record of ring kind `kind` (not record_extended) whose header, and time if
+// its kind has one (`ticks`), were read: its ring words, with its payload read at `p`.
+// `format1_text`: a text's size is followed by its size before truncation (not kept).
+RINGTRACE_ALWAYS_INLINE const char* unpack_rest(RecordKind kind, std::uint64_t index, std::uint64_t ticks, const unsigned char*& p,
+                        const unsigned char* end, Words& out, bool format1_text) {
+  if (kind == record_zone_end) {
+    out.put(end_slot(ticks));
+    return nullptr;
+  }
+  out.put(unpacked_header(kind, kind == record_dropped ? 0 : index));
+  if (kind_has_time(kind)) out.put(ticks);
+  std::uint64_t v = 0;
+  switch (kind) {
+    case record_zone_begin:
+    case record_instant:
+    case record_function_entry:
+      return nullptr;
+    case record_timed_double:
+    case record_arg_double:
+      if (end - p < 8) return "a double cut short";
+      std::memcpy(&v, p, 8);
+      p += 8;
+      out.put(v);
+      return nullptr;
+    case record_arg_text:
+    case record_message:
+    case record_zone_begin_named: {
+      std::uint64_t original = 0;
+      if (!get_varint(p, end, v) || (format1_text && !get_varint(p, end, original))) return "a text's size cut short";
+      const std::uint64_t n = text_bytes(v);
+      if (n > kTextLimit) return "a text longer than 65535 bytes";
+      if (n > static_cast<std::uint64_t>(end - p)) return "a text cut short";
+      out.put(v);
+      out.text(p, n);
+      p += n;
+      return nullptr;
+    }
+    default:  // integer values, region ids, drop counts
+      if (!get_varint(p, end, v)) return "a value cut short";
+      out.put(unzigzag(v));
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t& last, char* out) noexcept {
@@ -44,14 +126,18 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
     return out;
   }
   if (kind == record_extended) {  // its subtype, its bytes after the header, those bytes
-    const std::uint64_t bytes = ((header >> 32) - 1) * 8;
-    out = put_varint(out, record_extended | ((header >> 8) & 0xFF) << 4);
+    const std::uint64_t bytes = extended_slots(header) * 8 - sizeof(ExtendedRecord);
+    out = put_varint(out, packed_header(record_extended, extended_subtype(header)));
     out = put_varint(out, bytes);
-    return put_bytes(out, record + 8, bytes);
+    return put_bytes(out, record + sizeof(ExtendedRecord), bytes);
   }
-  out = put_varint(out, kind | (index << 4));
-  if (kind_has_time(kind)) delta(word_at(record, 1));
-  const std::size_t first = kind_has_time(kind) ? 2 : 1;  // the word after the header (and time)
+  out = put_varint(out, packed_header(kind, index));
+  if (kind_has_time(kind)) delta(field_at(record, offsetof(TimedRecord, ticks)));
+  // The slot after the header and the time: a value (an integer's or a double's bits, a
+  // region id, a drop count) or a text's size, the text after it.
+  const std::size_t slot = kind_has_time(kind) ? offsetof(TimedValueRecord, value) : offsetof(ArgRecord, value);
+  static_assert(offsetof(TimedValueRecord, value) == offsetof(TimedTextRecord, size) &&
+                offsetof(ArgRecord, value) == offsetof(TextRecord, size));
   switch (kind) {
     case record_zone_begin:
     case record_instant:
@@ -59,193 +145,97 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
       return out;
     case record_timed_double:
     case record_arg_double: {
-      const std::uint64_t bits = word_at(record, first);
+      const std::uint64_t bits = field_at(record, slot);
       return put_bytes(out, &bits, 8);
     }
     case record_arg_text:
     case record_message:
     case record_zone_begin_named: {
-      const std::uint64_t size = word_at(record, first);
+      const std::uint64_t size = field_at(record, slot);
       out = put_varint(out, size);
-      return put_bytes(out, record + (first + 1) * 8, text_bytes(size));
+      return put_bytes(out, record + slot + 8, text_bytes(size));
     }
     default:  // integer values, region ids, drop counts
-      return put_varint(out, zigzag(static_cast<std::int64_t>(word_at(record, first))));
+      return put_varint(out, zigzag(static_cast<std::int64_t>(field_at(record, slot))));
   }
 }
 
 bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {
-  const unsigned char* p = packed.data();
-  const unsigned char* const begin = p;
-  const unsigned char* const end = p + packed.size();
-  const std::size_t was = ring.size();
-  // A record packs into two bytes at least and unpacks into three words at most (a text
-  // into two words and its bytes, which it packs too): two words per byte is room enough.
-  ring.resize(was + 2 * packed.size() + 4);
-  Words out{ring.data() + was};
-  std::uint64_t last = 0;
-  const auto fail = [&](const char* what, const unsigned char* at) {
-    error = at_byte(what, static_cast<std::size_t>(at - begin));
-    ring.resize(was);
-    return false;
-  };
-  while (p < end) {
+  return unpack(packed, ring, error,
+                [](const unsigned char*& p, const unsigned char* end, Words& out, std::uint64_t& last) -> const char* {
     // The bulk of a trace first: a zone end, or a begin of one of the first seven call
     // sites, whose header is one byte, its time delta one or two.
-    if (end - p >= 3 && ((p[1] & 0x80) == 0 || (p[2] & 0x80) == 0)) [[likely]] {
+    if (end - p >= 3 && ((p[1] & kVarintMore) == 0 || (p[2] & kVarintMore) == 0)) [[likely]] {
       const unsigned h0 = p[0];
-      if (h0 == record_zone_end || ((h0 & 0x8F) == record_zone_begin && h0 > 0x0F)) {
+      if (h0 == record_zone_end || ((h0 & (kVarintMore | kPackedKindMask)) == record_zone_begin && h0 > kPackedKindMask)) {
         std::uint64_t d = p[1];
         const unsigned char* q = p + 2;
-        if (d >= 0x80) d = (d & 0x7F) | (std::uint64_t{*q++} << 7);
+        if (d >= kVarintMore) d = (d & (kVarintMore - 1)) | (std::uint64_t{*q++} << 7);
         const std::uint64_t ticks = last + unzigzag(d);
         last = ticks;
         p = q;
         if (h0 == record_zone_end) {
-          out.put((ticks << 1) | kRecordEndBit);
+          out.put(end_slot(ticks));
         } else {
-          out.put((std::uint64_t{h0 >> 4} << kIndexShift) | (std::uint64_t{record_zone_begin} << kRecordKindShift));
+          out.put(unpacked_header(record_zone_begin, h0 >> kPackedIndexShift));
           out.put(ticks);
         }
-        continue;
+        return nullptr;
       }
     }
-    const unsigned char* const record = p;
-    std::uint64_t h = 0, v = 0;
-    if (!get_varint(p, end, h)) return fail("a header cut short", record);
-    const auto kind = static_cast<RecordKind>(h & 15);
-    const std::uint64_t index = h >> 4;
-    if (kind == 13 || kind == 14) return fail("a record kind this reader does not know (a newer format?)", record);
+    std::uint64_t h = 0;
+    if (!get_varint(p, end, h)) return "a header cut short";
+    const auto kind = static_cast<RecordKind>(h & kPackedKindMask);
+    const std::uint64_t index = h >> kPackedIndexShift;
+    if (!kind_assigned(kind)) return "a record kind this reader does not know (a newer format?)";
     const bool has_site = kind != record_zone_end && kind != record_dropped && kind != record_extended;
-    if (has_site && (index == 0 || index > 0xFFFFFFFFu)) return fail("a call site index out of range", record);
+    if (has_site && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
     if (kind == record_extended) {  // skippable: its length says how far
-      if (!get_varint(p, end, v) || v > static_cast<std::uint64_t>(end - p)) return fail("an extended record cut short", record);
-      out.put((((v + 7) / 8 + 1) << 32) | ((index & 0xFF) << 8) | (std::uint64_t{record_extended} << kRecordKindShift));
-      out.text(p, v);
-      p += v;
-      continue;
+      std::uint64_t bytes = 0;
+      if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p)) return "an extended record cut short";
+      out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1));
+      out.text(p, bytes);
+      p += bytes;
+      return nullptr;
     }
     std::uint64_t ticks = 0;
-    if (kind_has_time(kind)) {
-      if (!get_varint(p, end, v)) return fail("a time cut short", record);
-      ticks = last + unzigzag(v);
-      last = ticks;
-    }
-    if (kind == record_zone_end) {
-      out.put((ticks << 1) | kRecordEndBit);
-      continue;
-    }
-    out.put(kind == record_dropped ? std::uint64_t{record_dropped} << kRecordKindShift
-                                   : (index << kIndexShift) | (std::uint64_t{kind} << kRecordKindShift));
-    if (kind_has_time(kind)) out.put(ticks);
-    switch (kind) {
-      case record_zone_begin:
-      case record_instant:
-      case record_function_entry:
-        break;
-      case record_timed_double:
-      case record_arg_double:
-        if (end - p < 8) return fail("a double cut short", record);
-        std::memcpy(&v, p, 8);
-        p += 8;
-        out.put(v);
-        break;
-      case record_arg_text:
-      case record_message:
-      case record_zone_begin_named: {
-        if (!get_varint(p, end, v)) return fail("a text's size cut short", record);
-        const std::uint64_t n = text_bytes(v);
-        if (n > kTextLimit) return fail("a text longer than 65535 bytes", record);
-        if (n > static_cast<std::uint64_t>(end - p)) return fail("a text cut short", record);
-        out.put(v);
-        out.text(p, n);
-        p += n;
-        break;
-      }
-      default:  // integer values, region ids, drop counts
-        if (!get_varint(p, end, v)) return fail("a value cut short", record);
-        out.put(unzigzag(v));
-        break;
-    }
-  }
-  ring.resize(static_cast<std::size_t>(out.w - ring.data()));
-  return true;
+    if (kind_has_time(kind) && !get_ticks(p, end, last, ticks)) return "a time cut short";
+    return unpack_rest(kind, index, ticks, p, end, out, false);
+  });
 }
 
 bool unpack_chunk_v1(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {
   // Format 1's kinds (its header's low three bits), bit 3 "no time", the index above.
   enum : std::uint64_t { zone_begin = 0, zone_end = 1, instant = 2, value_int = 3, value_double = 4, region = 5,
                          dropped = 6, text = 7 };
-  const unsigned char* p = packed.data();
-  const unsigned char* const begin = p;
-  const unsigned char* const end = p + packed.size();
-  const std::size_t was = ring.size();
-  ring.resize(was + 2 * packed.size() + 4);
-  Words out{ring.data() + was};
-  std::uint64_t last = 0;
-  const auto fail = [&](const char* what, const unsigned char* at) {
-    error = at_byte(what, static_cast<std::size_t>(at - begin));
-    ring.resize(was);
-    return false;
-  };
-  while (p < end) {
-    const unsigned char* const record = p;
-    std::uint64_t h = 0, v = 0;
-    if (!get_varint(p, end, h)) return fail("a header cut short", record);
-    const std::uint64_t kind = h & 7, index = h >> 4;
-    const bool timed = (h & 8) == 0;
-    if (kind != dropped && (index == 0 || index > 0xFFFFFFFFu)) return fail("a call site index out of range", record);
-    std::uint64_t ticks = 0;
-    if (timed) {
-      if (!get_varint(p, end, v)) return fail("a time cut short", record);
-      ticks = last + unzigzag(v);
-      last = ticks;
-    }
-    const auto header = [&](RecordKind k) { return (index << kIndexShift) | (std::uint64_t{k} << kRecordKindShift); };
+  constexpr std::uint64_t kKindMask = 7, kNoTime = 8;
+  // Its kinds as ring kinds: a value is timed or an argument by whether it has a time.
+  const auto ring_kind = [](std::uint64_t kind, bool timed) {
     switch (kind) {
-      case zone_end:
-        out.put((ticks << 1) | kRecordEndBit);
-        break;
-      case zone_begin:
-      case instant:
-        out.put(header(kind == zone_begin ? record_zone_begin : record_instant));
-        out.put(ticks);
-        break;
-      case value_double:
-        if (end - p < 8) return fail("a double cut short", record);
-        out.put(header(timed ? record_timed_double : record_arg_double));
-        if (timed) out.put(ticks);
-        std::memcpy(&v, p, 8);
-        p += 8;
-        out.put(v);
-        break;
-      case text: {
-        std::uint64_t original = 0;  // the size before truncation: not kept
-        if (!get_varint(p, end, v) || !get_varint(p, end, original)) return fail("a text's size cut short", record);
-        const std::uint64_t n = text_bytes(v);
-        if (n > kTextLimit) return fail("a text longer than 65535 bytes", record);
-        if (n > static_cast<std::uint64_t>(end - p)) return fail("a text cut short", record);
-        out.put(header(record_arg_text));
-        out.put(v);
-        out.text(p, n);
-        p += n;
-        break;
-      }
-      default: {  // integer values, region ids, drop counts
-        if (!get_varint(p, end, v)) return fail("a value cut short", record);
-        const RecordKind k = kind == region ? record_region_begin
-                             : kind == dropped ? record_dropped
-                             : timed ? record_timed_int
-                                     : record_arg_int;
-        out.put(k == record_dropped ? std::uint64_t{record_dropped} << kRecordKindShift : header(k));
-        if (timed || k == record_region_begin || k == record_dropped) out.put(ticks);
-        out.put(unzigzag(v));
-        break;
-      }
+      case zone_begin: return record_zone_begin;
+      case zone_end: return record_zone_end;
+      case instant: return record_instant;
+      case value_int: return timed ? record_timed_int : record_arg_int;
+      case value_double: return timed ? record_timed_double : record_arg_double;
+      case region: return record_region_begin;
+      case dropped: return record_dropped;
+      default: return record_arg_text;
     }
-  }
-  ring.resize(static_cast<std::size_t>(out.w - ring.data()));
-  return true;
+  };
+  return unpack(packed, ring, error,
+                [&](const unsigned char*& p, const unsigned char* end, Words& out, std::uint64_t& last) -> const char* {
+    std::uint64_t h = 0;
+    if (!get_varint(p, end, h)) return "a header cut short";
+    const std::uint64_t kind = h & kKindMask, index = h >> kPackedIndexShift;
+    const bool timed = (h & kNoTime) == 0;
+    // Every record but a drop marker has a call site, zone ends too.
+    if (kind != dropped && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
+    // A record marked "no time" has ticks 0 (a text, which has no time of its own, reads
+    // its delta all the same: it moves the chunk's previous ticks).
+    std::uint64_t ticks = 0;
+    if (timed && !get_ticks(p, end, last, ticks)) return "a time cut short";
+    return unpack_rest(ring_kind(kind, timed), index, ticks, p, end, out, true);
+  });
 }
 
 }  // namespace ringtrace::detail::trace_file

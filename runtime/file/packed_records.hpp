@@ -18,11 +18,26 @@
 #include <utility>
 #include <vector>
 
+#include "ringtrace/detail/record.hpp"  // RecordKind, the header's bits
+
 namespace ringtrace::detail::trace_file {
 
 // Where an unpacked record's call site (or function) index is: in a header word's bits
-// 5 and up, where a ring record has an address. An index is 1 or more.
+// 5 and up, where a ring record has an address. An index is 1 or more, at most kMaxIndex.
 inline constexpr unsigned kIndexShift = 5;
+inline constexpr std::uint64_t kMaxIndex = 0xFFFFFFFFu;
+// The header word of an unpacked record of `kind` with `index`.
+inline constexpr std::uint64_t unpacked_header(RecordKind kind, std::uint64_t index) noexcept {
+  return (index << kIndexShift) | (std::uint64_t{kind} << kRecordKindShift);
+}
+
+// A packed record's first varint: `kind | index << 4` (for record_extended, its subtype
+// where the index is).
+inline constexpr unsigned kPackedIndexShift = 4;
+inline constexpr std::uint64_t kPackedKindMask = 15;
+inline constexpr std::uint64_t packed_header(RecordKind kind, std::uint64_t index) noexcept {
+  return std::uint64_t{kind} | (index << kPackedIndexShift);
+}
 
 // Words that a resize leaves as they were (no zeroing): a chunk is unpacked into room
 // sized for its worst case and cut back to what it used.
@@ -54,7 +69,8 @@ inline constexpr std::size_t kMaxPackedBytes = 40;  // four varints of ten bytes
 // (8-byte words). False, with `error` saying what and at which byte of the chunk, if the
 // chunk does not unpack whole (then `ring` is as it was): a chunk is all or nothing.
 bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::string& error);
-// The same for format 1's packing (its own kinds, 16-byte slots, "no time" bit).
+// The same for format 1's packing: its own kinds, 16-byte slots, a "no time" bit
+// (docs/file-format.md, "Format 1"); the rest of a record as format 2's.
 bool unpack_chunk_v1(std::span<const unsigned char> packed, RingWords& ring, std::string& error);
 
 }  // namespace ringtrace::detail::trace_file

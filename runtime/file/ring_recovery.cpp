@@ -179,7 +179,7 @@ void Section::recover() {
           }
           function_by_index_.push_back(function_site(function, module, {}, {}, 0, false, false));
         }
-        ring_[first] = (it->second << trace_file::kIndexShift) | (word & kRecordKindMask);
+        ring_[first] = trace_file::unpacked_header(kind, it->second);
         continue;
       }
       const std::uint64_t address = word & kRecordSiteMask;
@@ -202,7 +202,7 @@ void Section::recover() {
         ring_.resize(first);
         continue;
       }
-      ring_[first] = (index << trace_file::kIndexShift) | (word & kRecordKindMask);
+      ring_[first] = trace_file::unpacked_header(kind, index);
     }
     const std::uint64_t before = t.state.recorded;
     const std::string problem = meta_.problem;

@@ -89,14 +89,14 @@ class Section {
   struct Sites {
     Section& s;
     SiteId site(std::uint64_t header) const {
-      const std::uint64_t index = header >> 5;  // packed_records.hpp: kIndexShift
+      const std::uint64_t index = header >> trace_file::kIndexShift;
       return index == 0 || index > s.site_by_index_.size() ? kInvalidSite : s.site_by_index_[index - 1];
     }
     const SiteInfo& info(SiteId id) const { return s.tables_.sites[id].info; }
     SiteId step_site() { return s.step_site(); }
     ThreadId steps_thread() { return s.steps_thread(); }
     SiteId function(std::uint64_t header) const {
-      const std::uint64_t index = header >> 5;  // packed_records.hpp: kIndexShift
+      const std::uint64_t index = header >> trace_file::kIndexShift;
       return index == 0 || index > s.function_by_index_.size() ? kInvalidSite : s.function_by_index_[index - 1];
     }
     SiteId named(std::uint64_t header, std::string_view name) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "function_stack.hpp"
+#include "ring_records.hpp"  // the records' sizes
 #include "ringtrace/instrument.hpp"
 #include "slow_scope.hpp"
 
@@ -142,20 +143,10 @@ void note_drop(ThreadBuffer& b) noexcept {
   b.dropped.store(b.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-std::uint64_t record_bytes(RecordKind kind) noexcept {
-  switch (kind) {
-    case record_zone_begin:
-    case record_instant:
-    case record_arg_int:
-    case record_arg_double:
-    case record_function_entry:
-      return 16;
-    default:
-      return 24;  // timed values, region begins, drop markers
-  }
-}
-
-bool has_time(RecordKind kind) noexcept { return kind != record_arg_int && kind != record_arg_double; }
+// The slow path's records of a fixed size (no text): a TimedRecord, a TimedValueRecord or
+// an ArgRecord (record.hpp).
+std::uint64_t record_bytes(RecordKind kind) noexcept { return fixed_record_bytes(kind); }
+bool has_time(RecordKind kind) noexcept { return kind_has_time(kind); }
 
 // Writes a record of a fixed-size kind at the ring's next byte (the caller made room).
 void write_record(ThreadBuffer& b, std::uint64_t header, RecordKind kind, std::uint64_t ticks,
@@ -163,10 +154,10 @@ void write_record(ThreadBuffer& b, std::uint64_t header, RecordKind kind, std::u
   const std::uint64_t bytes = record_bytes(kind);
   const std::uintptr_t at = reserve(*b.writer, bytes);
   if (has_time(kind)) {
-    put(at + 8, ticks);
-    if (bytes == 24) put(at + 16, payload);
+    put(at + offsetof(TimedRecord, ticks), ticks);  // where a TimedValueRecord's are too
+    if (bytes == sizeof(TimedValueRecord)) put(at + offsetof(TimedValueRecord, value), payload);
   } else {
-    put(at + 8, payload);
+    put(at + offsetof(ArgRecord, value), payload);
   }
   publish(at, header);
 }
@@ -751,7 +742,7 @@ namespace {
 void write_with_text(ThreadWriter& t, std::uint32_t epoch, const SiteInfo* site, RecordKind kind, bool timed,
                      const char* text, std::size_t size) noexcept {
   if (text == nullptr) size = 0;
-  const std::uint64_t head = timed ? 24 : 16;
+  const std::uint64_t head = fixed_record_bytes(kind);  // a TextRecord or a TimedTextRecord
   SlowScope scope(t);
   if (make_room(t, epoch, head) == Room::ok) {
     ThreadBuffer& b = *buffer_of(t);
@@ -759,9 +750,9 @@ void write_with_text(ThreadWriter& t, std::uint32_t epoch, const SiteInfo* site,
     const std::uint64_t need = text_record_slots(head / 8, bytes) * 8;
     if (need == head || make_room(t, epoch, need) == Room::ok) {
       const std::uintptr_t at = reserve(*b.writer, need);
-      put(at + head - 8, bytes | (bytes < size ? kTextTruncated : 0));
+      put(at + text_size_offset(kind), bytes | (bytes < size ? kTextTruncated : 0));
       if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + head), text, bytes);
-      if (timed) put(at + 8, read_ticks(b.use_tsc));
+      if (timed) put(at + offsetof(TimedTextRecord, ticks), read_ticks(b.use_tsc));
       publish(at, record_header(site, kind));
     }
   }
@@ -806,7 +797,7 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
   }
   if (name == nullptr) size = 0;
   const std::size_t bytes = std::min(size, kMaxRuntimeName);
-  const std::uint64_t need = text_record_slots(3, bytes) * 8;
+  const std::uint64_t need = text_record_slots(sizeof(TimedTextRecord) / 8, bytes) * 8;
   std::uint32_t token = epoch;
   {
     SlowScope scope(t);
@@ -814,9 +805,9 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
       case Room::ok: {
         ThreadBuffer& b = *buffer_of(t);
         const std::uintptr_t at = reserve(*b.writer, need);
-        if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + 24), name, bytes);
-        put(at + 16, bytes | (bytes < size ? kTextTruncated : 0));
-        put(at + 8, read_ticks(b.use_tsc));
+        if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + sizeof(TimedTextRecord)), name, bytes);
+        put(at + offsetof(TimedTextRecord, size), bytes | (bytes < size ? kTextTruncated : 0));
+        put(at + offsetof(TimedTextRecord, ticks), read_ticks(b.use_tsc));
         publish(at, record_header(site, record_zone_begin_named));
         if (t.hidden != 0) recorded_zone_begin(t);
         break;

@@ -52,12 +52,16 @@ STEP_ENDS = 1 << 62
 STEP_BEGINS = 1 << 63
 STEP_NUMBER = STEP_ENDS - 1
 
-# Ring record kinds (0 stands for a zone end, whose slot has bit 0 set).
+# Ring record kinds (0 stands for a zone end, whose slot has bit 0 set): docs/file-format.md's
+# table, "Ring records". tests/python/check_record_table.py compares these tables with that
+# one and with the C++ reader's.
 R_END, R_BEGIN, R_INSTANT, R_INT, R_DOUBLE, R_ARG_INT, R_ARG_DOUBLE, R_REGION, R_TEXT = range(9)
 R_FUNCTION, R_DROPPED, R_MESSAGE, R_NAMED, R_EXTENDED = 9, 10, 11, 12, 15
+UNASSIGNED = frozenset((13, 14))  # a reader stops at them: their size is unknown
 UNTIMED = frozenset((R_ARG_INT, R_ARG_DOUBLE, R_TEXT, R_EXTENDED))
 BOUNDARY = frozenset((R_END, R_BEGIN, R_REGION, R_FUNCTION, R_NAMED))
-# Bytes of a ring record of each kind, a text's bytes aside.
+TEXT_KINDS = frozenset((R_TEXT, R_MESSAGE, R_NAMED))  # a size slot last, then the text's bytes
+# Bytes of a ring record of each kind with a header of a fixed size, a text's bytes aside.
 RING_BYTES = {R_BEGIN: 16, R_INSTANT: 16, R_ARG_INT: 16, R_ARG_DOUBLE: 16, R_FUNCTION: 16, R_INT: 24,
               R_DOUBLE: 24, R_REGION: 24, R_DROPPED: 24, R_TEXT: 16, R_MESSAGE: 24, R_NAMED: 24}
 
@@ -280,7 +284,7 @@ def unpack_chunk2(data, pos, end):
             h, pos = varint(data, pos, end, "a header cut short")
             kind = h & 15
             index = h >> 4
-            if kind in (13, 14):
+            if kind in UNASSIGNED:
                 raise Problem("a record kind this reader does not know (a newer format?)")
             if kind not in (R_END, R_DROPPED, R_EXTENDED) and (index == 0 or index > 0xFFFFFFFF):
                 raise Problem("a call site index out of range")
@@ -309,7 +313,7 @@ def unpack_chunk2(data, pos, end):
                     raise Problem("a double cut short")
                 value = struct.unpack_from("<Q", data, pos)[0]
                 pos += 8
-            elif kind in (R_TEXT, R_MESSAGE, R_NAMED):
+            elif kind in TEXT_KINDS:
                 size, pos = varint(data, pos, end, "a text's size cut short")
                 n = size & ~TRUNCATED_BIT
                 if n > MAX_TEXT:
@@ -1033,8 +1037,8 @@ class Section:
                 kind = (h >> 1) & 15
                 if kind == R_EXTENDED:
                     n = (h >> 32) * 8
-                elif kind in (R_TEXT, R_MESSAGE, R_NAMED):
-                    fixed = 2 if kind == R_TEXT else 3
+                elif kind in TEXT_KINDS:
+                    fixed = RING_BYTES[kind] // 8  # header, [time], size
                     if limit < fixed * 8:
                         break
                     size, = struct.unpack_from("<Q", ring, at + (fixed - 1) * 8)
@@ -1056,8 +1060,8 @@ class Section:
             ticks = None if kind in UNTIMED else words[0]
             value = 0
             text = None
-            if kind in (R_TEXT, R_MESSAGE, R_NAMED):
-                fixed = 2 if kind == R_TEXT else 3
+            if kind in TEXT_KINDS:
+                fixed = RING_BYTES[kind] // 8
                 size = words[fixed - 2]
                 text = (bytes(ring[at + fixed * 8:at + fixed * 8 + (size & ~TRUNCATED_BIT)]),
                         bool(size & TRUNCATED_BIT))

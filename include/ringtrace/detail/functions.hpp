@@ -42,7 +42,7 @@
 #pragma once
 
 #include <atomic>   // the per-function counts of inlined calls
-#include <cstddef>  // their table's size
+#include <cstddef>  // their table's size; offsetof: the records' layouts
 #include <cstdint>  // addresses
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API, RINGTRACE_ALWAYS_INLINE, TLS model
@@ -179,8 +179,8 @@ RINGTRACE_ALWAYS_INLINE void function_entry(std::uintptr_t fn, std::uintptr_t ca
   }
   WriterBlock* const b = writable(t_writer, epoch);
   if (b == nullptr) [[unlikely]] return function_entry_slow(key, sp, epoch);
-  const std::uintptr_t at = reserve(*b, 16);
-  put(at + 8, read_ticks_fast());
+  const std::uintptr_t at = reserve(*b, sizeof(TimedRecord));
+  put(at + offsetof(TimedRecord, ticks), read_ticks_fast());
   publish(at, function_header(fn));
   // The frame before the top moves: a signal handler that records in between pushes and
   // pops above the old top (docs/functions.md, "Signal handlers").
@@ -195,7 +195,7 @@ RINGTRACE_ALWAYS_INLINE void function_close_top(FunctionStack& s, FunctionFrame*
   s.top = top - 1;
   const std::uint64_t ticks = read_ticks_fast();
   WriterBlock& b = *t_writer.block;
-  const std::uintptr_t at = reserve(b, 8);
+  const std::uintptr_t at = reserve(b, sizeof(EndRecord));
   if (at >= b.end_limit) [[unlikely]] return zone_end_slow(at, ticks);
   publish(at, end_slot(ticks));
 }

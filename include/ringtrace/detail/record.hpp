@@ -19,6 +19,7 @@
 // version can add subtypes that an older reader skips (and counts).
 #pragma once
 
+#include <cstddef>  // offsetof
 #include <cstdint>  // slots
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
@@ -40,7 +41,9 @@ enum RecordKind : std::uint64_t {
   record_dropped = 10,       // header (nothing else), ticks of the first drop, u64 count
   record_message = 11,       // header (site), ticks, u64 bytes | truncated << 63, the bytes
   record_zone_begin_named = 12,  // header (site), ticks, u64 bytes | truncated << 63, the name's bytes
-  // 13 and 14: not assigned yet (a reader stops at them: it cannot know their size).
+  // Not assigned yet: a reader stops at them (it cannot know their size).
+  record_unassigned_13 = 13,
+  record_unassigned_14 = 14,
   record_extended = 15,      // header: subtype in bits 8-15, the record's slots (header included) in bits 32-63
 };
 
@@ -58,6 +61,57 @@ enum ExtendedKind : std::uint64_t {
 
 static_assert(alignof(SiteInfo) >= 32, "a header keeps the record kind in a site address's five low bits");
 
+// The records' layouts, slot by slot (docs/file-format.md, "Ring records"): a writer
+// reserves sizeof(Record) bytes (a text's bytes in whole slots more) and stores each field
+// at offsetof(Record, field), the header last; a reader reads them there. A chunk of the
+// trace file unpacks into the same records (with a site's index where its address was).
+// Layouts only: no code makes or copies one, so an instrumented program pays for nothing.
+struct EndRecord {  // record_zone_end
+  std::uint64_t slot;  // end_slot(ticks): ticks << 1 | 1
+};
+struct TimedRecord {  // record_zone_begin, record_instant, record_function_entry
+  std::uint64_t header;
+  std::uint64_t ticks;
+};
+struct TimedValueRecord {  // record_timed_int, record_timed_double, record_region_begin, record_dropped
+  std::uint64_t header;
+  std::uint64_t ticks;
+  std::uint64_t value;  // the integer's or double's bits, the region id (a step marker's value), the drop count
+};
+struct ArgRecord {  // record_arg_int, record_arg_double: no time (the zone's)
+  std::uint64_t header;
+  std::uint64_t value;
+};
+struct TextRecord {  // record_arg_text: no time; the text's bytes follow
+  std::uint64_t header;
+  std::uint64_t size;  // bytes | kTextTruncated
+};
+struct TimedTextRecord {  // record_message, record_zone_begin_named: the text's (the name's) bytes follow
+  std::uint64_t header;
+  std::uint64_t ticks;
+  std::uint64_t size;  // bytes | kTextTruncated
+};
+// record_extended: its header, then (header >> 32) - 1 slots that only its subtype's reader knows.
+struct ExtendedRecord {
+  std::uint64_t header;
+};
+// Session::step()'s end of a region zone and begin of the next in one reservation
+// (zone_switch()).
+struct SwitchRecords {
+  EndRecord end;
+  TimedValueRecord begin;
+};
+
+static_assert(sizeof(EndRecord) == 8 && sizeof(ExtendedRecord) == 8);
+static_assert(sizeof(TimedRecord) == 16 && offsetof(TimedRecord, ticks) == 8);
+static_assert(sizeof(TimedValueRecord) == 24 && offsetof(TimedValueRecord, ticks) == 8 &&
+              offsetof(TimedValueRecord, value) == 16);
+static_assert(sizeof(ArgRecord) == 16 && offsetof(ArgRecord, value) == 8);
+static_assert(sizeof(TextRecord) == 16 && offsetof(TextRecord, size) == 8);
+static_assert(sizeof(TimedTextRecord) == 24 && offsetof(TimedTextRecord, ticks) == 8 &&
+              offsetof(TimedTextRecord, size) == 16);
+static_assert(sizeof(SwitchRecords) == 32 && offsetof(SwitchRecords, begin) == 8);
+
 RINGTRACE_NO_INSTRUMENT inline std::uint64_t record_header(const SiteInfo* site, RecordKind kind) noexcept {
   // `+`, not `|`: the same (the address's low bits are 0), and a compiler folds a constant
   // site's address and the kind into one `lea`.
@@ -66,8 +120,12 @@ RINGTRACE_NO_INSTRUMENT inline std::uint64_t record_header(const SiteInfo* site,
 RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t function_header(std::uint64_t address) noexcept {
   return (address << kRecordAddressShift) | (std::uint64_t{record_function_entry} << kRecordKindShift);
 }
+inline constexpr unsigned kExtendedSubtypeShift = 8;  // record_extended: the subtype's byte
+inline constexpr unsigned kExtendedSlotsShift = 32;   // and its slots, the header included
+
 RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t extended_header(ExtendedKind subtype, std::uint64_t slots) noexcept {
-  return (slots << 32) | (std::uint64_t{subtype} << 8) | (std::uint64_t{record_extended} << kRecordKindShift);
+  return (slots << kExtendedSlotsShift) | (std::uint64_t{subtype} << kExtendedSubtypeShift) |
+         (std::uint64_t{record_extended} << kRecordKindShift);
 }
 RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t end_slot(std::uint64_t ticks) noexcept {
   return (ticks << 1) | kRecordEndBit;

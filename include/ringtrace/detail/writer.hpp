@@ -270,9 +270,9 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
   constexpr RecordKind kind = Region ? record_region_begin : record_zone_begin;
   WriterBlock* const b = writable(t_writer, epoch);
   if (b == nullptr) [[unlikely]] return zone_open_slow(site, kind, region_id, epoch);
-  const std::uintptr_t at = reserve(*b, Region ? 24 : 16);
-  put(at + 8, read_ticks_fast());  // last before the header, close to the zone's body
-  if constexpr (Region) put(at + 16, region_id);
+  const std::uintptr_t at = reserve(*b, Region ? sizeof(TimedValueRecord) : sizeof(TimedRecord));
+  put(at + offsetof(TimedRecord, ticks), read_ticks_fast());  // last before the header, close to the zone's body
+  if constexpr (Region) put(at + offsetof(TimedValueRecord, value), region_id);
   publish(at, record_header(site, kind));
   return epoch;
 }
@@ -288,7 +288,7 @@ RINGTRACE_ALWAYS_INLINE void zone_close(std::uint32_t token) noexcept {
   }
   const std::uint64_t ticks = read_ticks_fast();  // first, close to the body's end
   WriterBlock& b = *t.block;
-  const std::uintptr_t at = reserve(b, 8);
+  const std::uintptr_t at = reserve(b, sizeof(EndRecord));
   if (at >= b.end_limit) [[unlikely]] {
     zone_end_slow(at, ticks);
     return;
@@ -308,12 +308,12 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_switch(const SiteInfo* site, std::uin
   const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (token == epoch && epoch != 0) {
     if (WriterBlock* const b = writable(t, epoch)) [[likely]] {
-      const std::uintptr_t at = reserve(*b, 32);
+      const std::uintptr_t at = reserve(*b, sizeof(SwitchRecords));
       const std::uint64_t ticks = read_ticks_fast();
-      publish(at, end_slot(ticks));
-      put(at + 16, ticks);
-      put(at + 24, region_id);
-      publish(at + 8, record_header(site, record_region_begin));
+      publish(at + offsetof(SwitchRecords, end), end_slot(ticks));
+      put(at + offsetof(SwitchRecords, begin.ticks), ticks);
+      put(at + offsetof(SwitchRecords, begin.value), region_id);
+      publish(at + offsetof(SwitchRecords, begin), record_header(site, record_region_begin));
       return epoch;
     }
   }
@@ -362,8 +362,8 @@ RINGTRACE_ALWAYS_INLINE void attach(const SiteInfo* site, std::uint64_t payload)
     record_slow(site, Kind, payload, epoch);
     return;
   }
-  const std::uintptr_t at = reserve(*b, 16);
-  put(at + 8, payload);
+  const std::uintptr_t at = reserve(*b, sizeof(ArgRecord));
+  put(at + offsetof(ArgRecord, value), payload);
   publish(at, record_header(site, Kind));
 }
 
@@ -403,9 +403,9 @@ RINGTRACE_ALWAYS_INLINE void timed(const SiteInfo* site, std::uint64_t payload) 
     record_slow(site, Kind, payload, epoch);
     return;
   }
-  const std::uintptr_t at = reserve(*b, Kind == record_instant ? 16 : 24);
-  put(at + 8, read_ticks_fast());
-  if constexpr (Kind != record_instant) put(at + 16, payload);
+  const std::uintptr_t at = reserve(*b, Kind == record_instant ? sizeof(TimedRecord) : sizeof(TimedValueRecord));
+  put(at + offsetof(TimedRecord, ticks), read_ticks_fast());
+  if constexpr (Kind != record_instant) put(at + offsetof(TimedValueRecord, value), payload);
   publish(at, record_header(site, Kind));
 }
 
@@ -561,10 +561,12 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_args(std::uint32_t epoch, const 
   static_assert(sizeof...(Args) >= 1 && sizeof...(Args) <= 4, "RINGTRACE_ZONE takes up to four key/value pairs");
   WriterBlock* const b = writable(t_writer, epoch);
   if (b == nullptr) [[unlikely]] return zone_open_args_slow(site, epoch, args...);
-  const std::uintptr_t at = reserve(*b, 16 * (1 + sizeof...(Args)));
-  std::uintptr_t arg_at = at + 16;
-  ((put(arg_at + 8, args.payload), put(arg_at, record_header(args.key, args.kind)), arg_at += 16), ...);
-  put(at + 8, read_ticks_fast());  // last before the header, as a zone's
+  const std::uintptr_t at = reserve(*b, sizeof(TimedRecord) + sizeof(ArgRecord) * sizeof...(Args));
+  std::uintptr_t arg_at = at + sizeof(TimedRecord);
+  ((put(arg_at + offsetof(ArgRecord, value), args.payload), put(arg_at, record_header(args.key, args.kind)),
+    arg_at += sizeof(ArgRecord)),
+   ...);
+  put(at + offsetof(TimedRecord, ticks), read_ticks_fast());  // last before the header, as a zone's
   publish(at, record_header(site, record_zone_begin));
   return epoch;
 }
@@ -579,16 +581,16 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_named(const SiteInfo* site, std:
   if (epoch == 0) return kNoSession;
   ThreadWriter& t = t_writer;
   const std::size_t bytes = name.size() < kMaxRuntimeName ? name.size() : kMaxRuntimeName;
-  const std::uintptr_t need = 24 + ((bytes + 7) & ~std::uintptr_t{7});
+  const std::uintptr_t need = sizeof(TimedTextRecord) + ((bytes + 7) & ~std::uintptr_t{7});
   WriterBlock* const b = t.block;
   // The whole record below the limit (it can be longer than the slack past it).
   if (t.epoch != epoch || b->next.load(std::memory_order_relaxed) + need > b->limit) [[unlikely]] {
     return zone_open_named_slow(site, name.data(), name.size(), epoch);
   }
   const std::uintptr_t at = reserve(*b, need);
-  if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + 24), name.data(), bytes);
-  put(at + 16, bytes | (bytes < name.size() ? kTextTruncated : 0));
-  put(at + 8, read_ticks_fast());
+  if (bytes != 0) std::memcpy(reinterpret_cast<void*>(at + sizeof(TimedTextRecord)), name.data(), bytes);
+  put(at + offsetof(TimedTextRecord, size), bytes | (bytes < name.size() ? kTextTruncated : 0));
+  put(at + offsetof(TimedTextRecord, ticks), read_ticks_fast());
   publish(at, record_header(site, record_zone_begin_named));
   return epoch;
 }
