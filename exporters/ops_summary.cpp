@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "numbers_only.hpp"
 #include "output.hpp"
 #include "report_text.hpp"
 #include "thread_book.hpp"
@@ -513,12 +514,10 @@ void OpsSummaryExporter::on_finish(const TraceContext& context, const SessionSta
 
 const OpsSummary& OpsSummaryExporter::summary() const { return impl_->result; }
 
-OpsSummary ops_summary(const RecordedTrace& trace, const OpsSummaryOptions& options) {
+std::unique_ptr<OpsSummaryExporter> detail::ops_summary_numbers(const OpsSummaryOptions& options) {
   auto impl = std::make_unique<OpsSummaryExporter::Impl>();
   impl->options = options;
-  OpsSummaryExporter exporter(std::move(impl));
-  replay(trace, exporter);
-  return exporter.summary();
+  return std::make_unique<OpsSummaryExporter>(std::move(impl));
 }
 
 std::vector<std::filesystem::path> OpsSummaryExporter::output_paths() const {

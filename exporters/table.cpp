@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "latency_histogram.hpp"
+#include "numbers_only.hpp"
 #include "output.hpp"
 #include "report_text.hpp"
 #include "step_zones.hpp"
@@ -608,12 +609,10 @@ void TableExporter::on_finish(const TraceContext& context, const SessionStats& s
 
 const KeyAverages& TableExporter::table() const { return impl_->result; }
 
-KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options) {
+std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = options;
-  TableExporter exporter(std::move(impl));
-  replay(trace, exporter);
-  return exporter.table();
+  return std::make_unique<TableExporter>(std::move(impl));
 }
 
 std::vector<std::filesystem::path> TableExporter::output_paths() const {
