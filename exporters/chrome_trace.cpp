@@ -91,22 +91,10 @@ class ChromeTraceExporter final : public Exporter {
       sink_ = OutputSink::open_file(path_);
     }
     ++runs_;
-    tracker_ = detail::ZoneTracker{};
-    tracker_.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
-    site_names_.clear();
-    site_locations_.clear();
-    site_categories_.clear();
-    site_per_thread_.clear();
-    attached_.clear();
-    args_without_zone_ = 0;
-    args_over_limit_ = 0;
-    threads_.clear();
-    named_pids_.clear();
-    deferred_.clear();
-    counter_names_.clear();
-    skipped_counters_ = 0;
-    pid_ = options_.pid != 0 ? options_.pid : context.process_id();
-    if (pid_ == 0) pid_ = static_cast<std::uint32_t>(::getpid());
+    run_ = Run{};
+    run_.tracker.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
+    run_.pid = options_.pid != 0 ? options_.pid : context.process_id();
+    if (run_.pid == 0) run_.pid = static_cast<std::uint32_t>(::getpid());
     const std::size_t capacity = options_.buffer_bytes < 4096 ? 4096 : options_.buffer_bytes;
     if (capacity != capacity_) {
       out_ = std::make_unique<char[]>(capacity);
@@ -117,7 +105,7 @@ class ChromeTraceExporter final : public Exporter {
     std::string& text = scratch_;
     text.clear();
     text.append("[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-    append_uint(text, pid_);
+    append_uint(text, run_.pid);
     text.append(",\"tid\":0,\"args\":{\"name\":");
     append_json_string(text, context.process_name());
     text.append("}}");
@@ -133,11 +121,11 @@ class ChromeTraceExporter final : public Exporter {
           // order), even though their zones are written at their ends.
           see_thread(e.thread, context);
           // The tag: where this zone's args start in its thread's pending args.
-          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
-                        static_cast<std::uint32_t>(attached(e.thread).args.size()));
+          run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+                            static_cast<std::uint32_t>(attached(e.thread).args.size()));
           continue;  // written at its end
         case EventKind::zone_end:
-          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+          run_.tracker.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
             close_zone(zone, outer, context);
           });
           break;
@@ -168,7 +156,7 @@ class ChromeTraceExporter final : public Exporter {
         case EventKind::switch_in:
           // The thread's CPU state: its off-CPU intervals are written as they end
           // (write_off_cpu), its zones get their on-CPU time.
-          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
           break;
       }
     }
@@ -177,7 +165,7 @@ class ChromeTraceExporter final : public Exporter {
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
     context_ = &context;
     close_open_zones(context);
-    tracker_.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
+    run_.tracker.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
     // Every thread named (also one that delivered no event), each with its last name;
     // not a folded one that delivered none (Config::max_thread_rows): nothing to name.
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
@@ -192,7 +180,7 @@ class ChromeTraceExporter final : public Exporter {
     // states the process's name again: every reader takes its "name" (the same) and
     // ignores the other args. Last, so that a file cut before it is still a valid prefix.
     text.append(",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-    append_uint(text, pid_);
+    append_uint(text, run_.pid);
     text.append(",\"tid\":0,\"args\":{\"name\":");
     append_json_string(text, context.process_name());
     text.append(",\"ringtrace_session\":{\"producer\":\"ringtrace\",\"clock\":");
@@ -222,11 +210,11 @@ class ChromeTraceExporter final : public Exporter {
       }
     }
     text.append(",\"non_finite_counters_skipped\":");
-    append_uint(text, skipped_counters_);
+    append_uint(text, run_.skipped_counters);
     text.append(",\"args_without_zone\":");
-    append_uint(text, args_without_zone_);
+    append_uint(text, run_.args_without_zone);
     text.append(",\"args_over_limit\":");
-    append_uint(text, args_over_limit_);
+    append_uint(text, run_.args_over_limit);
     text.append(",\"threads\":[");
     bool first = true;
     for (const ThreadStats& t : stats.threads) {
@@ -332,32 +320,32 @@ class ChromeTraceExporter final : public Exporter {
 
   // `"name"` of a site, escaped once per site and run.
   std::string_view site_name(SiteId site, const TraceContext& context) {
-    if (site >= site_names_.size()) [[unlikely]] cache_sites(context);
-    return site_names_[site];
+    if (site >= run_.site_names.size()) [[unlikely]] cache_sites(context);
+    return run_.site_names[site];
   }
 
   // `"category"` of a zone in a category (RINGTRACE_ZONE_IN), escaped; "" for none.
-  std::string_view site_category(SiteId site) const { return site_categories_[site]; }
+  std::string_view site_category(SiteId site) const { return run_.site_categories[site]; }
 
   // `,"file":"...","line":N` or "" (no location, or not asked for).
-  std::string_view site_location(SiteId site) const { return site_locations_[site]; }
+  std::string_view site_location(SiteId site) const { return run_.site_locations[site]; }
 
   // `,"pid":P,"tid":T` of a thread; its metadata is written the first time.
   std::string_view thread_ids(ThreadId thread, const TraceContext& context) {
     see_thread(thread, context);
-    return threads_[thread].ids;
+    return run_.threads[thread].ids;
   }
   void see_thread(ThreadId thread, const TraceContext& context) {
-    if (thread >= threads_.size() || threads_[thread].ids.empty()) [[unlikely]] first_sight(thread, context);
+    if (thread >= run_.threads.size() || run_.threads[thread].ids.empty()) [[unlikely]] first_sight(thread, context);
   }
 
   RINGTRACE_NOINLINE void cache_sites(const TraceContext& context) {
     const std::uint32_t count = context.site_count();
-    for (SiteId id = static_cast<SiteId>(site_names_.size()); id < count; ++id) {
+    for (SiteId id = static_cast<SiteId>(run_.site_names.size()); id < count; ++id) {
       const SiteInfo& info = context.site(id);
       std::string name;
       append_json_string(name, info.name);
-      site_names_.push_back(std::move(name));
+      run_.site_names.push_back(std::move(name));
       std::string location;
       if (options_.source_locations && info.file[0] != '\0') {
         location.append(",\"file\":");
@@ -365,12 +353,11 @@ class ChromeTraceExporter final : public Exporter {
         location.append(",\"line\":");
         append_uint(location, info.line);
       }
-      site_locations_.push_back(std::move(location));
+      run_.site_locations.push_back(std::move(location));
       std::string category;
       if (info.category != nullptr && info.category[0] != '\0') append_json_string(category, info.category);
-      site_categories_.push_back(std::move(category));
-      site_per_thread_.push_back((info.options & SiteOptions::per_thread_track) != 0 ? 1 : 0);
-      site_step_.push_back(is_step_site(info) ? 1 : 0);
+      run_.site_categories.push_back(std::move(category));
+      run_.site_per_thread.push_back((info.options & SiteOptions::per_thread_track) != 0 ? 1 : 0);
     }
   }
 
@@ -378,9 +365,9 @@ class ChromeTraceExporter final : public Exporter {
   // later (a killed process) still names and orders it. The drainer has assigned the
   // sort index before delivering the thread's first event, and never changes it.
   RINGTRACE_NOINLINE void first_sight(ThreadId thread, const TraceContext& context) {
-    if (thread >= threads_.size()) threads_.resize(thread + 1);
+    if (thread >= run_.threads.size()) run_.threads.resize(thread + 1);
     const ThreadInfo& info = context.thread(thread);
-    ThreadOut& out = threads_[thread];
+    ThreadOut& out = run_.threads[thread];
     out.ids = ",\"pid\":";
     append_uint(out.ids, thread_pid(info, context));
     out.ids.append(",\"tid\":");
@@ -399,9 +386,9 @@ class ChromeTraceExporter final : public Exporter {
   // The pid a thread's events carry: the session's (or ChromeTraceOptions::pid), or in a
   // stream of several processes (a merged file) the thread's own, named the first time.
   std::uint32_t thread_pid(const ThreadInfo& info, const TraceContext& context) {
-    if (info.pid == 0 || info.pid == context.process_id()) return pid_;
-    if (std::find(named_pids_.begin(), named_pids_.end(), info.pid) == named_pids_.end()) {
-      named_pids_.push_back(info.pid);
+    if (info.pid == 0 || info.pid == context.process_id()) return run_.pid;
+    if (std::find(run_.named_pids.begin(), run_.named_pids.end(), info.pid) == run_.named_pids.end()) {
+      run_.named_pids.push_back(info.pid);
       std::string text = ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
       append_uint(text, info.pid);
       text.append(",\"tid\":0,\"args\":{\"name\":");
@@ -415,11 +402,11 @@ class ChromeTraceExporter final : public Exporter {
   // A thread_name event for every thread seen whose name changed since its last one
   // (readers keep the last): names set during the session reach a cut file too.
   void write_renamed_threads(const TraceContext& context) {
-    for (ThreadId t = 0; t < threads_.size(); ++t) {
-      if (threads_[t].ids.empty()) continue;
+    for (ThreadId t = 0; t < run_.threads.size(); ++t) {
+      if (run_.threads[t].ids.empty()) continue;
       const ThreadInfo& info = context.thread(t);
       if (info.id != t) continue;  // folded: its name was written at its first event
-      if (label(info) == threads_[t].written_name) continue;
+      if (label(info) == run_.threads[t].written_name) continue;
       std::string& text = scratch_;
       text.clear();
       append_thread_name(text, t, info);
@@ -432,7 +419,7 @@ class ChromeTraceExporter final : public Exporter {
   }
 
   void append_thread_name(std::string& text, ThreadId thread, const ThreadInfo& info) {
-    ThreadOut& out = threads_[thread];
+    ThreadOut& out = run_.threads[thread];
     out.written_name = label(info);
     text.append(",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
     text.append(out.ids);
@@ -448,19 +435,19 @@ class ChromeTraceExporter final : public Exporter {
   void close_zone(const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer,
                   const TraceContext& context) {
     const bool tie = !outer.empty() && outer.back().begin_ns == zone.begin_ns;
-    if (!tie && (zone.thread >= deferred_.size() || deferred_[zone.thread].empty())) [[likely]] {
+    if (!tie && (zone.thread >= run_.deferred.size() || run_.deferred[zone.thread].empty())) [[likely]] {
       write_zone(zone, context);
       return;
     }
     close_zone_slow(zone, tie, context);
   }
   RINGTRACE_NOINLINE void close_zone_slow(const detail::ClosedZone& zone, bool tie, const TraceContext& context) {
-    if (zone.thread >= deferred_.size()) deferred_.resize(zone.thread + 1);
+    if (zone.thread >= run_.deferred.size()) run_.deferred.resize(zone.thread + 1);
     // The zones inside this one that waited for it, in file order: whole groups moved,
     // never copied, so a chain of ties (zones nested deep, all begun in one nanosecond)
     // costs a constant per zone rather than a copy of everything inside each.
     std::list<std::string> inside;
-    std::vector<Deferred>& waiting = deferred_[zone.thread];
+    std::vector<Deferred>& waiting = run_.deferred[zone.thread];
     while (!waiting.empty() && waiting.back().depth > zone.depth) {
       inside.splice(inside.begin(), waiting.back().texts);
       waiting.pop_back();
@@ -477,7 +464,7 @@ class ChromeTraceExporter final : public Exporter {
     flush();
     sink_ = std::move(file);
     inside.push_front(std::move(bytes));
-    deferred_[zone.thread].push_back(Deferred{zone.depth, std::move(inside)});
+    run_.deferred[zone.thread].push_back(Deferred{zone.depth, std::move(inside)});
   }
   struct Deferred {
     std::uint32_t depth;
@@ -500,7 +487,7 @@ class ChromeTraceExporter final : public Exporter {
     const bool closed_at_window_end = (zone.flags & EventFlags::closed_at_window_end) != 0;
     std::string_view name = site_name(zone.site, context);
     std::string step;
-    if (site_step_[zone.site] != 0) [[unlikely]] {  // Session::step()'s: "step #N"
+    if (run_.steps.is_step(zone.site, context)) [[unlikely]] {  // Session::step()'s: "step #N"
       append_json_string(step, detail::step_zone_label(zone.value));
       name = step;
     }
@@ -509,7 +496,7 @@ class ChromeTraceExporter final : public Exporter {
     const std::string_view category = site_category(zone.site);
     // What attached to this zone: its args from the tag on, its flows on top of the
     // thread's flow stack (the innermost zone closes first, so both are stacks).
-    Attached* const attached = zone.thread < attached_.size() ? &attached_[zone.thread] : nullptr;
+    Attached* const attached = zone.thread < run_.attached.size() ? &run_.attached[zone.thread] : nullptr;
     std::string_view args;
     if (attached != nullptr && zone.tag < attached->args.size()) {
       args = std::string_view(attached->args).substr(zone.tag);
@@ -568,7 +555,7 @@ class ChromeTraceExporter final : public Exporter {
   // and the zone's slice comes later in the file).
   void write_off_cpu(const detail::OffCpuInterval& off, const TraceContext& context) {
     std::uint64_t begin = off.begin_ns;
-    const std::span<const detail::OpenZone> open = tracker_.open(off.thread);
+    const std::span<const detail::OpenZone> open = run_.tracker.open(off.thread);
     if (!open.empty() && open.back().begin_ns == begin) ++begin;
     if (off.end_ns <= begin) return;
     const std::string_view ids = thread_ids(off.thread, context);
@@ -597,20 +584,20 @@ class ChromeTraceExporter final : public Exporter {
   static constexpr std::size_t kMaxPendingArgs = std::size_t{1} << 20;  // bytes per thread
 
   Attached& attached(ThreadId thread) {
-    if (thread >= attached_.size()) [[unlikely]] attached_.resize(thread + 1);
-    return attached_[thread];
+    if (thread >= run_.attached.size()) [[unlikely]] run_.attached.resize(thread + 1);
+    return run_.attached[thread];
   }
 
   // A value or text on the innermost open zone of its thread: formatted now, written
   // with the zone. A key given twice appears twice (readers keep the last).
   void add_arg(const Event& e, const TraceContext& context) {
-    if (tracker_.open(e.thread).empty()) {
-      ++args_without_zone_;
+    if (run_.tracker.open(e.thread).empty()) {
+      ++run_.args_without_zone;
       return;
     }
     Attached& a = attached(e.thread);
     if (a.args.size() > kMaxPendingArgs) {
-      ++args_over_limit_;
+      ++run_.args_over_limit;
       return;
     }
     std::string& out = a.args;
@@ -634,8 +621,8 @@ class ChromeTraceExporter final : public Exporter {
   }
 
   void add_flow(const Event& e) {
-    if (tracker_.open(e.thread).empty()) {
-      ++args_without_zone_;
+    if (run_.tracker.open(e.thread).empty()) {
+      ++run_.args_without_zone;
       return;
     }
     attached(e.thread).flows.push_back(Flow{e.value.u, e.depth, e.kind == EventKind::flow_out});
@@ -735,12 +722,12 @@ class ChromeTraceExporter final : public Exporter {
   void write_counter(const Event& e, const TraceContext& context) {
     const bool is_double = (e.flags & EventFlags::counter_double) != 0;
     if (is_double && !std::isfinite(e.value.d)) [[unlikely]] {
-      ++skipped_counters_;  // JSON has no NaN or infinity; see docs/formats/chrome_trace.md
+      ++run_.skipped_counters;  // JSON has no NaN or infinity; see docs/formats/chrome_trace.md
       return;
     }
     const std::string_view ids = thread_ids(e.thread, context);
-    if (e.site >= site_names_.size()) [[unlikely]] cache_sites(context);
-    const std::string_view name = options_.per_thread_counters || site_per_thread_[e.site]
+    if (e.site >= run_.site_names.size()) [[unlikely]] cache_sites(context);
+    const std::string_view name = options_.per_thread_counters || run_.site_per_thread[e.site]
                                       ? counter_name(e.site, e.thread, context)
                                       : site_name(e.site, context);
     char* p = room(kEventBytes + name.size() + ids.size());
@@ -767,8 +754,8 @@ class ChromeTraceExporter final : public Exporter {
   // the thread's name: it stays the same when the thread is renamed (one track), and
   // two threads of one name keep two tracks; viewers show each thread's tid by its name.
   std::string_view counter_name(SiteId site, ThreadId thread, const TraceContext& context) {
-    if (thread >= counter_names_.size()) [[unlikely]] counter_names_.resize(thread + 1);
-    std::vector<std::string>& names = counter_names_[thread];
+    if (thread >= run_.counter_names.size()) [[unlikely]] run_.counter_names.resize(thread + 1);
+    std::vector<std::string>& names = run_.counter_names[thread];
     if (site >= names.size() || names[site].empty()) [[unlikely]] {
       if (site >= names.size()) names.resize(site + 1);
       std::string text = context.site(site).name;
@@ -796,10 +783,10 @@ class ChromeTraceExporter final : public Exporter {
   // A live session closes zones still open at stop() itself; a recorded stream that
   // ended without their ends gets them here, marked the same way, never dropped.
   void close_open_zones(const TraceContext& context) {
-    tracker_.close_open(context.clock().stop_ns,
-                        [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
-                          close_zone(zone, outer, context);
-                        });
+    run_.tracker.close_open(context.clock().stop_ns,
+                            [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+                              close_zone(zone, outer, context);
+                            });
   }
 
   std::string path_;
@@ -808,32 +795,37 @@ class ChromeTraceExporter final : public Exporter {
   std::unique_ptr<OutputSink> sink_;
   std::uint64_t runs_ = 0;
 
-  detail::ZoneTracker tracker_;
-  const TraceContext* context_ = nullptr;  // the context of the call being served
-  std::vector<std::string> site_names_;
-  std::vector<std::string> site_locations_;
-  std::vector<std::string> site_categories_;
-  std::vector<Attached> attached_;  // by thread
-  std::uint64_t args_without_zone_ = 0;  // args and flows with no zone open on their thread
-  std::uint64_t args_over_limit_ = 0;    // args beyond kMaxPendingArgs bytes on one thread
   struct ThreadOut {
     std::string ids;           // `,"pid":P,"tid":T`; empty until the thread's first event
     std::string written_name;  // the name in the thread's last thread_name event
   };
-  std::vector<ThreadOut> threads_;
-  std::vector<std::vector<std::string>> counter_names_;  // [thread][site], per_thread_counters
+  // Everything a run adds to, made afresh by one assignment at on_start: nothing of a run
+  // reaches the next (site and thread ids are a run's own).
+  struct Run {
+    detail::ZoneTracker tracker;
+    std::uint32_t pid = 0;
+    std::vector<std::string> site_names;
+    std::vector<std::string> site_locations;
+    std::vector<std::string> site_categories;
+    std::vector<char> site_per_thread;  // by site: SiteOptions::per_thread_track
+    detail::StepSites steps;            // Session::step()'s zones (named "step #N")
+    std::vector<Attached> attached;     // by thread
+    std::uint64_t args_without_zone = 0;  // args and flows with no zone open on their thread
+    std::uint64_t args_over_limit = 0;    // args beyond kMaxPendingArgs bytes on one thread
+    std::vector<ThreadOut> threads;
+    std::vector<std::vector<std::string>> counter_names;  // [thread][site], per_thread_counters
+    std::vector<std::uint32_t> named_pids;  // other processes named so far (merged files)
+    std::vector<std::vector<Deferred>> deferred;  // per thread: zones waiting for their outer one
+    std::uint64_t skipped_counters = 0;
+  };
+  Run run_;
+  const TraceContext* context_ = nullptr;  // the context of the call being served
   std::unique_ptr<char[]> out_;  // formatted text not yet given to the sink
   std::size_t used_ = 0;
   std::size_t capacity_ = 0;
   bool finished_ = false;
   std::string scratch_;           // cold paths: header, metadata, doubles
   std::string message_;           // a message's text, escaped
-  std::uint32_t pid_ = 0;
-  std::vector<char> site_per_thread_;  // by site: SiteOptions::per_thread_track
-  std::vector<char> site_step_;        // by site: Session::step()'s zones (named "step #N")
-  std::vector<std::uint32_t> named_pids_;  // other processes named so far (merged files)
-  std::vector<std::vector<Deferred>> deferred_;  // per thread: zones waiting for their outer one
-  std::uint64_t skipped_counters_ = 0;
 };
 
 }  // namespace

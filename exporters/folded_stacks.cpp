@@ -52,13 +52,6 @@ class ChildTable {
  public:
   ChildTable() { rehash(1024); }
 
-  void clear() {
-    keys_.clear();
-    values_.clear();
-    count_ = 0;
-    rehash(1024);
-  }
-
   // The child of `parent` for `frame`, or `fresh` after inserting it.
   std::uint32_t find_or_insert(std::uint32_t parent, std::uint32_t frame, std::uint32_t fresh, bool& inserted) {
     const std::uint64_t key = (static_cast<std::uint64_t>(parent) << 32) | frame;
@@ -110,14 +103,10 @@ class ChildTable {
 class FoldedStacksExporter final : public Exporter {
  public:
   FoldedStacksExporter(std::string path, FoldedStacksOptions options)
-      : path_(std::move(path)), options_(options), sink_(OutputSink::open_file(path_)) {
-    reset();
-  }
+      : path_(std::move(path)), options_(options), sink_(OutputSink::open_file(path_)) {}
 
   FoldedStacksExporter(std::ostream& stream, FoldedStacksOptions options)
-      : stream_(&stream), options_(options), sink_(OutputSink::to_stream(stream, "folded stacks stream")) {
-    reset();
-  }
+      : stream_(&stream), options_(options), sink_(OutputSink::to_stream(stream, "folded stacks stream")) {}
 
   // A run that never finished leaves the previous file in place (the sink keeps its
   // .partial); folded stacks are written whole at on_finish, so there is nothing to keep.
@@ -134,18 +123,18 @@ class FoldedStacksExporter final : public Exporter {
       sink_ = OutputSink::open_file(path_);
     }
     ++runs_;
-    reset();
+    run_ = Run{};
   }
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
     for (const Event& e : events) {
       if (e.kind == EventKind::zone_begin) {
-        if (options_.thread_root) book_.see(e.thread, context);  // named at on_finish
-        begin(e, options_.estimate_sampled ? rates_.of(e.site, context) : 1);
+        if (options_.thread_root) run_.book.see(e.thread, context);  // named at on_finish
+        begin(e, options_.estimate_sampled ? run_.rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         end(e);
       } else if (detail::is_switch(e.kind)) [[unlikely]] {
-        tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+        run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
       }
     }
   }
@@ -167,54 +156,43 @@ class FoldedStacksExporter final : public Exporter {
     std::uint64_t calls;
   };
 
-  void reset() {
-    tracker_ = detail::ZoneTracker{};
-    book_ = detail::ThreadBook{};
-    rates_ = detail::SampleRates{};
-    cursors_.clear();
-    thread_roots_.clear();
-    children_.clear();
-    nodes_.clear();
-    nodes_.push_back(Node{0, 0, 0, 0, 0});  // the root above every stack
-  }
-
   std::uint32_t child(std::uint32_t parent, std::uint32_t frame) {
     bool inserted = false;
-    const auto fresh = static_cast<std::uint32_t>(nodes_.size());
-    const std::uint32_t node = children_.find_or_insert(parent, frame, fresh, inserted);
-    if (inserted) nodes_.push_back(Node{parent, frame, 0, 0, 0});
+    const auto fresh = static_cast<std::uint32_t>(run_.nodes.size());
+    const std::uint32_t node = run_.children.find_or_insert(parent, frame, fresh, inserted);
+    if (inserted) run_.nodes.push_back(Node{parent, frame, 0, 0, 0});
     return node;
   }
 
   std::vector<std::uint32_t>& cursor(ThreadId thread) {
-    if (thread >= cursors_.size()) [[unlikely]] add_threads(thread);
-    return cursors_[thread];
+    if (thread >= run_.cursors.size()) [[unlikely]] add_threads(thread);
+    return run_.cursors[thread];
   }
 
   RINGTRACE_NOINLINE void add_threads(ThreadId thread) {
-    cursors_.resize(thread + 1);
-    thread_roots_.resize(thread + 1, 0);
+    run_.cursors.resize(thread + 1);
+    run_.thread_roots.resize(thread + 1, 0);
     if (options_.thread_root) {
       for (ThreadId t = 0; t <= thread; ++t) {
-        if (thread_roots_[t] == 0) thread_roots_[t] = child(0, kThreadFrame | t);
+        if (run_.thread_roots[t] == 0) run_.thread_roots[t] = child(0, kThreadFrame | t);
       }
     }
   }
 
   void begin(const Event& e, std::uint32_t factor) {
     std::vector<std::uint32_t>& stack = cursor(e.thread);
-    const std::uint32_t parent = stack.empty() ? thread_roots_[e.thread] : stack.back();
+    const std::uint32_t parent = stack.empty() ? run_.thread_roots[e.thread] : stack.back();
     stack.push_back(child(parent, e.site));
-    tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0, factor);
+    run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0, factor);
   }
 
   void end(const Event& e) {
-    tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) { closed(zone); });
+    run_.tracker.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) { closed(zone); });
   }
 
   void closed(const detail::ClosedZone& zone) {
     std::vector<std::uint32_t>& stack = cursor(zone.thread);
-    Node& node = nodes_[stack.back()];
+    Node& node = run_.nodes[stack.back()];
     stack.pop_back();
     node.self_ns += (options_.on_cpu ? zone.self_on_cpu_ns() : zone.self_ns) * zone.weight;
     node.total_ns += (options_.on_cpu ? zone.on_cpu_ns() : zone.total_ns) * zone.weight;
@@ -224,8 +202,8 @@ class FoldedStacksExporter final : public Exporter {
   // Zones a stream left open (a live session closes them itself at stop()) end at the
   // stop time, as in the other exporters.
   void close_open_zones(const TraceContext& context) {
-    tracker_.close_open(context.clock().stop_ns,
-                        [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) { closed(zone); });
+    run_.tracker.close_open(context.clock().stop_ns,
+                            [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone>) { closed(zone); });
   }
 
   std::uint64_t value_of(const Node& node) const {
@@ -242,7 +220,7 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<bool> site_done(context.site_count(), false);
     std::vector<std::string> thread_frames(context.thread_count());
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
-      const ThreadInfo& info = book_.info(t, context);
+      const ThreadInfo& info = run_.book.info(t, context);
       thread_frames[t] = sanitize_frame(info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name);
     }
     auto frame_name = [&](std::uint32_t frame) -> const std::string& {
@@ -260,18 +238,18 @@ class FoldedStacksExporter final : public Exporter {
     // call sites named alike) are one line: the walk visits them as one group and
     // merges their children. Below max_depth frames, a stack's deeper frames fold into
     // one frame whose value is the sum of everything under it.
-    const std::size_t n_nodes = nodes_.size();
+    const std::size_t n_nodes = run_.nodes.size();
     std::vector<std::uint32_t> first_child(n_nodes + 1, 0), children(n_nodes > 0 ? n_nodes - 1 : 0);
-    for (std::uint32_t n = 1; n < n_nodes; ++n) ++first_child[nodes_[n].parent + 1];
+    for (std::uint32_t n = 1; n < n_nodes; ++n) ++first_child[run_.nodes[n].parent + 1];
     for (std::size_t i = 1; i <= n_nodes; ++i) first_child[i] += first_child[i - 1];
     {
       std::vector<std::uint32_t> fill(first_child.begin(), first_child.end() - 1);
-      for (std::uint32_t n = 1; n < n_nodes; ++n) children[fill[nodes_[n].parent]++] = n;
+      for (std::uint32_t n = 1; n < n_nodes; ++n) children[fill[run_.nodes[n].parent]++] = n;
     }
     // Values of everything below each node (children have higher indices than parents).
     std::vector<std::uint64_t> below(n_nodes, 0);
     for (std::uint32_t n = static_cast<std::uint32_t>(n_nodes) - 1; n >= 1; --n) {
-      below[nodes_[n].parent] += below[n] + value_of(nodes_[n]);
+      below[run_.nodes[n].parent] += below[n] + value_of(run_.nodes[n]);
     }
     const std::size_t max_depth = options_.max_depth == 0 ? ~std::size_t{0} : options_.max_depth;
 
@@ -301,12 +279,12 @@ class FoldedStacksExporter final : public Exporter {
         kids.insert(kids.end(), children.begin() + first_child[m], children.begin() + first_child[m + 1]);
       }
       std::stable_sort(kids.begin(), kids.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return frame_name(nodes_[a].frame) < frame_name(nodes_[b].frame);
+        return frame_name(run_.nodes[a].frame) < frame_name(run_.nodes[b].frame);
       });
       const std::size_t first_pushed = pending.size();
       for (std::size_t i = 0; i < kids.size();) {
         std::size_t j = i + 1;
-        while (j < kids.size() && frame_name(nodes_[kids[j]].frame) == frame_name(nodes_[kids[i]].frame)) ++j;
+        while (j < kids.size() && frame_name(run_.nodes[kids[j]].frame) == frame_name(run_.nodes[kids[i]].frame)) ++j;
         pending.push_back(Group{std::vector<std::uint32_t>(kids.begin() + i, kids.begin() + j), depth + 1, line.size()});
         i = j;
       }
@@ -320,10 +298,10 @@ class FoldedStacksExporter final : public Exporter {
       pending.pop_back();
       line.resize(group.parent_length);
       if (group.depth > 1) line.push_back(';');
-      line.append(frame_name(nodes_[group.members.front()].frame));
+      line.append(frame_name(run_.nodes[group.members.front()].frame));
       std::uint64_t value = 0, deeper = 0;
       for (const std::uint32_t m : group.members) {
-        value += value_of(nodes_[m]);
+        value += value_of(run_.nodes[m]);
         deeper += below[m];
       }
       if (value != 0) emit(value);
@@ -346,13 +324,18 @@ class FoldedStacksExporter final : public Exporter {
   std::unique_ptr<OutputSink> sink_;
   std::uint64_t runs_ = 0;
 
-  detail::ZoneTracker tracker_;
-  detail::ThreadBook book_;
-  detail::SampleRates rates_;
-  std::vector<std::vector<std::uint32_t>> cursors_;  // per thread: trie node of each open zone
-  std::vector<std::uint32_t> thread_roots_;          // per thread: its root node (0 without thread_root)
-  ChildTable children_;
-  std::vector<Node> nodes_;
+  // Everything a run adds to, made afresh by one assignment at on_start: nothing of a run
+  // reaches the next.
+  struct Run {
+    detail::ZoneTracker tracker;
+    detail::ThreadBook book;
+    detail::SampleRates rates;
+    std::vector<std::vector<std::uint32_t>> cursors;  // per thread: trie node of each open zone
+    std::vector<std::uint32_t> thread_roots;          // per thread: its root node (0 without thread_root)
+    ChildTable children;
+    std::vector<Node> nodes = {Node{0, 0, 0, 0, 0}};  // the root above every stack, then the stacks' nodes
+  };
+  Run run_;
 };
 
 }  // namespace

@@ -219,41 +219,24 @@ class PerfettoExporter final : public Exporter {
       sink_ = detail::OutputSink::open_file(path_);
     }
     started_ = true;
-    tracker_ = detail::ZoneTracker{};
-    tracker_.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
-    site_iids_.clear();
-    site_categories_.clear();
-    site_keys_.clear();
-    name_iids_.clear();
-    category_iids_.clear();
-    key_iids_.clear();
-    definitions_.assign(1, std::string());
-    global_ = Sequence{};
-    global_.id = kGlobalSequence;
-    global_.started = true;
-    threads_.clear();
-    other_processes_.clear();
-    counter_tracks_.clear();
-    async_tracks_.clear();
-    attached_.clear();
-    next_iid_ = 1;
-    args_without_zone_ = 0;
+    run_ = Run{};
+    run_.tracker.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
     out_.clear();
-    pid_ = options_.pid != 0 ? options_.pid : context.process_id();
-    if (pid_ == 0) pid_ = static_cast<std::uint32_t>(::getpid());
+    run_.pid = options_.pid != 0 ? options_.pid : context.process_id();
+    if (run_.pid == 0) run_.pid = static_cast<std::uint32_t>(::getpid());
     // The process track, and the global sequence's first packet: incremental state cleared.
-    const std::size_t packet = begin_untimed(global_);
+    const std::size_t packet = begin_untimed(run_.global);
     Proto p(out_);
     p.uint(f::incremental_state_cleared, 1);
     p.uint(f::sequence_flags, kIncrementalStateCleared);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, process_uuid());
     const std::size_t process = p.begin(f::process);
-    p.uint(f::pid, pid_);
+    p.uint(f::pid, run_.pid);
     p.str(f::process_name, context.process_name());
     p.end(process);
     p.end(track);
-    end_packet(global_, packet);
+    end_packet(run_.global, packet);
   }
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
@@ -262,15 +245,15 @@ class PerfettoExporter final : public Exporter {
       switch (e.kind) {
         case EventKind::zone_begin: {
           see_thread(e.thread, context, e.time_ns);
-          tracker_.ran(e.thread, e.time_ns);  // an off-CPU interval it ends is written before it
+          run_.tracker.ran(e.thread, e.time_ns);  // an off-CPU interval it ends is written before it
           Event begin = e;
           begin.time_ns = begin_boundary(e.thread, e.time_ns);
-          tracker_.feed(begin, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
-                        static_cast<std::uint32_t>(attached(e.thread).args.size()));
+          run_.tracker.feed(begin, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+                            static_cast<std::uint32_t>(attached(e.thread).args.size()));
           break;
         }
         case EventKind::zone_end:
-          tracker_.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+          run_.tracker.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
             close_zone(zone, outer, context);
           });
           break;
@@ -288,8 +271,8 @@ class PerfettoExporter final : public Exporter {
           break;
         case EventKind::flow_out:
         case EventKind::flow_in:
-          if (tracker_.open(e.thread).empty()) {
-            ++args_without_zone_;
+          if (run_.tracker.open(e.thread).empty()) {
+            ++run_.args_without_zone;
           } else {
             attached(e.thread).flows.push_back(Flow{e.value.u, e.depth, e.kind == EventKind::flow_out});
           }
@@ -305,7 +288,7 @@ class PerfettoExporter final : public Exporter {
         case EventKind::switch_in:
           // The thread's CPU state: its off-CPU intervals are written as they end
           // (write_off_cpu), its zones get their on-CPU time.
-          tracker_.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
           break;
       }
       if (out_.size() >= options_.buffer_bytes) flush();
@@ -320,11 +303,11 @@ class PerfettoExporter final : public Exporter {
 
   void on_finish(const TraceContext& context, const SessionStats& stats) override {
     context_ = &context;
-    tracker_.close_open(context.clock().stop_ns,
-                        [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
-                          close_zone(zone, outer, context);
-                        });
-    tracker_.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
+    run_.tracker.close_open(context.clock().stop_ns,
+                            [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
+                              close_zone(zone, outer, context);
+                            });
+    run_.tracker.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
       if (context.thread(t).id == t) see_thread(t, context, context.clock().stop_ns);  // not a folded thread without events
     }
@@ -333,7 +316,7 @@ class PerfettoExporter final : public Exporter {
     // metadata (ChromeEventBundle's, which trace_processor puts in its `metadata` table as
     // `cr-<name>` and Perfetto UI lists under "Info and stats"): no track, no slice.
     // No timestamp: trace_processor v20.1 counts a clock_sync_failure for a timed one.
-    const std::size_t packet = begin_untimed(global_);
+    const std::size_t packet = begin_untimed(run_.global);
     Proto p(out_);
     const std::size_t bundle = p.begin(f::chrome_events);
     const auto count = [&](std::string_view name, std::uint64_t value) {
@@ -347,7 +330,7 @@ class PerfettoExporter final : public Exporter {
     count("late_events", stats.late_events);
     count("unbalanced_ends", stats.unbalanced_ends);
     count("closed_at_stop", stats.closed_at_stop);
-    count("args_without_zone", args_without_zone_);
+    count("args_without_zone", run_.args_without_zone);
     if (stats.context_switches != 0 || !stats.context_switches_unavailable.empty()) {
       count("context_switches", stats.context_switches);
       count("context_switches_lost", stats.context_switches_lost);
@@ -357,7 +340,7 @@ class PerfettoExporter final : public Exporter {
     }
     for (const TraceMetadata& m : context.metadata()) metadata(p, "ringtrace_metadata." + m.key, m.value);
     p.end(bundle);
-    end_packet(global_, packet);
+    end_packet(run_.global, packet);
     flush();
     sink_->close();
     started_ = false;
@@ -414,18 +397,18 @@ class PerfettoExporter final : public Exporter {
   // stream of several processes (a merged file) the thread's own.
   std::uint32_t thread_pid(ThreadId thread, const TraceContext& context) const {
     const std::uint32_t pid = context.thread(thread).pid;
-    return pid == 0 || pid == context.process_id() ? pid_ : pid;
+    return pid == 0 || pid == context.process_id() ? run_.pid : pid;
   }
   // The track of a thread's process; another process's is described the first time.
   std::uint64_t process_track(ThreadId thread, const TraceContext& context) {
     const std::uint32_t pid = thread_pid(thread, context);
-    if (pid == pid_) return process_uuid();
-    for (std::size_t i = 0; i < other_processes_.size(); ++i) {
-      if (other_processes_[i] == pid) return other_process_uuid(i);
+    if (pid == run_.pid) return process_uuid();
+    for (std::size_t i = 0; i < run_.other_processes.size(); ++i) {
+      if (run_.other_processes[i] == pid) return other_process_uuid(i);
     }
-    const std::uint64_t uuid = other_process_uuid(other_processes_.size());
-    other_processes_.push_back(pid);
-    const std::size_t packet = begin_untimed(global_);
+    const std::uint64_t uuid = other_process_uuid(run_.other_processes.size());
+    run_.other_processes.push_back(pid);
+    const std::size_t packet = begin_untimed(run_.global);
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, uuid);
@@ -434,34 +417,34 @@ class PerfettoExporter final : public Exporter {
     p.str(f::process_name, context.process_name_of(pid));
     p.end(process);
     p.end(track);
-    end_packet(global_, packet);
+    end_packet(run_.global, packet);
     return uuid;
   }
   // A key's suffix that keeps two processes' tracks of one name apart.
   std::string process_key(ThreadId thread, const TraceContext& context) const {
     const std::uint32_t pid = thread_pid(thread, context);
     std::string key;
-    if (pid != pid_) key.append(1, '\x02').append(std::to_string(pid));
+    if (pid != run_.pid) key.append(1, '\x02').append(std::to_string(pid));
     return key;
   }
 
   Attached& attached(ThreadId thread) {
-    if (thread >= attached_.size()) attached_.resize(thread + 1);
-    return attached_[thread];
+    if (thread >= run_.attached.size()) run_.attached.resize(thread + 1);
+    return run_.attached[thread];
   }
 
   // A thread's sequence, begun at its first timed packet: incremental state cleared,
   // the thread's track as every event's default, and the clocks: 64 (deltas, the
   // default) and 65 (since the base) both at the thread's first event time.
   Sequence& sequence(ThreadId thread, bool back = false) {
-    Sequence& s = back ? threads_[thread].back : threads_[thread].seq;
+    Sequence& s = back ? run_.threads[thread].back : run_.threads[thread].seq;
     if (!s.started) [[unlikely]] start_sequence(thread, s, back);
     return s;
   }
   RINGTRACE_NOINLINE void start_sequence(ThreadId thread, Sequence& s, bool back) {
     s.id = 2 + 2 * std::uint64_t{thread} + (back ? 1 : 0);
     s.started = true;
-    const std::uint64_t base = threads_[thread].base;
+    const std::uint64_t base = run_.threads[thread].base;
     s.last = base;
     Proto p(out_);
     const std::size_t packet = p.begin(f::trace_packet);
@@ -507,7 +490,7 @@ class PerfettoExporter final : public Exporter {
       on = s;
       return at;
     }
-    const std::uint64_t base = threads_[thread].base;
+    const std::uint64_t base = run_.threads[thread].base;
     std::uint64_t clock = kDeltaClock;
     if (time_ns < s->last) [[unlikely]] {
       Sequence& back = sequence(thread, true);
@@ -553,7 +536,7 @@ class PerfettoExporter final : public Exporter {
                        std::string_view text) {
     const auto it = table.find(std::string(text));
     if (it != table.end()) return use(s, it->second);
-    const std::uint64_t iid = next_iid_++;
+    const std::uint64_t iid = run_.next_iid++;
     table.emplace(std::string(text), iid);
     Buffer entry_bytes;
     Proto p(entry_bytes);
@@ -561,7 +544,7 @@ class PerfettoExporter final : public Exporter {
     p.uint(f::iid, iid);
     p.str(f::iname, text);
     p.end(entry);
-    definitions_.emplace_back(entry_bytes.view());
+    run_.definitions.emplace_back(entry_bytes.view());
     return use(s, iid);
   }
   std::uint64_t use(Sequence& s, std::uint64_t iid) {
@@ -570,33 +553,22 @@ class PerfettoExporter final : public Exporter {
     const std::uint64_t bit = std::uint64_t{1} << (iid & 63);
     if ((s.defined[word] & bit) == 0) [[unlikely]] {
       s.defined[word] |= bit;
-      s.pending.append(definitions_[iid]);
+      s.pending.append(run_.definitions[iid]);
     }
     return iid;
   }
-  // Session::step()'s zones, by site.
-  bool is_step(SiteId site, const TraceContext& context) {
-    if (site >= site_step_.size()) {
-      const std::size_t from = site_step_.size();
-      site_step_.resize(context.site_count(), 0);
-      for (std::size_t id = from; id < site_step_.size(); ++id) {
-        site_step_[id] = is_step_site(context.site(static_cast<SiteId>(id))) ? 1 : 0;
-      }
-    }
-    return site_step_[site] != 0;
-  }
   std::uint64_t site_name_iid(Sequence& s, SiteId site, const TraceContext& context) {
-    if (site >= site_iids_.size()) site_iids_.resize(context.site_count(), 0);
-    if (site_iids_[site] == 0) return site_iids_[site] = intern(s, name_iids_, f::event_names, context.site(site).name);
-    return use(s, site_iids_[site]);
+    if (site >= run_.site_iids.size()) run_.site_iids.resize(context.site_count(), 0);
+    if (run_.site_iids[site] == 0) return run_.site_iids[site] = intern(s, run_.name_iids, f::event_names, context.site(site).name);
+    return use(s, run_.site_iids[site]);
   }
   // "region" or the site's category, interned once per site; 0 for a zone without a
   // category, which carries none here (two bytes a zone; the Chrome trace, whose events
   // have a "cat" by convention, says "zone").
   std::uint64_t site_category_iid(Sequence& s, SiteId site, bool region, const TraceContext& context) {
     constexpr std::uint64_t kNone = ~std::uint64_t{0};
-    if (site >= site_categories_.size()) site_categories_.resize(context.site_count(), 0);
-    std::uint64_t& iid = site_categories_[site];
+    if (site >= run_.site_categories.size()) run_.site_categories.resize(context.site_count(), 0);
+    std::uint64_t& iid = run_.site_categories[site];
     if (iid == 0) [[unlikely]] {
       const SiteInfo& info = context.site(site);
       if (!region && (info.category == nullptr || info.category[0] == '\0')) {
@@ -609,18 +581,18 @@ class PerfettoExporter final : public Exporter {
   }
   // An arg's key, interned once per site.
   std::uint64_t site_key_iid(Sequence& s, SiteId site, const TraceContext& context) {
-    if (site >= site_keys_.size()) site_keys_.resize(context.site_count(), 0);
-    std::uint64_t& iid = site_keys_[site];
-    if (iid == 0) return iid = intern(s, key_iids_, f::debug_annotation_names, context.site(site).name);
+    if (site >= run_.site_keys.size()) run_.site_keys.resize(context.site_count(), 0);
+    std::uint64_t& iid = run_.site_keys[site];
+    if (iid == 0) return iid = intern(s, run_.key_iids, f::debug_annotation_names, context.site(site).name);
     return use(s, iid);
   }
   std::uint64_t category_iid(Sequence& s, std::string_view category) {
-    return intern(s, category_iids_, f::event_categories, category);
+    return intern(s, run_.category_iids, f::event_categories, category);
   }
 
   void annotate_uint(Sequence& s, Proto& p, std::string_view key, std::uint64_t v) {
     const std::size_t a = p.begin(f::debug_annotations);
-    p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, key));
+    p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, key));
     p.uint(f::int_value, v);
     p.end(a);
   }
@@ -628,8 +600,8 @@ class PerfettoExporter final : public Exporter {
   // A thread's first sight: its track described; its sequences' base is its first event
   // time (events of a thread come in time order).
   void see_thread(ThreadId thread, const TraceContext& context, std::uint64_t time_ns) {
-    if (thread >= threads_.size()) threads_.resize(thread + 1);
-    ThreadOut& out = threads_[thread];
+    if (thread >= run_.threads.size()) run_.threads.resize(thread + 1);
+    ThreadOut& out = run_.threads[thread];
     if (!out.described) [[unlikely]] {
       out.base = time_ns;
       describe_thread(thread, context);
@@ -637,11 +609,11 @@ class PerfettoExporter final : public Exporter {
   }
   void describe_thread(ThreadId thread, const TraceContext& context) {
     const ThreadInfo& info = context.thread(thread);
-    ThreadOut& out = threads_[thread];
+    ThreadOut& out = run_.threads[thread];
     out.described = true;
     out.name = info.name.empty() ? "thread " + std::to_string(info.os_tid) : info.name;
     const std::uint64_t parent = process_track(thread, context);
-    const std::size_t packet = begin_untimed(global_);
+    const std::size_t packet = begin_untimed(run_.global);
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, thread_uuid(thread));
@@ -652,14 +624,14 @@ class PerfettoExporter final : public Exporter {
     p.str(f::thread_name, out.name);
     p.end(td);
     p.end(track);
-    end_packet(global_, packet);
+    end_packet(run_.global, packet);
   }
   void write_renamed_threads(const TraceContext& context) {
-    for (ThreadId t = 0; t < threads_.size(); ++t) {
-      if (!threads_[t].described) continue;
+    for (ThreadId t = 0; t < run_.threads.size(); ++t) {
+      if (!run_.threads[t].described) continue;
       const ThreadInfo& info = context.thread(t);
       if (info.id != t) continue;  // folded: described at its first event
-      if (!info.name.empty() && info.name != threads_[t].name) describe_thread(t, context);
+      if (!info.name.empty() && info.name != run_.threads[t].name) describe_thread(t, context);
     }
   }
 
@@ -671,13 +643,13 @@ class PerfettoExporter final : public Exporter {
   // hand or converted from elsewhere; live sessions never have one, the drainer keeps
   // them apart) moves that much later.
   std::uint64_t begin_boundary(ThreadId thread, std::uint64_t time_ns) {
-    ThreadOut& t = threads_[thread];
+    ThreadOut& t = run_.threads[thread];
     if (time_ns < t.next_begin) [[unlikely]] time_ns = t.next_begin;
     t.next_begin = t.next_end = time_ns + 1;
     return time_ns;
   }
   void close_zone(const detail::ClosedZone& zone, std::span<const detail::OpenZone>, const TraceContext& context) {
-    ThreadOut& t = threads_[zone.thread];
+    ThreadOut& t = run_.threads[zone.thread];
     if (zone.end_ns < t.next_end) [[unlikely]] {
       detail::ClosedZone z = zone;
       z.end_ns = t.next_end;
@@ -700,7 +672,7 @@ class PerfettoExporter final : public Exporter {
     Sequence* on = nullptr;
     std::size_t packet = begin_packet(zone.thread, zone.begin_ns, on);
     Sequence& s = *on;
-    const bool step = is_step(zone.site, context);
+    const bool step = run_.steps.is_step(zone.site, context);
     const std::uint64_t name = step ? 0 : site_name_iid(s, zone.site, context);
     const std::uint64_t category = site_category_iid(s, zone.site, region, context);
     Proto p(out_);
@@ -715,14 +687,14 @@ class PerfettoExporter final : public Exporter {
     out_.append(args);
     if (region) {
       const std::size_t d = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "region_id"));
+      p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, "region_id"));
       p.sint(f::int_value, zone.value);
       p.end(d);
     }
     if (zone.on_cpu_known) annotate_uint(s, p, "on_cpu_ns", zone.on_cpu_ns());  // Config::context_switches
     if ((zone.flags & EventFlags::closed_at_stop) != 0) {
       const std::size_t d = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "closed_at_stop"));
+      p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, "closed_at_stop"));
       p.uint(f::bool_value, 1);
       p.end(d);
     }
@@ -752,7 +724,7 @@ class PerfettoExporter final : public Exporter {
   // the thread's boundary rules (begin_boundary).
   void write_off_cpu(const detail::OffCpuInterval& off, const TraceContext& context) {
     see_thread(off.thread, context, off.begin_ns);
-    ThreadOut& t = threads_[off.thread];
+    ThreadOut& t = run_.threads[off.thread];
     const std::uint64_t begin = std::max(off.begin_ns, t.next_begin);
     if (off.end_ns <= begin) return;
     t.next_begin = off.end_ns + 1;
@@ -760,7 +732,7 @@ class PerfettoExporter final : public Exporter {
     Sequence* on = nullptr;
     std::size_t packet = begin_packet(off.thread, begin, on);
     Sequence& s = *on;
-    const std::uint64_t name = intern(s, name_iids_, f::event_names, off.preempted ? "off-CPU (preempted)" : "off-CPU (blocked)");
+    const std::uint64_t name = intern(s, run_.name_iids, f::event_names, off.preempted ? "off-CPU (preempted)" : "off-CPU (blocked)");
     const std::uint64_t category = category_iid(s, "ringtrace.sched");
     Proto p(out_);
     std::size_t event = p.begin(f::track_event);
@@ -808,8 +780,8 @@ class PerfettoExporter final : public Exporter {
 
   // A value or text on the innermost open zone: encoded now as a DebugAnnotation.
   void add_arg(const Event& e, const TraceContext& context) {
-    if (tracker_.open(e.thread).empty()) {
-      ++args_without_zone_;
+    if (run_.tracker.open(e.thread).empty()) {
+      ++run_.args_without_zone;
       return;
     }
     Buffer& out = attached(e.thread).args;
@@ -837,7 +809,7 @@ class PerfettoExporter final : public Exporter {
     if ((e.flags & EventFlags::truncated) != 0) {
       const std::size_t t = p.begin(f::debug_annotations);
       p.uint(f::da_name_iid,
-             use_on_back(e.thread, intern(s, key_iids_, f::debug_annotation_names, std::string(key) + ".truncated")));
+             use_on_back(e.thread, intern(s, run_.key_iids, f::debug_annotation_names, std::string(key) + ".truncated")));
       p.uint(f::bool_value, 1);
       p.end(t);
     }
@@ -879,7 +851,7 @@ class PerfettoExporter final : public Exporter {
     p.str(f::event_name, text);
     p.uint(f::category_iids, category_iid(s, "message"));
     const std::size_t a = p.begin(f::debug_annotations);
-    p.uint(f::da_name_iid, intern(s, key_iids_, f::debug_annotation_names, "message"));
+    p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, "message"));
     p.str(f::string_value, text);
     p.end(a);
     if ((e.flags & EventFlags::truncated) != 0) annotate_uint(s, p, "truncated", 1);
@@ -894,12 +866,12 @@ class PerfettoExporter final : public Exporter {
     std::string key = site.name;
     if (per_thread) key.append("\x01").append(std::to_string(e.thread));
     else key.append(process_key(e.thread, context));
-    const auto it = counter_tracks_.find(key);
-    if (it != counter_tracks_.end()) return it->second;
-    const std::uint64_t uuid = counter_uuid(counter_tracks_.size());
-    counter_tracks_.emplace(key, uuid);
+    const auto it = run_.counter_tracks.find(key);
+    if (it != run_.counter_tracks.end()) return it->second;
+    const std::uint64_t uuid = counter_uuid(run_.counter_tracks.size());
+    run_.counter_tracks.emplace(key, uuid);
     const std::uint64_t parent = per_thread ? thread_uuid(e.thread) : process_track(e.thread, context);
-    const std::size_t packet = begin_untimed(global_);
+    const std::size_t packet = begin_untimed(run_.global);
     Proto p(out_);
     const std::size_t track = p.begin(f::track_descriptor);
     p.uint(f::uuid, uuid);
@@ -910,7 +882,7 @@ class PerfettoExporter final : public Exporter {
     const std::size_t counter = p.begin(f::counter);
     p.end(counter);
     p.end(track);
-    end_packet(global_, packet);
+    end_packet(run_.global, packet);
     return uuid;
   }
 
@@ -938,19 +910,19 @@ class PerfettoExporter final : public Exporter {
     const std::string_view name = context.site(e.site).name;
     std::string key(name);
     key.append("\x01").append(std::to_string(e.value.u)).append(process_key(e.thread, context));
-    auto it = async_tracks_.find(key);
-    if (it == async_tracks_.end()) {
+    auto it = run_.async_tracks.find(key);
+    if (it == run_.async_tracks.end()) {
       const std::uint64_t parent = process_track(e.thread, context);
-      const std::uint64_t uuid = async_uuid(async_tracks_.size());
-      it = async_tracks_.emplace(key, uuid).first;
-      const std::size_t packet = begin_untimed(global_);
+      const std::uint64_t uuid = async_uuid(run_.async_tracks.size());
+      it = run_.async_tracks.emplace(key, uuid).first;
+      const std::size_t packet = begin_untimed(run_.global);
       Proto p(out_);
       const std::size_t track = p.begin(f::track_descriptor);
       p.uint(f::uuid, uuid);
       p.uint(f::parent_uuid, parent);
       p.str(f::name, name);
       p.end(track);
-      end_packet(global_, packet);
+      end_packet(run_.global, packet);
     }
     see_thread(e.thread, context, e.time_ns);
     Sequence* on = nullptr;
@@ -981,20 +953,25 @@ class PerfettoExporter final : public Exporter {
   std::uint64_t runs_ = 0;
   bool started_ = false;
   Buffer out_;
-  Sequence global_;                   // sequence 1: descriptors, the session's counts
-  std::vector<std::string> definitions_;  // by iid: its encoded InternedData entry
-  detail::ZoneTracker tracker_;
+  // Everything a run adds to, made afresh by one assignment at on_start: nothing of a run
+  // reaches the next (site and thread ids, iids and sequences are a run's own).
+  struct Run {
+    detail::ZoneTracker tracker;
+    std::uint32_t pid = 0;
+    Sequence global = {kGlobalSequence, true, 0, {}, {}};  // sequence 1: descriptors, the session's counts
+    std::vector<std::string> definitions = std::vector<std::string>(1);  // by iid: its encoded InternedData entry
+    std::vector<std::uint64_t> site_iids, site_categories, site_keys;
+    detail::StepSites steps;  // Session::step()'s zones (named "step #N" one by one)
+    std::unordered_map<std::string, std::uint64_t> name_iids, category_iids, key_iids;
+    std::uint64_t next_iid = 1;
+    std::vector<ThreadOut> threads;
+    std::unordered_map<std::string, std::uint64_t> counter_tracks, async_tracks;
+    std::vector<Attached> attached;
+    std::vector<std::uint32_t> other_processes;  // pids of other_process_uuid(0, 1, ...)
+    std::uint64_t args_without_zone = 0;
+  };
+  Run run_;
   const TraceContext* context_ = nullptr;  // the context of the call being served
-  std::vector<std::uint64_t> site_iids_, site_categories_, site_keys_;
-  std::vector<char> site_step_;  // by site: Session::step()'s zones (named "step #N" one by one)
-  std::unordered_map<std::string, std::uint64_t> name_iids_, category_iids_, key_iids_;
-  std::uint64_t next_iid_ = 1;
-  std::vector<ThreadOut> threads_;
-  std::unordered_map<std::string, std::uint64_t> counter_tracks_, async_tracks_;
-  std::vector<Attached> attached_;
-  std::uint32_t pid_ = 0;
-  std::vector<std::uint32_t> other_processes_;  // pids of other_process_uuid(0, 1, ...)
-  std::uint64_t args_without_zone_ = 0;
 };
 
 }  // namespace

@@ -271,22 +271,6 @@ PstatsTable PstatsAggregator::table() const {
   return table;
 }
 
-PstatsTable pstats_table(const RecordedTrace& trace) {
-  // replay() drives any exporter; a small adapter keeps the aggregator's table.
-  class Collect final : public Exporter {
-   public:
-    void on_events(std::span<const Event> events, const TraceContext& context) override {
-      aggregator.add(events, context);
-    }
-    void on_finish(const TraceContext& context, const SessionStats&) override {
-      aggregator.finish(context.clock().stop_ns);
-    }
-    PstatsAggregator aggregator;
-  } collect;
-  replay(trace, collect);
-  return collect.aggregator.table();
-}
-
 // ---------------------------------------------------------------------------------------
 // Encoding
 

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "latency_histogram.hpp"
+#include "numbers_only.hpp"
 #include "output.hpp"
 #include "report_text.hpp"
 #include "step_zones.hpp"
@@ -322,18 +323,24 @@ std::string format_table(const KeyAverages& table, const TableOptions& options) 
   return format_text(table, options);
 }
 
-struct TableExporter::Impl {
-  TableOptions options;
-  std::optional<detail::ReportOutput> output;  // none: numbers only (key_averages(trace))
-  KeyAverages result;
+namespace detail {
 
-  // Aggregation state of the current run.
+// One run's aggregation: everything a run adds to, made afresh by one assignment at
+// on_start (and after on_finish, to free it) from the exporter's options: nothing of a
+// run reaches the next. Not in the anonymous namespace, where g++ 12 inlines its calls
+// otherwise (the ops summary's feed took 30% longer there).
+struct TableRun {
+  TableRun() = default;
+  explicit TableRun(const TableOptions& exporter_options)
+      : options(exporter_options), stack_n(std::min(exporter_options.group_by_stack_n, kMaxStackFrames)) {}
+
+  TableOptions options;  // the exporter's
   detail::ZoneTracker tracker;
   detail::SampleRates rates;
   std::size_t stack_n = 0;
   std::vector<std::uint32_t> site_name;   // by SiteId: index into names (kNoGroup: unresolved)
   std::vector<std::uint32_t> site_group;  // by SiteId (stack_n == 0)
-  std::vector<char> site_step;           // by SiteId: Session::step()'s zones, a row per step
+  detail::StepSites steps;                // Session::step()'s zones: a row per step unless fold_steps
   std::vector<std::string> names;
   std::unordered_map<std::string, std::uint32_t> name_index;
   std::vector<Group> groups;
@@ -348,27 +355,6 @@ struct TableExporter::Impl {
   // were on-CPU for their whole time: their numbers are copied).
   bool on_cpu = false;
   std::vector<CpuGroup> cpu_groups;
-
-  void reset() {
-    tracker = detail::ZoneTracker();
-    rates = detail::SampleRates();
-    stack_n = std::min(options.group_by_stack_n, kMaxStackFrames);
-    site_name.clear();
-    site_group.clear();
-    site_step.clear();
-    names.clear();
-    name_index.clear();
-    groups.clear();
-    deferred = DeferredIncrements();
-    keys.clear();
-    transitions.clear();
-    group_index.clear();
-    threads.clear();
-    self_total_ns = 0;
-    next_seen = 0;
-    on_cpu = false;
-    cpu_groups.clear();
-  }
 
   std::uint32_t group_for_key(std::vector<std::uint32_t> key) {
     auto [it, inserted] = group_index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
@@ -390,8 +376,6 @@ struct TableExporter::Impl {
     const SiteInfo& info = context.site(site);
     // Session::step()'s zones "step #N" make one row "step #*" when asked, else a row
     // each (step_group).
-    if (site >= site_step.size()) site_step.resize(site_name.size(), 0);
-    site_step[site] = !options.fold_steps && is_step_site(info) ? 1 : 0;
     const std::string_view name = options.fold_steps && (info.options & SiteOptions::step) != 0 ? std::string_view("step #*")
                                                                                                 : std::string_view(info.name);
     auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
@@ -420,7 +404,7 @@ struct TableExporter::Impl {
         if (e.site >= site_name.size() || site_name[e.site] == kNoGroup) [[unlikely]] resolve_site(e.site, context);
         const std::span<const detail::OpenZone> open = tracker.open(e.thread);
         std::uint32_t g;
-        if (e.site < site_step.size() && site_step[e.site] != 0) [[unlikely]] {
+        if (!options.fold_steps && steps.is_step(e.site, context)) [[unlikely]] {
           g = step_group(e.value.u);
         } else if (stack_n == 0) {
           g = site_group[e.site];
@@ -597,32 +581,39 @@ struct TableExporter::Impl {
   }
 };
 
+}  // namespace detail
+
+struct TableExporter::Impl {
+  TableOptions options;
+  std::optional<detail::ReportOutput> output;  // none: numbers only (key_averages(trace))
+  KeyAverages result;
+  detail::TableRun run;  // the current run's aggregation
+};
+
 TableExporter::TableExporter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TableExporter::~TableExporter() = default;
 
 void TableExporter::on_start(const TraceContext&) {
-  impl_->reset();
+  impl_->run = detail::TableRun(impl_->options);
   if (impl_->output) impl_->output->start_run();
 }
 
 void TableExporter::on_events(std::span<const Event> events, const TraceContext& context) {
-  impl_->feed(events, context);
+  impl_->run.feed(events, context);
 }
 
 void TableExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
-  impl_->result = impl_->finish(context, stats);
+  impl_->result = impl_->run.finish(context, stats);
   if (impl_->output) impl_->output->write_run(format_table(impl_->result, impl_->options));
-  impl_->reset();  // release the run's aggregation memory; the result stays
+  impl_->run = detail::TableRun(impl_->options);  // release the run's memory; the result stays
 }
 
 const KeyAverages& TableExporter::table() const { return impl_->result; }
 
-KeyAverages key_averages(const RecordedTrace& trace, const TableOptions& options) {
+std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = options;
-  TableExporter exporter(std::move(impl));
-  replay(trace, exporter);
-  return exporter.table();
+  return std::make_unique<TableExporter>(std::move(impl));
 }
 
 std::vector<std::filesystem::path> TableExporter::output_paths() const {

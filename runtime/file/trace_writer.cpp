@@ -16,6 +16,7 @@
 
 #include "function_names.hpp"     // symbols: instrumented functions' names and modules
 #include "output.hpp"             // OutputSink
+#include "step_zones.hpp"         // StepSites
 #include "trace_file_format.hpp"  // frames
 #include "u64_map.hpp"            // addresses seen
 #include "crc32c.hpp"
@@ -31,7 +32,41 @@ namespace {
 
 namespace tf = detail::trace_file;
 
-class BinaryTraceExporter final : public Exporter, public detail::RawSink {
+// A thread of a stream being encoded (BinaryTraceExporter::encode_stream).
+struct StreamThread {
+  std::string chunk;   // packed records not yet framed
+  std::uint64_t last = 0;  // ticks of the chunk's last timed record
+  bool described = false;
+  std::vector<Event> switches;  // switch events not yet framed
+};
+
+// Everything a run of the writer adds to: what the file has described so far (call
+// sites, functions, modules), the run's facts, and the encoding of a stream. Made afresh
+// by one assignment at on_start: nothing of a run reaches the next. A base of the
+// writer, whose code names these members as its own.
+struct WriterRun {
+  detail::U64Map sites_;       // address -> index
+  std::uint64_t last_site_ = 0, last_index_ = 0;  // the last site packed, and its index
+  std::uint64_t site_count_ = 0;
+  detail::U64Map functions_;  // instrumented function address -> index
+  std::uint64_t last_function_ = 0, last_function_index_ = 0;
+  std::uint64_t function_count_ = 0;
+  std::vector<std::uint32_t> module_indices_;  // symbols::LiveFunctions' module id -> index (0: none yet)
+  std::uint64_t module_count_ = 0;
+  std::string process_name_;
+  std::vector<TraceMetadata> start_metadata_;  // the context's at on_start
+  bool per_thread_counters_ = false;  // Config::per_thread_counters: counter sites written per-thread
+  bool raw_started_ = false;  // on_raw_start came: a live session, not a replayed stream
+  // Fed a stream (windows, snapshots, replay()): its encoding state.
+  bool stream_started_ = false;
+  std::uint64_t stream_last_ = 0;  // the newest ticks written
+  std::vector<StreamThread> stream_threads_;  // by ThreadId
+  std::vector<std::uint64_t> stream_sites_;   // SiteId -> index (0: not described yet)
+  detail::StepSites stream_steps_;            // the step zones' site (ringtrace::is_step_site)
+  std::uint64_t stream_marker_ = 0;           // the step marker's index (0: not described yet)
+};
+
+class BinaryTraceExporter final : public Exporter, public detail::RawSink, private WriterRun {
  public:
   BinaryTraceExporter(std::string path, BinaryTraceOptions options)
       : path_(std::move(path)), options_(options), sink_(detail::OutputSink::open_file(path_)) {}
@@ -67,21 +102,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       sink_ = detail::OutputSink::open_file(path_);
     }
     started_ = true;
-    raw_started_ = false;
-    stream_started_ = false;
-    stream_last_ = 0;
-    stream_threads_.clear();
-    stream_sites_.clear();
-    stream_step_.clear();
-    stream_marker_ = 0;
-    sites_.clear();
-    last_site_ = last_index_ = 0;
-    site_count_ = 0;
-    functions_.clear();
-    last_function_ = last_function_index_ = 0;
-    function_count_ = 0;
-    module_indices_.clear();
-    module_count_ = 0;
+    static_cast<WriterRun&>(*this) = WriterRun{};
     buffer_.clear();
     buffer_.reserve(options_.buffer_bytes + kInThreadRoom + 4096);  // on_raw_records_in_thread's room
     buffer_.append(tf::kMagic, sizeof tf::kMagic);
@@ -579,13 +600,6 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   // chunks per thread and a pass frame. Ends that the stream made up (closed at its stop
   // or at a window's end) are not written: the reader closes those zones at the stop
   // frame's time, flagged closed_at_stop.
-  struct StreamThread {
-    std::string chunk;   // packed records not yet framed
-    std::uint64_t last = 0;  // ticks of the chunk's last timed record
-    bool described = false;
-    std::vector<Event> switches;  // switch events not yet framed
-  };
-
   void begin_stream(const TraceContext& context) {
     stream_started_ = true;
     detail::RawSessionInfo info;  // ticks are nanoseconds; no merge grace (the stream is
@@ -644,7 +658,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
       std::string_view text;
       bool has_text = false;
       std::uint64_t index = 0;  // the record's call site in the file (0: the event's own)
-      if ((e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) && stream_is_step(e.site, context)) {
+      if ((e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) && stream_steps_.is_step(e.site, context)) {
         // A step's zone (on the steps track): the marker Session::step() records, which
         // the reader turns back into this zone on its steps track (steps.hpp).
         if ((e.flags & (EventFlags::closed_at_stop | EventFlags::closed_at_window_end)) != 0) continue;
@@ -726,12 +740,6 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
     end_frame();
   }
 
-  // Whether `id` is the step zones' site (ringtrace::is_step_site).
-  bool stream_is_step(SiteId id, const TraceContext& context) {
-    if (id >= stream_step_.size()) stream_step_.resize(id + 1, -1);
-    if (stream_step_[id] < 0) stream_step_[id] = is_step_site(context.site(id)) ? 1 : 0;
-    return stream_step_[id] == 1;
-  }
   // The step marker's site in the file, described at its first use.
   std::uint64_t stream_marker_index() {
     if (stream_marker_ == 0) {
@@ -770,30 +778,12 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink {
   std::unique_ptr<detail::OutputSink> sink_;
   std::string buffer_;
   std::size_t frame_at_ = 0;
-  detail::U64Map sites_;       // address -> index
-  std::uint64_t last_site_ = 0, last_index_ = 0;  // the last site packed, and its index
   // The step marker site's address (Session::step()): its records count as their events.
   const std::uint64_t step_marker_ = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(detail::step_marker_site()));
-  std::uint64_t site_count_ = 0;
-  detail::U64Map functions_;  // instrumented function address -> index
-  std::uint64_t last_function_ = 0, last_function_index_ = 0;
-  std::uint64_t function_count_ = 0;
-  std::vector<std::uint32_t> module_indices_;  // symbols::LiveFunctions' module id -> index (0: none yet)
-  std::uint64_t module_count_ = 0;
-  std::string process_name_;
-  std::vector<TraceMetadata> start_metadata_;  // the context's at on_start
   std::uint64_t runs_ = 0;
   bool started_ = false;
-  bool per_thread_counters_ = false;  // Config::per_thread_counters: counter sites written per-thread
-  bool raw_started_ = false;  // on_raw_start came: a live session, not a replayed stream
-  // Fed a stream (windows, snapshots, replay()): its encoding state.
-  bool stream_started_ = false;
-  std::uint64_t stream_last_ = 0;  // the newest ticks written
-  std::vector<StreamThread> stream_threads_;  // by ThreadId
-  std::vector<std::uint64_t> stream_sites_;   // SiteId -> index (0: not described yet)
-  std::vector<std::int8_t> stream_step_;      // SiteId -> is_step_site (-1: not asked yet)
-  std::uint64_t stream_marker_ = 0;           // the step marker's index (0: not described yet)
   std::vector<std::uint64_t> stream_record_;  // the ring record of the event being encoded
+  // The run's state: WriterRun, a base.
 };
 
 }  // namespace
