@@ -70,7 +70,6 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
     : config_(config),
       process_name_(config.process_name),
       exporters_(std::move(exporters)),
-      exporter_failed_(exporters_.size(), false),
       converter_(clock),
       clock_info_(clock_info),
       use_tsc_(use_tsc),
@@ -86,13 +85,6 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   manual_ends_base_ = g_unbalanced_manual_ends.load(std::memory_order_relaxed);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
-  bool all_raw = !exporters_.empty();
-  for (std::size_t i = 0; i < exporters_.size(); ++i) {
-    auto* raw = dynamic_cast<RawSink*>(exporters_[i].get());
-    if (raw != nullptr) raw_sinks_.emplace_back(i, raw);
-    all_raw = all_raw && raw != nullptr && !raw->wants_events();
-  }
-  raw_only_ = all_raw;
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
   folded_info_.id = kFoldedThread;
   folded_info_.name = "(exited thread)";
@@ -128,8 +120,8 @@ void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
   t_drainer_thread = true;
   std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
-  for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
-  if (!raw_sinks_.empty()) {
+  exporters_.each("on_start", [&](Exporter& x) { x.on_start(*this); });
+  if (exporters_.has_raw()) {
     RawSessionInfo info;
     info.tsc = use_tsc_;
     info.ticks_per_second = converter_.ticks_per_second();
@@ -143,7 +135,7 @@ void Drainer::run() {
     info.ring_bytes = ring_bytes_for(config_.buffer_records);
     info.boundary_gap_ticks = boundary_gap_;
     info.per_thread_counters = config_.per_thread_counters;
-    for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
+    exporters_.each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
     raw_segment();
     // A process killed before the first pass still leaves the session and its clock in
     // the trace file, to read the rings with.
@@ -153,8 +145,8 @@ void Drainer::run() {
   if (config_.context_switches) g_switch_drainer = this;
   // Block mode only: a drop-mode thread never does the drainer's work (packing a full
   // 128 KiB ring took it 20 us and more: the tail that drop mode exists to avoid).
-  self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && raw_only_ &&
-                raw_sinks_.size() == 1 && !rings_in_file_;
+  self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && exporters_.raw_only() &&
+                exporters_.raw_count() == 1 && !rings_in_file_;
   if (self_drain_) g_own_drainer = this;
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
@@ -227,14 +219,14 @@ ThreadId Drainer::steps_thread() {
 }
 
 void Drainer::raw_thread(const Cursor& c) {
-  if (raw_sinks_.empty()) return;
+  if (!exporters_.has_raw()) return;
   const ThreadInfo& info = c.row->info;
-  for_each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
+  exporters_.each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
 }
 
 void Drainer::raw_segment() {
   const ClockSegment s = converter_.newest();
-  for_each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
+  exporters_.each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
 }
 
 void Drainer::note_first_records(Cursor& c, const std::uint8_t* records) {
@@ -254,7 +246,7 @@ std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
   delivered_in_pass_ = true;
   std::uint64_t events = 0;
   bool counted = false;
-  for_each_raw("on_raw_records", [&](RawSink& r) {
+  exporters_.each_raw("on_raw_records", [&](RawSink& r) {
     const std::uint64_t e = r.on_raw_records(c.thread, std::span<const std::uint8_t>(records, to - from));
     if (!counted) events = e;
     counted = true;
@@ -268,8 +260,8 @@ std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
 // system call) is handed over; its events are counted by the next pass.
 OwnDrain Drainer::drain_own(void* cursor) noexcept {
   Cursor& c = *static_cast<Cursor*>(cursor);
-  const auto [index, sink] = raw_sinks_.front();
-  if (c.buffer == nullptr || exporter_failed_[index]) return OwnDrain::none;
+  const auto& [index, sink] = exporters_.first_raw();
+  if (c.buffer == nullptr || exporters_.failed(index)) return OwnDrain::none;
   // Everything reserved: the sink stops at a record not written yet (its header 0: the
   // caller's own reservation in zone_end_slow, or one its signal handler interrupted).
   const std::uint64_t mask = c.buffer->ring.capacity - 1;
@@ -350,7 +342,7 @@ DecodeStop Drainer::decode_ring(Cursor& c, Event* out, std::size_t& n, std::size
     // before it and nothing from it on, as the events: they would read its size (and
     // those of the records after it) from bytes that are not a record's.
     ++unreadable_;
-    if (!raw_sinks_.empty() && c.raw_pos < c.read_pos) hand_raw(c);
+    if (exporters_.has_raw() && c.raw_pos < c.read_pos) hand_raw(c);
     c.read_pos = c.end;
     c.raw_pos = c.end;
   }
@@ -433,9 +425,9 @@ void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
 // are up to the watermark): counted, handed to the raw sinks, let go of.
 void Drainer::deliver_switches(Cursor& c, std::size_t n) {
   ThreadSwitches& s = *c.switches;
-  if ((n != 0 || s.lost_unsent != 0) && !raw_sinks_.empty()) {
+  if ((n != 0 || s.lost_unsent != 0) && exporters_.has_raw()) {
     const std::span<const Event> delivered = s.pending.delivered(s.run).first(n);
-    for_each_raw("on_raw_switches", [&](RawSink& r) { r.on_raw_switches(c.thread, delivered, s.lost_unsent); });
+    exporters_.each_raw("on_raw_switches", [&](RawSink& r) { r.on_raw_switches(c.thread, delivered, s.lost_unsent); });
     s.lost_unsent = 0;
     delivered_in_pass_ = true;  // a pass frame follows them
   }
@@ -478,51 +470,9 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
   }
 }
 
-template <typename Call>
-void Drainer::for_each_exporter(const char* callback, Call&& call) {
-  for (std::size_t i = 0; i < exporters_.size(); ++i) {
-    if (exporter_failed_[i]) continue;
-    std::string error;
-    try {
-      call(*exporters_[i]);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {  // an int, a string literal, anything: never std::terminate
-      error = "threw something that is not a std::exception";
-    }
-    exporter_failed_[i] = true;
-    std::string line = "exporter ";
-    line += std::to_string(i);
-    line += ' ';
-    line += callback;
-    line += ": ";
-    line += error;
-    errors_.push_back(std::move(line));
-  }
-}
-
 void Drainer::deliver(std::span<const Event> events) {
   delivered_in_pass_ = true;
-  for_each_exporter("on_events", [&](Exporter& x) { x.on_events(events, *this); });
-}
-
-template <typename Call>
-void Drainer::for_each_raw(const char* callback, Call&& call) {
-  for (const auto& [index, raw] : raw_sinks_) {
-    if (exporter_failed_[index]) continue;
-    std::string error;
-    try {
-      call(*raw);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {
-      error = "threw something that is not a std::exception";
-    }
-    exporter_failed_[index] = true;
-    errors_.push_back("exporter " + std::to_string(index) + " " + callback + ": " + error);
-  }
+  exporters_.each("on_events", [&](Exporter& x) { x.on_events(events, *this); });
 }
 
 void Drainer::assign_sort_indices() {
@@ -590,7 +540,7 @@ void Drainer::flush() {
 }
 
 void Drainer::publish_read_positions() {
-  if (!raw_sinks_.empty()) {
+  if (exporters_.has_raw()) {
     for (auto& c : cursors_) {
       if (c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
     }
@@ -635,7 +585,7 @@ void Drainer::detach(Cursor& c) {
     return;  // no memory: the ring stays until it is read
   }
   copy_slots(tail, records_at(c, c.read_pos), bytes);
-  if (!raw_sinks_.empty()) {
+  if (exporters_.has_raw()) {
     hand_raw(c, end);
     if (rings_in_file_) persist_raw();
   }
@@ -671,7 +621,7 @@ std::uint64_t Drainer::written_end(const Cursor& c) {
 }
 
 void Drainer::persist_raw() {
-  for_each_raw("on_raw_persist", [](RawSink& r) { r.on_raw_persist(); });
+  exporters_.each_raw("on_raw_persist", [](RawSink& r) { r.on_raw_persist(); });
 }
 
 void Drainer::maybe_refit() {
@@ -684,7 +634,7 @@ void Drainer::maybe_refit() {
   clock_info_.recalibrations += 1;
   clock_info_.ticks_per_second = converter_.ticks_per_second();
   clock_info_.max_correction_ns = std::max(clock_info_.max_correction_ns, std::fabs(static_cast<double>(offset)));
-  if (!raw_sinks_.empty()) raw_segment();
+  if (exporters_.has_raw()) raw_segment();
 }
 
 void Drainer::pass(bool final) {
@@ -735,7 +685,7 @@ void Drainer::pass(bool final) {
     if (c->switches) read_switches(*c);
   }
   const std::uint64_t switches_until_ns = converter_.to_ns(watermark);
-  if (raw_only_) {
+  if (exporters_.raw_only()) {
     // Nothing to decode or merge: every published record goes to the raw sinks as it
     // is (the reader of their file merges, and applies the stop time).
     for (auto& c : cursors_) {
@@ -764,7 +714,7 @@ void Drainer::pass(bool final) {
   for (std::size_t i = 0; i < cursors_.size();) {
     Cursor& c = *cursors_[i];
     if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
-      if (raw_only_) {
+      if (exporters_.raw_only()) {
         set_dropped(*c.row, drops_of(c));  // the file's footer carries it
       } else {
         close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.state.last_ticks,
@@ -806,19 +756,19 @@ void Drainer::pass(bool final) {
   }
   flush();
   publish_read_positions();
-  if (!raw_sinks_.empty() && delivered_in_pass_) {
-    for_each_raw("on_raw_pass", [&](RawSink& r) { r.on_raw_pass(watermark); });
+  if (exporters_.has_raw() && delivered_in_pass_) {
+    exporters_.each_raw("on_raw_pass", [&](RawSink& r) { r.on_raw_pass(watermark); });
   }
   if (delivered_in_pass_ && !final) {
-    for_each_exporter("on_flush", [&](Exporter& x) { x.on_flush(*this); });
+    exporters_.each("on_flush", [&](Exporter& x) { x.on_flush(*this); });
   }
   delivered_in_pass_ = false;
   if (final) {
     // The stop time on the events' own timeline, so that every delivered event is at or
     // before it.
     clock_info_.stop_ns = converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed));
-    if (!raw_sinks_.empty()) {
-      for_each_raw("on_raw_stop", [&](RawSink& r) { r.on_raw_stop(stop_ticks_.load(std::memory_order_relaxed)); });
+    if (exporters_.has_raw()) {
+      exporters_.each_raw("on_raw_stop", [&](RawSink& r) { r.on_raw_stop(stop_ticks_.load(std::memory_order_relaxed)); });
     }
   } else {
     maybe_refit();
@@ -828,7 +778,7 @@ void Drainer::pass(bool final) {
   registry_.passes_served(requested);
   if (final) {
     SessionStats final_stats = stats();
-    for_each_exporter("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
+    exporters_.each("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
     update_stats();
   }
 }
@@ -904,7 +854,7 @@ void Drainer::update_stats() {
   stats_.self_drained = self_drained_;
   stats_.clock = clock_info_;
   stats_.allocator = runtime_allocator_name();
-  stats_.exporter_errors = errors_;
+  stats_.exporter_errors = exporters_.errors();
   stats_.context_switches_unavailable = switches_unavailable_;
   stats_.context_switches = switches_;
   stats_.context_switches_lost = switches_lost_;

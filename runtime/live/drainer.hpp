@@ -16,6 +16,7 @@
 
 #include "clock_calibration.hpp"
 #include "decoder.hpp"
+#include "exporter_set.hpp"
 #include "function_filter.hpp"
 #include "merge.hpp"
 #include "raw_sink.hpp"
@@ -205,19 +206,10 @@ class Drainer final : public TraceContext {
   void maybe_refit();
   void update_stats();
   void deliver(std::span<const Event> events);
-  // Calls `call(exporter)` on every exporter not yet disabled; one that throws anything
-  // is disabled and listed in the stats as "exporter <i> <callback>: <what>".
-  template <typename Call>
-  void for_each_exporter(const char* callback, Call&& call);
-  template <typename Call>
-  void for_each_raw(const char* callback, Call&& call);
 
   Config config_;
   std::string process_name_;
-  std::vector<std::shared_ptr<Exporter>> exporters_;
-  std::vector<bool> exporter_failed_;
-  std::vector<std::pair<std::size_t, RawSink*>> raw_sinks_;  // exporter index, its raw side
-  bool raw_only_ = false;  // every exporter is a raw sink that wants no events: no decoding
+  ExporterSet exporters_;  // every call isolated; their raw sides
   // Config::self_drain and a session it applies to: one exporter, a raw sink with its
   // rings on the heap (a ring in a file must stay there until its records are written).
   bool self_drain_ = false;
@@ -300,7 +292,6 @@ class Drainer final : public TraceContext {
   std::uint32_t next_sort_index_ = 0;
   bool unsorted_threads_ = false;  // a thread's first event is known, its index not yet
   bool delivered_in_pass_ = false;  // on_flush is called after passes that delivered events
-  std::vector<std::string> errors_;
   // Context switches: still opened for new threads (the kernel has not refused for the
   // process), why they are missing, the counts; the switch sites' ids (made at the first
   // stream, so that a session without switches has the same site table as before).
