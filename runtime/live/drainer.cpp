@@ -22,7 +22,6 @@ namespace ringtrace::detail {
 
 namespace {
 constinit thread_local bool t_drainer_thread = false;
-constexpr std::uint32_t kUnsorted = ~std::uint32_t{0};
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
@@ -76,7 +75,8 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
       epoch_(epoch),
       registry_(Registry::instance()),
       step_marker_(step_marker_site()),
-      filter_(config.functions) {
+      filter_(config.functions),
+      rows_(config.max_thread_rows) {
   const double tps = converter_.ticks_per_second();
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
   boundary_gap_ = boundary_gap_ticks(use_tsc_, tps);
@@ -86,16 +86,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
-  folded_info_.id = kFoldedThread;
-  folded_info_.name = "(exited thread)";
-  folded_info_.sort_index = kFoldedThread;
   switches_wanted_ = config_.context_switches;
-}
-
-const ThreadInfo& Drainer::thread(ThreadId id) const {
-  if (id < dense_rows_.size()) return dense_rows_[id].info;
-  const auto it = sparse_rows_.find(id);
-  return it != sparse_rows_.end() ? it->second.info : folded_info_;
 }
 
 Drainer::~Drainer() {
@@ -186,21 +177,10 @@ void Drainer::accept_registrations() {
     cursor->thread = next_thread_++;
     cursor->state.thread = cursor->thread;
     cursor->name_version = buffer->name_version.load(std::memory_order_acquire);
-    ThreadRow* row;
-    if (cursor->thread < config_.max_thread_rows) {
-      row = &dense_rows_.emplace_back();
-    } else {
-      row = &sparse_rows_[cursor->thread];
-    }
     // The slot's reader finds the thread's records in the trace file under this id.
     if (buffer->slot.header != nullptr) buffer->slot.header->thread.store(cursor->thread, std::memory_order_release);
-    row->info.id = cursor->thread;
-    row->info.os_tid = buffer->os_tid;
-    row->info.name = buffer->read_name();
-    row->info.sort_index = kUnsorted;
-    cursor->row = row;
+    cursor->row = &rows_.add_thread(cursor->thread, buffer->os_tid, buffer->read_name());
     if (self_drain_) buffer->own_drain.store(cursor.get(), std::memory_order_relaxed);
-    unplaced_.push_back(row);
     cursors_.push_back(std::move(cursor));
     raw_thread(*cursors_.back());
     if (config_.context_switches) open_switches(*cursors_.back());
@@ -210,10 +190,7 @@ void Drainer::accept_registrations() {
 ThreadId Drainer::steps_thread() {
   if (steps_thread_ == kNoThread) {
     steps_thread_ = next_thread_++;
-    ThreadRow& row = steps_thread_ < config_.max_thread_rows ? dense_rows_.emplace_back() : sparse_rows_[steps_thread_];
-    row.info.id = steps_thread_;
-    row.info.name = kStepsThreadName;
-    row.info.sort_index = next_sort_index_++;
+    rows_.add_track(steps_thread_, kStepsThreadName);
   }
   return steps_thread_;
 }
@@ -292,7 +269,7 @@ void Drainer::update_names(Cursor& c) {
   if (version == c.name_version) return;
   c.name_version = version;
   c.row->info.name = c.buffer->read_name();
-  first_dirty_ = std::min(first_dirty_, c.row->order);  // no-op while unplaced (kNotPlaced)
+  rows_.renamed(*c.row);
   raw_thread(c);
 }
 
@@ -330,7 +307,7 @@ DecodeStop Drainer::decode_ring(Cursor& c, Event* out, std::size_t& n, std::size
   const std::uint64_t before = c.state.recorded;
   const DecodeStop why = decoder.decode(c.state, records, out, n, capacity, {watermark, ~std::uint64_t{0}}, true);
   c.read_pos = c.end - records.size();
-  add_recorded(*c.row, c.state.recorded - before);
+  rows_.add_recorded(*c.row, c.state.recorded - before);
   if (!c.first_known && c.state.started) {
     c.first_known = true;
     c.first_ticks = c.state.first_ticks;
@@ -431,8 +408,7 @@ void Drainer::deliver_switches(Cursor& c, std::size_t n) {
     s.lost_unsent = 0;
     delivered_in_pass_ = true;  // a pass frame follows them
   }
-  c.row->switches += n;
-  touch(*c.row);
+  rows_.add_switches(*c.row, n);
   switches_ += n;
   s.pending.consume(n);
   s.run = MergeRun{};
@@ -461,7 +437,7 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
     closed_at_stop_ += close_zones(c.state, ns, flags, [&]() -> Event& { return next_event(); });
   }
   const std::uint64_t dropped = drops_of(c);
-  set_dropped(*c.row, dropped);
+  rows_.set_dropped(*c.row, dropped);
   if (dropped > c.state.reported_drops) {
     Event& e = next_event();
     e = Event{ns, sites_.id_of(&kDroppedSite), c.thread, EventKind::dropped, 0, 0, 0, {}};
@@ -485,48 +461,7 @@ void Drainer::assign_sort_indices() {
     const std::uint64_t ta = a->row->info.os_tid, tb = b->row->info.os_tid;
     return a->first_ticks != b->first_ticks ? a->first_ticks < b->first_ticks : ta < tb;
   });
-  for (const Cursor* c : fresh) place(*c->row);
-}
-
-void Drainer::place(ThreadRow& row) {
-  row.info.sort_index = next_sort_index_++;
-  row.order = placed_.size();
-  placed_.push_back(&row);
-  unplaced_.erase(std::find(unplaced_.begin(), unplaced_.end(), &row));
-}
-
-void Drainer::add_recorded(ThreadRow& row, std::uint64_t events) {
-  if (events == 0) return;
-  row.recorded += events;
-  rows_recorded_ += events;
-  touch(row);
-}
-
-void Drainer::set_dropped(ThreadRow& row, std::uint64_t dropped) {
-  if (dropped == row.dropped) return;
-  rows_dropped_ += dropped - row.dropped;  // modulo 2^64: right whichever way it moved
-  row.dropped = dropped;
-  touch(row);
-}
-
-void Drainer::touch(ThreadRow& row) {
-  if (row.touched) return;
-  row.touched = true;
-  touched_.push_back(&row);
-}
-
-void Drainer::forget_row(ThreadRow& row) {
-  rows_recorded_ -= row.recorded;  // now in the folded totals
-  rows_dropped_ -= row.dropped;
-  if (row.touched) touched_.erase(std::find(touched_.begin(), touched_.end(), &row));
-  if (row.order == kNotPlaced) {
-    unplaced_.erase(std::find(unplaced_.begin(), unplaced_.end(), &row));
-    return;
-  }
-  // Usually one of the last placed (a thread past max_thread_rows, just exited).
-  placed_.erase(placed_.begin() + static_cast<std::ptrdiff_t>(row.order));
-  for (std::size_t k = row.order; k < placed_.size(); ++k) placed_[k]->order = k;
-  first_dirty_ = std::min(first_dirty_, row.order);
+  for (const Cursor* c : fresh) rows_.place(*c->row);
 }
 
 void Drainer::flush() {
@@ -594,7 +529,7 @@ void Drainer::detach(Cursor& c) {
   c.zeroed_pos = end;
   b.read_index.store(end, std::memory_order_release);
   c.detached_drops = b.total_dropped();
-  set_dropped(*c.row, c.detached_drops);
+  rows_.set_dropped(*c.row, c.detached_drops);
   c.tail = tail;
   c.tail_from = c.read_pos;
   c.end = end;
@@ -693,7 +628,7 @@ void Drainer::pass(bool final) {
       // record over when it let go of its ring.
       c->read_pos = c->buffer != nullptr ? written_end(*c) : c->end;
       self_drained_ += c->own_events;
-      add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
+      rows_.add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
       if (c->switches) {
         ThreadSwitches& sw = *c->switches;
         sw.run = sw.pending.run_until(switches_until_ns, c->thread);
@@ -715,7 +650,7 @@ void Drainer::pass(bool final) {
     Cursor& c = *cursors_[i];
     if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
       if (exporters_.raw_only()) {
-        set_dropped(*c.row, drops_of(c));  // the file's footer carries it
+        rows_.set_dropped(*c.row, drops_of(c));  // the file's footer carries it
       } else {
         close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.state.last_ticks,
                      EventFlags::closed_at_stop);
@@ -727,19 +662,12 @@ void Drainer::pass(bool final) {
       if (c.buffer != nullptr) let_go(*c.buffer);
       // Every event of the thread is delivered: a thread past the first
       // max_thread_rows gives its row up (its counts stay in the folded totals).
-      if (!final && c.thread >= config_.max_thread_rows) {
-        folded_threads_ += 1;
-        folded_recorded_ += c.row->recorded;
-        folded_dropped_ += c.row->dropped;
-        folded_switches_ += c.row->switches;
-        forget_row(*c.row);
-        sparse_rows_.erase(c.thread);
-      }
+      if (!final && !rows_.kept_until_stop(c.thread)) rows_.fold(*c.row);
       cursors_[i] = std::move(cursors_.back());
       cursors_.pop_back();
     } else {
       if (c.retired && c.buffer != nullptr) detach(c);
-      set_dropped(*c.row, drops_of(c));
+      rows_.set_dropped(*c.row, drops_of(c));
       ++i;
     }
   }
@@ -785,45 +713,7 @@ void Drainer::pass(bool final) {
 
 void Drainer::update_stats() {
   std::lock_guard<std::mutex> lock(stats_mutex_);
-  // Rows in the order of each thread's first event (threads not yet placed last, by
-  // id), then the folded threads' row. Only rows new in their place are copied whole;
-  // the totals are kept as rows change.
-  const std::size_t placed = placed_.size();
-  stats_.threads.resize(placed + unplaced_.size() + (folded_threads_ > 0 ? 1 : 0));
-  const auto copy = [&](const ThreadRow& row, ThreadStats& out) {
-    out.thread = row.info.id;
-    out.os_tid = row.info.os_tid;
-    out.name = row.info.name;
-    out.recorded = row.recorded;
-    out.dropped = row.dropped;
-    out.switches = row.switches;
-  };
-  for (std::size_t k = first_dirty_; k < placed; ++k) copy(*placed_[k], stats_.threads[k]);
-  for (std::size_t k = 0; k < unplaced_.size(); ++k) copy(*unplaced_[k], stats_.threads[placed + k]);
-  for (ThreadRow* row : touched_) {
-    row->touched = false;
-    if (row->order != kNotPlaced && row->order < first_dirty_) {
-      stats_.threads[row->order].recorded = row->recorded;
-      stats_.threads[row->order].dropped = row->dropped;
-      stats_.threads[row->order].switches = row->switches;
-    }
-  }
-  touched_.clear();
-  first_dirty_ = placed;
-  stats_.recorded = rows_recorded_;
-  stats_.dropped = rows_dropped_;
-  if (folded_threads_ > 0) {
-    ThreadStats& out = stats_.threads.back();
-    out.thread = kFoldedThread;
-    out.os_tid = 0;
-    out.name = "(exited threads)";
-    out.recorded = folded_recorded_;
-    out.dropped = folded_dropped_;
-    out.switches = folded_switches_;
-    stats_.recorded += folded_recorded_;
-    stats_.dropped += folded_dropped_;
-  }
-  stats_.folded_threads = folded_threads_;
+  rows_.fill(stats_);
   const std::uint64_t orphans = registry_.orphan_drops();
   stats_.dropped_without_ring = orphans;
   stats_.dropped += orphans;

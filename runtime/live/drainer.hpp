@@ -6,12 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "clock_calibration.hpp"
@@ -27,6 +25,7 @@
 #include "switch_events.hpp"
 #include "switch_stream.hpp"
 #include "thread_registry.hpp"
+#include "thread_rows.hpp"
 
 namespace ringtrace::detail {
 
@@ -64,7 +63,7 @@ class Drainer final : public TraceContext {
   // TraceContext
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
   std::uint32_t site_count() const override { return sites_.size(); }
-  const ThreadInfo& thread(ThreadId id) const override;
+  const ThreadInfo& thread(ThreadId id) const override { return rows_.info(id); }
   std::uint32_t thread_count() const override { return next_thread_; }
   const ClockInfo& clock() const override { return clock_info_; }
   const std::string& process_name() const override { return process_name_; }
@@ -97,14 +96,6 @@ class Drainer final : public TraceContext {
   ThreadId steps_thread();
   static constexpr ThreadId kNoThread = ~ThreadId{0};
   ThreadId steps_thread_ = kNoThread;
-  struct ThreadRow {
-    ThreadInfo info;
-    std::uint64_t recorded = 0;
-    std::uint64_t dropped = 0;
-    std::size_t order = kNotPlaced;  // its index in placed_ (and in stats().threads)
-    bool touched = false;            // in touched_
-    std::uint64_t switches = 0;
-  };
   // A thread's context switches (Config::context_switches): its perf stream and what was
   // read from it and not yet delivered.
   struct ThreadSwitches {
@@ -116,14 +107,13 @@ class Drainer final : public TraceContext {
     bool exited = false;           // the stream says its thread has exited: nothing more comes
     std::uint32_t exit_passes = 0;  // passes since the thread retired and its ring was emptied
   };
-  static constexpr std::size_t kNotPlaced = ~std::size_t{0};
   struct Cursor {
     // The thread's buffer, or null once the cursor is detached: its thread exited with
     // records younger than the watermark, which were copied to `tail` so that the ring
     // could go back to the pool at once (detach()).
     ThreadBuffer* buffer = nullptr;
     ThreadId thread = 0;
-    ThreadRow* row = nullptr;  // in dense_rows_ or sparse_rows_: both keep addresses
+    ThreadRow* row = nullptr;  // in rows_, which keeps addresses
     std::uint64_t read_pos = 0;  // ring bytes decoded (or handed to raw sinks alone)
     std::uint64_t end = 0;       // ring bytes the thread had reserved at the pass's start
     ThreadDecodeState state;     // the decoder's: open zones, times, counts
@@ -247,35 +237,9 @@ class Drainer final : public TraceContext {
   FunctionFilter filter_;
   std::uint64_t filter_limit_ = 0;   // this pass releases filtered events stamped up to this (ns)
   std::vector<Event> filter_scratch_;
-  // Rows of the first max_thread_rows threads (ids below it), kept until stop(), and of
-  // later threads while they live; exited later threads are folded into the folded_*
-  // counts (Config::max_thread_rows).
-  std::deque<ThreadRow> dense_rows_;
-  std::unordered_map<ThreadId, ThreadRow> sparse_rows_;
+  // The threads' rows (TraceContext::thread, stats().threads) and the next thread id.
+  ThreadRows rows_;
   ThreadId next_thread_ = 0;
-  std::uint64_t folded_threads_ = 0;
-  std::uint64_t folded_recorded_ = 0;
-  std::uint64_t folded_dropped_ = 0;
-  ThreadInfo folded_info_;
-  // The rows in the order of stats().threads, kept as rows come, are placed and go, so
-  // that a pass costs what changed, not the threads seen so far (sorting and copying
-  // 4,096 rows took nine tenths of a pass when short threads exit one after another):
-  // placed_ by sort index (given in increasing order), then unplaced_ (threads
-  // whose first event is not known yet) by id. stats_.threads[0, first_dirty_) already
-  // names placed_'s rows.
-  // Counts: rows whose counts changed since update_stats are in touched_, and the
-  // totals of the rows are kept as they change.
-  std::vector<ThreadRow*> placed_;
-  std::vector<ThreadRow*> unplaced_;
-  std::size_t first_dirty_ = 0;
-  std::vector<ThreadRow*> touched_;
-  std::uint64_t rows_recorded_ = 0;
-  std::uint64_t rows_dropped_ = 0;
-  void place(ThreadRow& row);
-  void forget_row(ThreadRow& row);  // before a folded row is erased
-  void add_recorded(ThreadRow& row, std::uint64_t events);
-  void set_dropped(ThreadRow& row, std::uint64_t dropped);
-  void touch(ThreadRow& row);
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;
@@ -289,7 +253,6 @@ class Drainer final : public TraceContext {
   std::uint64_t closed_at_stop_ = 0;
   std::uint64_t unreadable_ = 0;  // records of a kind or size this drainer cannot read (none, by construction)
   std::uint64_t passes_ = 0;
-  std::uint32_t next_sort_index_ = 0;
   bool unsorted_threads_ = false;  // a thread's first event is known, its index not yet
   bool delivered_in_pass_ = false;  // on_flush is called after passes that delivered events
   // Context switches: still opened for new threads (the kernel has not refused for the
@@ -297,7 +260,7 @@ class Drainer final : public TraceContext {
   // stream, so that a session without switches has the same site table as before).
   bool switches_wanted_ = false;
   std::string switches_unavailable_;
-  std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0, folded_switches_ = 0;
+  std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0;
   // FunctionOptions::inlined: the left-out calls counted in the rings the drainer let go of.
   std::uint64_t inlined_let_go_ = 0;
   SiteId switch_out_site_ = 0, switch_in_site_ = 0;
