@@ -34,9 +34,6 @@ constinit thread_local bool t_fork_holds_pass = false;
 // The running drainer that has context-switch streams open (set and cleared under
 // g_pass_mutex), for the fork child handler.
 Drainer* g_switch_drainer = nullptr;
-// The running drainer whose threads may empty their own rings (Config::self_drain), set
-// and cleared under g_pass_mutex.
-Drainer* g_own_drainer = nullptr;
 }  // namespace
 
 void drainer_fork_prepare() noexcept {
@@ -58,7 +55,8 @@ void drainer_fork_child() noexcept {
   // it was between passes (this thread's fork holds the pass lock) or is the forker.
   if ((t_fork_holds_pass || t_drainer_thread) && g_switch_drainer != nullptr) g_switch_drainer->release_switches_in_child();
   g_switch_drainer = nullptr;
-  g_own_drainer = nullptr;  // no thread of the child packs into the parent's file
+  // No thread of the child packs into the parent's file: its one thread has no ring
+  // (unbind_thread_after_fork), so it never reads a ThreadBuffer::own_drain of the parent's.
   // The child has no drainer: a fresh, unlocked mutex (the parent's copy may be held).
   new (&g_pass_mutex) std::timed_mutex();
   t_fork_holds_pass = false;
@@ -98,11 +96,6 @@ Drainer::~Drainer() {
   runtime_free(batch_);
 }
 
-Drainer::Cursor::~Cursor() {
-  runtime_free(stage);
-  runtime_free(tail);
-}
-
 void Drainer::start() {
   thread_ = start_own_thread([this] { run(); });
 }
@@ -138,7 +131,6 @@ void Drainer::run() {
   // 128 KiB ring took it 20 us and more: the tail that drop mode exists to avoid).
   self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && exporters_.raw_only() &&
                 exporters_.raw_count() == 1 && !rings_in_file_;
-  if (self_drain_) g_own_drainer = this;
   while (!stop_.load(std::memory_order_acquire)) {
     pass(false);
     working.unlock();
@@ -147,7 +139,6 @@ void Drainer::run() {
   }
   pass(true);
   if (g_switch_drainer == this) g_switch_drainer = nullptr;
-  if (g_own_drainer == this) g_own_drainer = nullptr;
 }
 
 void Drainer::finish(std::uint64_t stop_ticks) {
@@ -172,7 +163,7 @@ void Drainer::accept_registrations() {
       registry_.release(buffer);
       continue;
     }
-    auto cursor = std::make_unique<Cursor>();
+    auto cursor = std::make_unique<RingCursor>();
     cursor->buffer = buffer;
     cursor->thread = next_thread_++;
     cursor->state.thread = cursor->thread;
@@ -180,7 +171,10 @@ void Drainer::accept_registrations() {
     // The slot's reader finds the thread's records in the trace file under this id.
     if (buffer->slot.header != nullptr) buffer->slot.header->thread.store(cursor->thread, std::memory_order_release);
     cursor->row = &rows_.add_thread(cursor->thread, buffer->os_tid, buffer->read_name());
-    if (self_drain_) buffer->own_drain.store(cursor.get(), std::memory_order_relaxed);
+    if (self_drain_) {
+      cursor->own_drainer = this;
+      buffer->own_drain.store(cursor.get(), std::memory_order_relaxed);
+    }
     cursors_.push_back(std::move(cursor));
     raw_thread(*cursors_.back());
     if (config_.context_switches) open_switches(*cursors_.back());
@@ -195,7 +189,7 @@ ThreadId Drainer::steps_thread() {
   return steps_thread_;
 }
 
-void Drainer::raw_thread(const Cursor& c) {
+void Drainer::raw_thread(const RingCursor& c) {
   if (!exporters_.has_raw()) return;
   const ThreadInfo& info = c.row->info;
   exporters_.each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
@@ -206,19 +200,19 @@ void Drainer::raw_segment() {
   exporters_.each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
 }
 
-void Drainer::note_first_records(Cursor& c, const std::uint8_t* records) {
+void Drainer::note_first_records(RingCursor& c, const std::uint8_t* records) {
   if (c.first_known) return;
   c.first_known = true;
   c.first_ticks = record_ticks(load_header(records), records, 0);
   unsorted_threads_ = true;
 }
 
-std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
+std::uint64_t Drainer::hand_raw(RingCursor& c, std::uint64_t to) {
   const std::uint64_t from = c.raw_pos;
   if (from >= to) return 0;
   c.raw_pos = to;
   // Contiguous through the ring's second mapping, even when it runs past the ring's end.
-  const std::uint8_t* const records = records_at(c, from);
+  const std::uint8_t* const records = c.records_at(from);
   note_first_records(c, records);
   delivered_in_pass_ = true;
   std::uint64_t events = 0;
@@ -235,16 +229,14 @@ std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
 // to the sink, zeroed, the read index published), done by the ring's own thread with
 // the drainer between passes. Only what the sink takes in the thread (no allocation, no
 // system call) is handed over; its events are counted by the next pass.
-OwnDrain Drainer::drain_own(void* cursor) noexcept {
-  Cursor& c = *static_cast<Cursor*>(cursor);
+OwnDrain Drainer::drain_own(RingCursor& c) noexcept {
   const auto& [index, sink] = exporters_.first_raw();
   if (c.buffer == nullptr || exporters_.failed(index)) return OwnDrain::none;
   // Everything reserved: the sink stops at a record not written yet (its header 0: the
   // caller's own reservation in zone_end_slow, or one its signal handler interrupted).
-  const std::uint64_t mask = c.buffer->ring.capacity - 1;
-  const std::uint64_t end = c.read_pos + ((c.buffer->next_offset() - c.read_pos) & mask);
+  const std::uint64_t end = c.reserved_end();
   if (end == c.read_pos) return OwnDrain::none;
-  const std::uint8_t* const records = records_at(c, c.read_pos);
+  const std::uint8_t* const records = c.records_at(c.read_pos);
   const std::size_t took =
       sink->on_raw_records_in_thread(c.thread, std::span<const std::uint8_t>(records, end - c.read_pos), c.own_events);
   if (took == 0) return OwnDrain::some;  // the drainer must write the buffer out, or describe a site
@@ -252,19 +244,21 @@ OwnDrain Drainer::drain_own(void* cursor) noexcept {
   delivered_in_pass_ = true;  // the next pass ends with on_raw_pass and on_flush: the file gets the records
   c.read_pos += took;
   c.raw_pos = c.read_pos;
-  release_read(c);
-  return c.read_pos == end || load_header(records_at(c, c.read_pos)) == 0 ? OwnDrain::all : OwnDrain::some;
+  c.release_read();
+  return c.read_pos == end || load_header(c.records_at(c.read_pos)) == 0 ? OwnDrain::all : OwnDrain::some;
 }
 
 OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
   if (b.own_drain.load(std::memory_order_relaxed) == nullptr) return OwnDrain::none;
   std::unique_lock<std::timed_mutex> lock(g_pass_mutex, std::try_to_lock);
-  if (!lock.owns_lock() || g_own_drainer == nullptr) return OwnDrain::none;
-  void* const cursor = b.own_drain.load(std::memory_order_relaxed);  // cleared only under the lock
-  return cursor != nullptr ? g_own_drainer->drain_own(cursor) : OwnDrain::none;
+  if (!lock.owns_lock()) return OwnDrain::none;
+  // Set and cleared only under the lock: while it is set, its drainer holds the cursor
+  // (the drainer clears it when it lets go of the ring, before its thread ends).
+  RingCursor* const cursor = b.own_drain.load(std::memory_order_relaxed);
+  return cursor != nullptr ? cursor->own_drainer->drain_own(*cursor) : OwnDrain::none;
 }
 
-void Drainer::update_names(Cursor& c) {
+void Drainer::update_names(RingCursor& c) {
   const std::uint32_t version = c.buffer->name_version.load(std::memory_order_acquire);
   if (version == c.name_version) return;
   c.name_version = version;
@@ -281,25 +275,25 @@ Event& Drainer::next_event() {
 // Decodes c's records (from its read position to what its thread had reserved at the
 // pass's start, stamped at or before `watermark`) into out[n, capacity) with the core's
 // decoder (runtime/core/decoder.hpp): every rule of turning records into events is there.
-DecodeStop Drainer::decode(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark) {
+DecodeStop Drainer::decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark) {
   if (!filter_.active()) return decode_ring(c, out, n, capacity, watermark);
   const auto info = [this](SiteId id) -> const SiteInfo& { return sites_.site(id); };
   for (;;) {
     n += c.filtered.release(filter_limit_, out + n, capacity - n);
     if (n == capacity) return DecodeStop::room;
     if (c.read_pos >= c.end) return DecodeStop::end;
-    filter_scratch_.resize(kStageEvents);
+    filter_scratch_.resize(RingCursor::kStageEvents);
     std::size_t m = 0;
-    const DecodeStop why = decode_ring(c, filter_scratch_.data(), m, kStageEvents, watermark);
+    const DecodeStop why = decode_ring(c, filter_scratch_.data(), m, RingCursor::kStageEvents, watermark);
     c.filtered.add(filter_scratch_.data(), m, filter_, info);
     if (m == 0) return why;
   }
 }
 
-DecodeStop Drainer::decode_ring(Cursor& c, Event* out, std::size_t& n, std::size_t capacity,
+DecodeStop Drainer::decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity,
                                 std::uint64_t watermark) {
   // Contiguous through the ring's second mapping (or its copy), at most a ring's worth.
-  std::span<const std::uint8_t> records(records_at(c, c.read_pos), c.end - c.read_pos);
+  std::span<const std::uint8_t> records(c.records_at(c.read_pos), c.end - c.read_pos);
   LiveSites sites{sites_, *this};
   LiveTexts texts{texts_};
   const SegmentClock clock = converter_.segments();  // a copy: its fields stay in registers
@@ -336,10 +330,10 @@ std::string_view Drainer::text(const Event& e) const {
 
 // Refills c's staging array (it must be empty). False when c has nothing left at or
 // below the watermark.
-bool Drainer::refill(Cursor& c, std::uint64_t watermark) {
-  if (c.stage == nullptr) c.stage = static_cast<Event*>(runtime_alloc(kStageEvents * sizeof(Event), 64));
+bool Drainer::refill(RingCursor& c, std::uint64_t watermark) {
+  if (c.stage == nullptr) c.stage = static_cast<Event*>(runtime_alloc(RingCursor::kStageEvents * sizeof(Event), 64));
   std::size_t n = 0;
-  decode(c, c.stage, n, kStageEvents, watermark);
+  decode(c, c.stage, n, RingCursor::kStageEvents, watermark);
   c.run = MergeRun{c.stage, c.stage + n, c.thread};
   return n != 0;
 }
@@ -400,7 +394,7 @@ void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
 
 // The first `n` pending switches of c were merged into the stream (or, raw sinks alone,
 // are up to the watermark): counted, handed to the raw sinks, let go of.
-void Drainer::deliver_switches(Cursor& c, std::size_t n) {
+void Drainer::deliver_switches(RingCursor& c, std::size_t n) {
   ThreadSwitches& s = *c.switches;
   if ((n != 0 || s.lost_unsent != 0) && exporters_.has_raw()) {
     const std::span<const Event> delivered = s.pending.delivered(s.run).first(n);
@@ -414,7 +408,7 @@ void Drainer::deliver_switches(Cursor& c, std::size_t n) {
   s.run = MergeRun{};
 }
 
-void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags) {
+void Drainer::close_thread(RingCursor& c, std::uint64_t at_ticks, std::uint8_t flags) {
   if (!c.first_known) {  // registered but never recorded: after the others, when it goes
     c.first_known = true;
     c.first_ticks = ~std::uint64_t{0};
@@ -436,7 +430,7 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
   } else {
     closed_at_stop_ += close_zones(c.state, ns, flags, [&]() -> Event& { return next_event(); });
   }
-  const std::uint64_t dropped = drops_of(c);
+  const std::uint64_t dropped = c.drops();
   rows_.set_dropped(*c.row, dropped);
   if (dropped > c.state.reported_drops) {
     Event& e = next_event();
@@ -453,15 +447,15 @@ void Drainer::deliver(std::span<const Event> events) {
 
 void Drainer::assign_sort_indices() {
   unsorted_threads_ = false;
-  std::vector<Cursor*> fresh;
+  std::vector<RingCursor*> fresh;
   for (auto& c : cursors_) {
     if (c->first_known && c->row->info.sort_index == kUnsorted) fresh.push_back(c.get());
   }
-  std::sort(fresh.begin(), fresh.end(), [&](const Cursor* a, const Cursor* b) {
+  std::sort(fresh.begin(), fresh.end(), [&](const RingCursor* a, const RingCursor* b) {
     const std::uint64_t ta = a->row->info.os_tid, tb = b->row->info.os_tid;
     return a->first_ticks != b->first_ticks ? a->first_ticks < b->first_ticks : ta < tb;
   });
-  for (const Cursor* c : fresh) rows_.place(*c->row);
+  for (const RingCursor* c : fresh) rows_.place(*c->row);
 }
 
 void Drainer::flush() {
@@ -481,25 +475,7 @@ void Drainer::publish_read_positions() {
     }
     if (rings_in_file_) persist_raw();
   }
-  for (auto& c : cursors_) release_read(*c);
-}
-
-// Zeroes what has been read since the last call (the drainer stops at a header that is
-// 0, so the thread must find its next lap's bytes zeroed), then lets the thread reuse it.
-void Drainer::release_read(Cursor& c) {
-  if (c.buffer == nullptr || c.zeroed_pos == c.read_pos) return;  // detached: no ring
-  zero_slots(c.buffer->ring.base + (c.zeroed_pos & (c.buffer->ring.capacity - 1)), c.read_pos - c.zeroed_pos);
-  c.zeroed_pos = c.read_pos;
-  c.buffer->read_index.store(c.read_pos, std::memory_order_release);
-}
-
-const std::uint8_t* Drainer::records_at(const Cursor& c, std::uint64_t pos) {
-  if (c.buffer == nullptr) return c.tail + (pos - c.tail_from);
-  return c.buffer->ring.base + (pos & (c.buffer->ring.capacity - 1));
-}
-
-std::uint64_t Drainer::drops_of(const Cursor& c) {
-  return c.buffer != nullptr ? c.buffer->total_dropped() : c.detached_drops;
+  for (auto& c : cursors_) c->release_read();
 }
 
 // A thread that has exited leaves records the watermark holds back (a short thread's
@@ -510,8 +486,8 @@ std::uint64_t Drainer::drops_of(const Cursor& c) {
 // a record is always in the trace file or in a ring) and copied out, the ring's bytes
 // zeroed and its read index published as for a ring read to its end, and the ring let
 // go of; the cursor decodes the copy in later passes.
-void Drainer::detach(Cursor& c) {
-  const std::uint64_t end = written_end(c);  // the thread has exited: no record is being written
+void Drainer::detach(RingCursor& c) {
+  const std::uint64_t end = c.written_end();  // the thread has exited: no record is being written
   const std::uint64_t bytes = end - c.read_pos;
   std::uint8_t* tail = nullptr;
   try {
@@ -519,7 +495,7 @@ void Drainer::detach(Cursor& c) {
   } catch (const std::bad_alloc&) {
     return;  // no memory: the ring stays until it is read
   }
-  copy_slots(tail, records_at(c, c.read_pos), bytes);
+  copy_slots(tail, c.records_at(c.read_pos), bytes);
   if (exporters_.has_raw()) {
     hand_raw(c, end);
     if (rings_in_file_) persist_raw();
@@ -535,24 +511,6 @@ void Drainer::detach(Cursor& c) {
   c.end = end;
   c.buffer = nullptr;
   let_go(b);
-}
-
-// The end of what c's thread has written whole, from c.read_pos: the thread's next byte,
-// or the first record being written (its header still 0).
-std::uint64_t Drainer::written_end(const Cursor& c) {
-  const ThreadBuffer& b = *c.buffer;
-  const std::uint64_t mask = b.ring.capacity - 1;
-  const std::uint64_t reserved = c.read_pos + ((b.next_offset() - c.read_pos) & mask);
-  std::uint64_t pos = c.read_pos;
-  while (pos < reserved) {
-    const std::uint8_t* const at = b.ring.base + (pos & mask);
-    const std::uint64_t header = load_header(at);
-    if (header == 0) break;
-    const std::uint64_t bytes = ring_record_bytes(header, at, reserved - pos);
-    if (bytes == 0) break;  // cannot happen: this process wrote it
-    pos += bytes;
-  }
-  return pos;
 }
 
 void Drainer::persist_raw() {
@@ -612,8 +570,7 @@ void Drainer::pass(bool final) {
     if (c->buffer == nullptr) continue;  // detached: its records are copied
     // Retired before the write index: a retired thread's last writes are then visible.
     c->retired = (c->buffer->flags.load(std::memory_order_acquire) & kRetired) != 0;
-    const std::uint64_t mask = c->buffer->ring.capacity - 1;
-    c->end = c->read_pos + ((c->buffer->next_offset() - c->read_pos) & mask);
+    c->end = c->reserved_end();
     update_names(*c);
     // After the watermark was taken: every switch before it is in the stream now (the
     // kernel writes a record within the switch).
@@ -626,7 +583,7 @@ void Drainer::pass(bool final) {
     for (auto& c : cursors_) {
       // A detached cursor (its thread exited, its switches still awaited) handed every
       // record over when it let go of its ring.
-      c->read_pos = c->buffer != nullptr ? written_end(*c) : c->end;
+      c->read_pos = c->buffer != nullptr ? c->written_end() : c->end;
       self_drained_ += c->own_events;
       rows_.add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
       if (c->switches) {
@@ -647,10 +604,10 @@ void Drainer::pass(bool final) {
   // thread's: the time does not depend on whether a pass saw the thread gone first, and
   // is the one the binary file's reader gives them (it cannot know when a thread exited).
   for (std::size_t i = 0; i < cursors_.size();) {
-    Cursor& c = *cursors_[i];
+    RingCursor& c = *cursors_[i];
     if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
       if (exporters_.raw_only()) {
-        rows_.set_dropped(*c.row, drops_of(c));  // the file's footer carries it
+        rows_.set_dropped(*c.row, c.drops());  // the file's footer carries it
       } else {
         close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.state.last_ticks,
                      EventFlags::closed_at_stop);
@@ -667,7 +624,7 @@ void Drainer::pass(bool final) {
       cursors_.pop_back();
     } else {
       if (c.retired && c.buffer != nullptr) detach(c);
-      rows_.set_dropped(*c.row, drops_of(c));
+      rows_.set_dropped(*c.row, c.drops());
       ++i;
     }
   }

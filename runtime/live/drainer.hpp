@@ -17,6 +17,7 @@
 #include "exporter_set.hpp"
 #include "function_filter.hpp"
 #include "merge.hpp"
+#include "ring_cursor.hpp"
 #include "raw_sink.hpp"
 #include "ring_records.hpp"
 #include "ringtrace/config.hpp"
@@ -43,6 +44,19 @@ bool on_drainer_thread() noexcept;
 void drainer_fork_prepare() noexcept;
 void drainer_fork_parent() noexcept;
 void drainer_fork_child() noexcept;
+
+// Config::self_drain, from a thread's slow path (thread_registry.cpp; not nested in
+// another of its slow paths): if the session lets its threads empty their own rings
+// (ThreadBuffer::own_drain is set) and the drainer is between passes (its pass lock is
+// free: only tried, never waited for), hands the thread's published records over to the
+// session's file itself and zeroes them, as a drainer pass would (Drainer::drain_own).
+// `all`: every record written whole was taken; `some`: records are left that only the
+// drainer can take (the file's buffer is full, or a call site is new to the file: wake
+// it), part of them maybe taken; `none`: nothing was done (the session does not let the
+// thread, the lock was busy, nothing to take). No allocation, no blocking lock, no
+// system call.
+enum class OwnDrain : std::uint8_t { none, some, all };
+OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
 
 class Drainer final : public TraceContext {
  public:
@@ -96,54 +110,6 @@ class Drainer final : public TraceContext {
   ThreadId steps_thread();
   static constexpr ThreadId kNoThread = ~ThreadId{0};
   ThreadId steps_thread_ = kNoThread;
-  // A thread's context switches (Config::context_switches): its perf stream and what was
-  // read from it and not yet delivered.
-  struct ThreadSwitches {
-    switches::SwitchStream stream;
-    PendingSwitches pending;
-    MergeRun run;                  // this pass's: the pending ones up to the watermark
-    std::uint64_t lost = 0;        // the stream's lost and malformed records counted so far
-    std::uint64_t lost_unsent = 0;  // of those, not yet told to the raw sinks
-    bool exited = false;           // the stream says its thread has exited: nothing more comes
-    std::uint32_t exit_passes = 0;  // passes since the thread retired and its ring was emptied
-  };
-  struct Cursor {
-    // The thread's buffer, or null once the cursor is detached: its thread exited with
-    // records younger than the watermark, which were copied to `tail` so that the ring
-    // could go back to the pool at once (detach()).
-    ThreadBuffer* buffer = nullptr;
-    ThreadId thread = 0;
-    ThreadRow* row = nullptr;  // in rows_, which keeps addresses
-    std::uint64_t read_pos = 0;  // ring bytes decoded (or handed to raw sinks alone)
-    std::uint64_t end = 0;       // ring bytes the thread had reserved at the pass's start
-    ThreadDecodeState state;     // the decoder's: open zones, times, counts
-    FilteredThread filtered;     // with Config::functions' filters: events waiting for them
-    std::uint32_t name_version = 0;
-    bool retired = false;
-    bool first_known = false;      // first_ticks holds the thread's first decoded record
-    std::uint64_t first_ticks = 0;
-    std::uint64_t raw_pos = 0;  // records before this were handed to the raw sinks
-    std::uint64_t zeroed_pos = 0;  // ring bytes before this are zeroed and given back (read_index)
-    // Decoded events waiting for the merge of several threads: `run` in stage[0,
-    // kStageEvents), from the runtime allocator, allocated the first time the thread is
-    // merged with another.
-    Event* stage = nullptr;
-    MergeRun run;
-    // Detached: ring bytes [tail_from, end) copied out of the ring (runtime allocator),
-    // and the thread's drops when its buffer was let go of.
-    std::uint8_t* tail = nullptr;
-    std::uint64_t tail_from = 0;
-    std::uint64_t detached_drops = 0;
-    std::unique_ptr<ThreadSwitches> switches;  // Config::context_switches and its stream opened
-    // Config::self_drain: events the thread handed over itself since the last pass
-    // (drain_own), counted in its row by the next pass.
-    std::uint64_t own_events = 0;
-
-    Cursor() = default;
-    Cursor(const Cursor&) = delete;
-    Cursor& operator=(const Cursor&) = delete;
-    ~Cursor();
-  };
   void run();
   void pass(bool final);
   void persist_raw();  // rings in a file: every raw sink hands what it holds to the OS
@@ -151,44 +117,39 @@ class Drainer final : public TraceContext {
   void merge(std::uint64_t watermark, std::uint64_t switches_until_ns);
   // Context switches: a new thread's stream (its first event, then what it has), a
   // pass's reading of every stream, and the hand-off of what the merge delivered.
-  void open_switches(Cursor& c);
-  void read_switches(Cursor& c);
-  void push_switch(Cursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits);
-  void deliver_switches(Cursor& c, std::size_t n);
-  bool switches_done(Cursor& c);  // a retired thread's stream has given everything
+  void open_switches(RingCursor& c);
+  void read_switches(RingCursor& c);
+  void push_switch(RingCursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits);
+  void deliver_switches(RingCursor& c, std::size_t n);
+  bool switches_done(RingCursor& c);  // a retired thread's stream has given everything
  public:
   // In a fork child (drainer_fork_child): closes the child's copies of the streams.
   void release_switches_in_child() noexcept;
   // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
   // the pass lock, between passes).
-  OwnDrain drain_own(void* cursor) noexcept;
+  OwnDrain drain_own(RingCursor& c) noexcept;
 
  private:
-  DecodeStop decode(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
-  DecodeStop decode_ring(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
-  bool refill(Cursor& c, std::uint64_t watermark);
-  static constexpr std::uint32_t kStageEvents = 512;  // 16 KB per thread
+  DecodeStop decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
+  DecodeStop decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
+  bool refill(RingCursor& c, std::uint64_t watermark);
   Event& next_event();
   void flush();
   void publish_read_positions();
-  void release_read(Cursor& c);
   // A retired thread whose last records are younger than the watermark: they go to the
   // raw sinks and are copied out, and the ring goes back to the pool now.
-  void detach(Cursor& c);
+  void detach(RingCursor& c);
   void let_go(ThreadBuffer& b);
-  static const std::uint8_t* records_at(const Cursor& c, std::uint64_t pos);
-  static std::uint64_t drops_of(const Cursor& c);
-  static std::uint64_t written_end(const Cursor& c);
   // Raw sinks: hands c's records [raw_pos, read_pos) (or [raw_pos, to)) over; returns the
   // events they hold.
-  std::uint64_t hand_raw(Cursor& c) { return hand_raw(c, c.read_pos); }
-  std::uint64_t hand_raw(Cursor& c, std::uint64_t to);
+  std::uint64_t hand_raw(RingCursor& c) { return hand_raw(c, c.read_pos); }
+  std::uint64_t hand_raw(RingCursor& c, std::uint64_t to);
   // The first records of c's thread handed over: its first time, for its sort index.
-  void note_first_records(Cursor& c, const std::uint8_t* records);
+  void note_first_records(RingCursor& c, const std::uint8_t* records);
   void raw_segment();
-  void raw_thread(const Cursor& c);
-  void close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags);
-  void update_names(Cursor& c);
+  void raw_thread(const RingCursor& c);
+  void close_thread(RingCursor& c, std::uint64_t at_ticks, std::uint8_t flags);
+  void update_names(RingCursor& c);
   // Gives threads whose first event is now known their place in ThreadInfo::sort_index:
   // by the time of that event, ties by OS thread id. Runs before every delivery, so an
   // exporter sees a thread's index with its first event.
@@ -220,11 +181,11 @@ class Drainer final : public TraceContext {
   Registry& registry_;
   SiteTable sites_;
   const SiteInfo* step_marker_;  // Session::step()'s one site (windows.hpp)
-  std::vector<std::unique_ptr<Cursor>> cursors_;
+  std::vector<std::unique_ptr<RingCursor>> cursors_;
   // Scratch for merge: the runs being merged, a thread's records (refilled from its ring
   // as they run out) or its switches (whole).
   struct Source {
-    Cursor* cursor;
+    RingCursor* cursor;
     bool switches;
     MergeRun& run() const { return switches ? cursor->switches->run : cursor->run; }
   };

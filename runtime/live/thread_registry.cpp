@@ -16,6 +16,7 @@
 #include <new>
 #include <thread>
 
+#include "drainer.hpp"      // drain_own_ring (Config::self_drain)
 #include "environment.hpp"  // environment_session_anchor
 #include "function_stack.hpp"
 #include "ringtrace/instrument.hpp"
