@@ -2,12 +2,22 @@
 // threads' rings from the registration queue, merges every ring's published records
 // into one stream ordered by time (holding back the newest `merge_grace`), converts
 // ticks to nanoseconds and hands the stream to the exporters in batches.
+//
+// Its parts, one job each:
+//   Drainer      (here)             the thread and its passes: collect, decode, merge,
+//                                   deliver, persist (drainer.cpp), and the threads'
+//                                   context switches (drainer_switches.cpp)
+//   RingCursor   (ring_cursor.hpp)  where the drainer is in one thread's ring and stream
+//   ThreadRows   (thread_rows.hpp)  the threads' rows: TraceContext::thread(), stats().threads
+//   ExporterSet  (exporter_set.hpp) the exporters and raw sinks, each call isolated
+// and, for the instrumented threads' slow path, drain_own_ring (below).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,13 +28,11 @@
 #include "function_filter.hpp"
 #include "merge.hpp"
 #include "ring_cursor.hpp"
-#include "raw_sink.hpp"
 #include "ring_records.hpp"
 #include "ringtrace/config.hpp"
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "switch_events.hpp"
-#include "switch_stream.hpp"
 #include "thread_registry.hpp"
 #include "thread_rows.hpp"
 
@@ -74,7 +82,7 @@ class Drainer final : public TraceContext {
   void finish(std::uint64_t stop_ticks);
   SessionStats stats() const;
 
-  // TraceContext
+  // TraceContext (called by the exporters, on the drainer's thread)
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
   std::uint32_t site_count() const override { return sites_.size(); }
   const ThreadInfo& thread(ThreadId id) const override { return rows_.info(id); }
@@ -83,6 +91,12 @@ class Drainer final : public TraceContext {
   const std::string& process_name() const override { return process_name_; }
   std::string_view text(const Event& e) const override;
   std::uint32_t process_id() const override;
+
+  // In a fork child (drainer_fork_child): closes the child's copies of the streams.
+  void release_switches_in_child() noexcept;
+  // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
+  // the pass lock, between passes). What a pass does for one ring of a raw-only session.
+  OwnDrain drain_own(RingCursor& c) noexcept;
 
  private:
   // The decoder's policies (decoder.hpp) for live rings: call sites by address through
@@ -106,136 +120,174 @@ class Drainer final : public TraceContext {
       return at;
     }
   };
-  // The steps track (steps.hpp): a thread of its own, made at the first step marker.
-  ThreadId steps_thread();
-  static constexpr ThreadId kNoThread = ~ThreadId{0};
-  ThreadId steps_thread_ = kNoThread;
-  void run();
-  void pass(bool final);
-  void persist_raw();  // rings in a file: every raw sink hands what it holds to the OS
-  void accept_registrations();
-  void merge(std::uint64_t watermark, std::uint64_t switches_until_ns);
-  // Context switches: a new thread's stream (its first event, then what it has), a
-  // pass's reading of every stream, and the hand-off of what the merge delivered.
-  void open_switches(RingCursor& c);
-  void read_switches(RingCursor& c);
-  void push_switch(RingCursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits);
-  void deliver_switches(RingCursor& c, std::size_t n);
-  bool switches_done(RingCursor& c);  // a retired thread's stream has given everything
- public:
-  // In a fork child (drainer_fork_child): closes the child's copies of the streams.
-  void release_switches_in_child() noexcept;
-  // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
-  // the pass lock, between passes).
-  OwnDrain drain_own(RingCursor& c) noexcept;
+  // A source the merge takes events from: a thread's records (refilled from its ring as
+  // they run out) or its context switches (whole).
+  struct Source {
+    RingCursor* cursor;
+    bool switches;
+    MergeRun& run() const { return switches ? cursor->switches->run : cursor->run; }
+  };
 
- private:
+  // --- The thread: the exporters' start, then a pass every drain_interval or when woken,
+  // then the final pass.
+  void run();
+  void start_exporters();
+
+  // --- A pass, step by step (drainer.cpp). Its watermark is the time up to which it
+  // delivers: `now - merge_grace` (now for a pass on demand, the stop time for the last).
+  void pass(bool final);
+  // Collect: the new rings, the watermark, and where each thread's records end.
+  std::uint64_t collect(bool final, std::uint64_t requested);
+  void accept_registrations();
+  std::uint64_t take_watermark(bool final, std::uint64_t requested);
+  // Decode: c's records up to the watermark into out[n, capacity) (through the function
+  // filter when one is active), with the core's decoder.
   DecodeStop decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
   DecodeStop decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
   bool refill(RingCursor& c, std::uint64_t watermark);
+  // Merge: every thread's events and switches up to the watermark, by time, into the batch.
+  void merge(std::uint64_t watermark, std::uint64_t switches_until_ns);
+  // Raw sinks alone: in place of decode and merge, the records go to them as they are.
+  void hand_over_raw(std::uint64_t switches_until_ns);
+  // Threads that are gone and emptied (every thread, at the end): their open zones
+  // closed, their ring let go of.
+  void retire_threads(bool final);
+  void close_step_at_stop();
+  // Deliver: the batch to the exporters (late events raised), then persist.
   Event& next_event();
-  void flush();
-  void publish_read_positions();
+  void deliver();
+  // Persist: what was read goes to the raw sinks (and, rings in a file, to the OS), then
+  // the rings' bytes are zeroed and given back to their threads.
+  void persist();
+  void persist_raw();  // every raw sink hands what it holds to the OS
+  // The pass's end: the raw sinks' pass frame, on_flush, the clock, the stats; at the
+  // end, on_finish.
+  void complete(bool final, std::uint64_t watermark, std::uint64_t requested);
+
+  // --- Threads and their rings.
+  // The steps track (steps.hpp): a thread of its own, made at the first step marker.
+  ThreadId steps_thread();
   // A retired thread whose last records are younger than the watermark: they go to the
   // raw sinks and are copied out, and the ring goes back to the pool now.
   void detach(RingCursor& c);
   void let_go(ThreadBuffer& b);
-  // Raw sinks: hands c's records [raw_pos, read_pos) (or [raw_pos, to)) over; returns the
-  // events they hold.
-  std::uint64_t hand_raw(RingCursor& c) { return hand_raw(c, c.read_pos); }
-  std::uint64_t hand_raw(RingCursor& c, std::uint64_t to);
-  // The first records of c's thread handed over: its first time, for its sort index.
-  void note_first_records(RingCursor& c, const std::uint8_t* records);
-  void raw_segment();
-  void raw_thread(const RingCursor& c);
   void close_thread(RingCursor& c, std::uint64_t at_ticks, std::uint8_t flags);
   void update_names(RingCursor& c);
   // Gives threads whose first event is now known their place in ThreadInfo::sort_index:
   // by the time of that event, ties by OS thread id. Runs before every delivery, so an
   // exporter sees a thread's index with its first event.
   void assign_sort_indices();
+  // The first records of c's thread handed over: its first time, for its sort index.
+  void note_first_records(RingCursor& c, const std::uint8_t* records);
+
+  // --- Raw sinks: hands c's records [raw_pos, read_pos) (or [raw_pos, to)) over;
+  // returns the events they hold.
+  std::uint64_t hand_raw(RingCursor& c) { return hand_raw(c, c.read_pos); }
+  std::uint64_t hand_raw(RingCursor& c, std::uint64_t to);
+  void raw_segment();
+  void raw_thread(const RingCursor& c);
+
+  // --- Context switches (drainer_switches.cpp): a new thread's stream (its first event,
+  // then what it has), a pass's reading of every stream, and the hand-off of what the
+  // merge delivered.
+  void open_switches(RingCursor& c);
+  void read_switches(RingCursor& c);
+  void push_switch(RingCursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits);
+  void deliver_switches(RingCursor& c, std::size_t n);
+  bool switches_done(RingCursor& c);  // a retired thread's stream has given everything
+
   void maybe_refit();
   void update_stats();
-  void deliver(std::span<const Event> events);
 
-  Config config_;
-  std::string process_name_;
-  ExporterSet exporters_;  // every call isolated; their raw sides
-  // Config::self_drain and a session it applies to: one exporter, a raw sink with its
-  // rings on the heap (a ring in a file must stay there until its records are written).
-  bool self_drain_ = false;
-  std::uint64_t self_drained_ = 0;  // events the threads handed over themselves (SessionStats::self_drained)
+  // Every field, by who touches it. "Pass lock": the process's lock a drainer holds
+  // while it works (drainer.cpp), never while it sleeps.
+
+  // --- Set before the thread starts (constructor, set_epoch, set_rings_in_file), read
+  // only after.
+  const Config config_;
+  const std::string process_name_;
+  const bool use_tsc_;
+  std::uint32_t epoch_;
   // The rings are in a file mapping (RawSink::rings_path): read positions are published
   // only once the raw sinks hold the records in the OS (persist_raw), and a ring slot's
   // header names the thread as the trace file does.
   bool rings_in_file_ = false;
-  TickConverter converter_;
-  ClockInfo clock_info_;
-  bool use_tsc_;
-  std::uint32_t epoch_;
   std::uint64_t grace_ticks_;
-  std::uint64_t boundary_gap_ = 1;  // boundary_gap_ticks(): zone boundaries of a thread this far apart
+  std::uint64_t boundary_gap_;  // boundary_gap_ticks(): zone boundaries of a thread this far apart
   std::uint64_t refit_period_ticks_;
-  std::uint64_t last_refit_ticks_ = 0;
-
+  std::uint64_t manual_ends_base_;  // g_unbalanced_manual_ends at construction
   Registry& registry_;
+
+  // --- Drainer thread, under the pass lock: what the exporters see (TraceContext).
   SiteTable sites_;
-  const SiteInfo* step_marker_;  // Session::step()'s one site (windows.hpp)
-  std::vector<std::unique_ptr<RingCursor>> cursors_;
-  // Scratch for merge: the runs being merged, a thread's records (refilled from its ring
-  // as they run out) or its switches (whole).
-  struct Source {
-    RingCursor* cursor;
-    bool switches;
-    MergeRun& run() const { return switches ? cursor->switches->run : cursor->run; }
-  };
-  std::vector<Source> active_;
-  std::vector<MergeRun> runs_;   // and their runs
-  Merger merger_;
-  DecodeCounts counts_;          // unbalanced ends, extended records skipped
-  std::uint64_t manual_ends_base_ = 0;  // g_unbalanced_manual_ends at construction
-  // Config::functions: instrumented functions' zones left out (their name, their length).
-  FunctionFilter filter_;
-  std::uint64_t filter_limit_ = 0;   // this pass releases filtered events stamped up to this (ns)
-  std::vector<Event> filter_scratch_;
-  // The threads' rows (TraceContext::thread, stats().threads) and the next thread id.
   ThreadRows rows_;
   ThreadId next_thread_ = 0;
+  static constexpr ThreadId kNoThread = ~ThreadId{0};
+  ThreadId steps_thread_ = kNoThread;
+  TickConverter converter_;
+  ClockInfo clock_info_;
+  std::uint64_t last_refit_ticks_ = 0;
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;
 
+  // --- Drainer thread, under the pass lock; with Config::self_drain, the threads that
+  // pack their own rings too (drain_own, under the same lock): the exporters (their
+  // failures), the cursors, and what a pass owes the sinks.
+  ExporterSet exporters_;
+  std::vector<std::unique_ptr<RingCursor>> cursors_;
+  bool unsorted_threads_ = false;   // a thread's first event is known, its index not yet
+  bool delivered_in_pass_ = false;  // on_flush and on_raw_pass are called after passes that delivered events
+  // Config::self_drain and a session it applies to (set by the thread before its first
+  // pass): block mode, one exporter, a raw sink with its rings on the heap (a ring in a
+  // file must stay there until its records are written).
+  bool self_drain_ = false;
+
+  // --- Drainer thread, under the pass lock: decoding and merging.
+  Merger merger_;
+  std::vector<Source> active_;  // scratch for merge: the sources being merged...
+  std::vector<MergeRun> runs_;  // ...and their runs
+  DecodeCounts counts_;         // unbalanced ends, extended records skipped, the steps track
+  // Config::functions: instrumented functions' zones left out (their name, their length).
+  FunctionFilter filter_;
+  std::uint64_t filter_limit_ = 0;  // this pass releases filtered events stamped up to this (ns)
+  std::vector<Event> filter_scratch_;
+  // The batch being filled, handed to the exporters by deliver().
   Event* batch_ = nullptr;
   std::size_t batch_capacity_ = 0;
   std::size_t batch_size_ = 0;
   std::uint64_t delivered_ns_ = 0;  // the time of the last event delivered (late events are raised to it)
-
-  std::uint64_t late_ = 0;
-  std::uint64_t closed_at_stop_ = 0;
-  std::uint64_t unreadable_ = 0;  // records of a kind or size this drainer cannot read (none, by construction)
-  std::uint64_t passes_ = 0;
-  bool unsorted_threads_ = false;  // a thread's first event is known, its index not yet
-  bool delivered_in_pass_ = false;  // on_flush is called after passes that delivered events
-  // Context switches: still opened for new threads (the kernel has not refused for the
-  // process), why they are missing, the counts; the switch sites' ids (made at the first
-  // stream, so that a session without switches has the same site table as before).
-  bool switches_wanted_ = false;
-  std::string switches_unavailable_;
-  std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0;
-  // FunctionOptions::inlined: the left-out calls counted in the rings the drainer let go of.
-  std::uint64_t inlined_let_go_ = 0;
-  SiteId switch_out_site_ = 0, switch_in_site_ = 0;
-  std::vector<switches::Switch> switch_scratch_;
-
-  mutable std::mutex stats_mutex_;
-  SessionStats stats_;
-
-  std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_
   // The highest watermark of a pass before the final one: what it may have delivered. A
   // pass that began after stop() read its clock but before it told the drainer delivers
   // up to its own watermark, so the final pass stops at the later of the two.
   std::uint64_t passed_watermark_ = 0;
+
+  // --- Drainer thread, under the pass lock: counts for the stats.
+  std::uint64_t passes_ = 0;
+  std::uint64_t late_ = 0;
+  std::uint64_t closed_at_stop_ = 0;
+  std::uint64_t unreadable_ = 0;     // records of a kind or size this drainer cannot read (none, by construction)
+  std::uint64_t self_drained_ = 0;   // events the threads handed over themselves (SessionStats::self_drained)
+  std::uint64_t inlined_let_go_ = 0;  // FunctionOptions::inlined: the left-out calls counted in the rings let go of
+
+  // --- Drainer thread, under the pass lock: context switches. Still opened for new
+  // threads (the kernel has not refused for the process), why they are missing, the
+  // counts; the switch sites' ids (made at the first stream, so that a session without
+  // switches has the same site table as before).
+  bool switches_wanted_;
+  std::string switches_unavailable_;
+  std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0;
+  SiteId switch_out_site_ = 0, switch_in_site_ = 0;
+  std::vector<switches::Switch> switch_scratch_;
+
+  // --- The stats: written by the drainer thread (update_stats), read by any (stats()),
+  // under stats_mutex_.
+  mutable std::mutex stats_mutex_;
+  SessionStats stats_;
+
+  // --- The session's thread (start, finish, the destructor) tells the drainer to stop.
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_; raised by the final pass
   std::thread thread_;
 };
 

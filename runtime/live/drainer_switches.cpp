@@ -136,6 +136,22 @@ void Drainer::read_switches(RingCursor& c) {
   }
 }
 
+// The first `n` pending switches of c were merged into the stream (or, raw sinks alone,
+// are up to the watermark): counted, handed to the raw sinks, let go of.
+void Drainer::deliver_switches(RingCursor& c, std::size_t n) {
+  ThreadSwitches& s = *c.switches;
+  if ((n != 0 || s.lost_unsent != 0) && exporters_.has_raw()) {
+    const std::span<const Event> delivered = s.pending.delivered(s.run).first(n);
+    exporters_.each_raw("on_raw_switches", [&](RawSink& r) { r.on_raw_switches(c.thread, delivered, s.lost_unsent); });
+    s.lost_unsent = 0;
+    delivered_in_pass_ = true;  // a pass frame follows them
+  }
+  rows_.add_switches(*c.row, n);
+  switches_ += n;
+  s.pending.consume(n);
+  s.run = MergeRun{};
+}
+
 bool Drainer::switches_done(RingCursor& c) {
   if (!c.switches) return true;
   ThreadSwitches& s = *c.switches;
