@@ -1,12 +1,10 @@
 #include "drainer.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstring>
-#include <exception>
+#include <ctime>
 #include <limits>
 #include <mutex>
 #include <new>
@@ -16,29 +14,30 @@
 
 #include "allocator.hpp"
 #include "function_stack.hpp"  // function_counts
-#include "steps.hpp"  // step_marker_site
+#include "steps.hpp"           // kStepsThreadName
 
 namespace ringtrace::detail {
 
+// ---------------------------------------------------------------------------------------
+// What the drainer module keeps for the process. Sessions run one at a time, and those who
+// need these know no drainer: fork's handlers, and threads packing their own ring.
+
 namespace {
 constinit thread_local bool t_drainer_thread = false;
-constexpr std::uint32_t kUnsorted = ~std::uint32_t{0};
-}  // namespace
 
-bool on_drainer_thread() noexcept { return t_drainer_thread; }
-
-namespace {
-// Held by a drainer while it works (a pass, the exporters' start), not while it sleeps.
+// The pass lock: held by a drainer while it works (a pass, the exporters' start), never
+// while it sleeps. Fork's prepare handler takes it (waiting at most 100 ms), so that a
+// child inherits no lock a pass held; a thread packing its own ring only tries it
+// (drain_own_ring), and finds its drainer through its ring once it holds it.
 std::timed_mutex g_pass_mutex;
 // This thread's fork() took the lock in its prepare handler (two threads may fork at once).
 constinit thread_local bool t_fork_holds_pass = false;
-// The running drainer that has context-switch streams open (set and cleared under
-// g_pass_mutex), for the fork child handler.
+// The working drainer that has context-switch streams open, for fork's child handler.
+// Set and cleared by that drainer under the pass lock.
 Drainer* g_switch_drainer = nullptr;
-// The running drainer whose threads may empty their own rings (Config::self_drain), set
-// and cleared under g_pass_mutex.
-Drainer* g_own_drainer = nullptr;
 }  // namespace
+
+bool on_drainer_thread() noexcept { return t_drainer_thread; }
 
 void drainer_fork_prepare() noexcept {
   t_fork_holds_pass = false;
@@ -59,25 +58,39 @@ void drainer_fork_child() noexcept {
   // it was between passes (this thread's fork holds the pass lock) or is the forker.
   if ((t_fork_holds_pass || t_drainer_thread) && g_switch_drainer != nullptr) g_switch_drainer->release_switches_in_child();
   g_switch_drainer = nullptr;
-  g_own_drainer = nullptr;  // no thread of the child packs into the parent's file
+  // No thread of the child packs into the parent's file: its one thread has no ring
+  // (unbind_thread_after_fork), so it never reads a ThreadBuffer::own_drain of the parent's.
   // The child has no drainer: a fresh, unlocked mutex (the parent's copy may be held).
   new (&g_pass_mutex) std::timed_mutex();
   t_fork_holds_pass = false;
 }
 
+OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
+  if (b.own_drain.load(std::memory_order_relaxed) == nullptr) return OwnDrain::none;
+  std::unique_lock<std::timed_mutex> lock(g_pass_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return OwnDrain::none;
+  // Set and cleared only under the lock: while it is set, its drainer holds the cursor
+  // (the drainer clears it when it lets go of the ring, before its thread ends).
+  RingCursor* const cursor = b.own_drain.load(std::memory_order_relaxed);
+  return cursor != nullptr ? cursor->own_drainer->drain_own(*cursor) : OwnDrain::none;
+}
+
+// ---------------------------------------------------------------------------------------
+// The drainer's thread.
+
 Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
                  ClockInfo clock_info, bool use_tsc, std::uint32_t epoch)
     : config_(config),
       process_name_(config.process_name),
-      exporters_(std::move(exporters)),
-      exporter_failed_(exporters_.size(), false),
-      converter_(clock),
-      clock_info_(clock_info),
       use_tsc_(use_tsc),
       epoch_(epoch),
       registry_(Registry::instance()),
-      step_marker_(step_marker_site()),
-      filter_(config.functions) {
+      rows_(config.max_thread_rows),
+      converter_(clock),
+      clock_info_(clock_info),
+      exporters_(std::move(exporters)),
+      filter_(config.functions),
+      switches_wanted_(config.context_switches) {
   const double tps = converter_.ticks_per_second();
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
   boundary_gap_ = boundary_gap_ticks(use_tsc_, tps);
@@ -86,24 +99,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   manual_ends_base_ = g_unbalanced_manual_ends.load(std::memory_order_relaxed);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
-  bool all_raw = !exporters_.empty();
-  for (std::size_t i = 0; i < exporters_.size(); ++i) {
-    auto* raw = dynamic_cast<RawSink*>(exporters_[i].get());
-    if (raw != nullptr) raw_sinks_.emplace_back(i, raw);
-    all_raw = all_raw && raw != nullptr && !raw->wants_events();
-  }
-  raw_only_ = all_raw;
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
-  folded_info_.id = kFoldedThread;
-  folded_info_.name = "(exited thread)";
-  folded_info_.sort_index = kFoldedThread;
-  switches_wanted_ = config_.context_switches;
-}
-
-const ThreadInfo& Drainer::thread(ThreadId id) const {
-  if (id < dense_rows_.size()) return dense_rows_[id].info;
-  const auto it = sparse_rows_.find(id);
-  return it != sparse_rows_.end() ? it->second.info : folded_info_;
 }
 
 Drainer::~Drainer() {
@@ -115,56 +111,8 @@ Drainer::~Drainer() {
   runtime_free(batch_);
 }
 
-Drainer::Cursor::~Cursor() {
-  runtime_free(stage);
-  runtime_free(tail);
-}
-
 void Drainer::start() {
   thread_ = start_own_thread([this] { run(); });
-}
-
-void Drainer::run() {
-  mark_thread_untraced();  // the drainer and the exporters it calls are never traced
-  t_drainer_thread = true;
-  std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
-  for_each_exporter("on_start", [&](Exporter& x) { x.on_start(*this); });
-  if (!raw_sinks_.empty()) {
-    RawSessionInfo info;
-    info.tsc = use_tsc_;
-    info.ticks_per_second = converter_.ticks_per_second();
-    info.start_ns = clock_info_.start_ns;
-    timespec real{}, mono{};
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
-    info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
-    info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
-    info.ring_bytes = ring_bytes_for(config_.buffer_records);
-    info.boundary_gap_ticks = boundary_gap_;
-    info.per_thread_counters = config_.per_thread_counters;
-    for_each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
-    raw_segment();
-    // A process killed before the first pass still leaves the session and its clock in
-    // the trace file, to read the rings with.
-    if (rings_in_file_) persist_raw();
-  }
-  last_refit_ticks_ = read_ticks(use_tsc_);
-  if (config_.context_switches) g_switch_drainer = this;
-  // Block mode only: a drop-mode thread never does the drainer's work (packing a full
-  // 128 KiB ring took it 20 us and more: the tail that drop mode exists to avoid).
-  self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && raw_only_ &&
-                raw_sinks_.size() == 1 && !rings_in_file_;
-  if (self_drain_) g_own_drainer = this;
-  while (!stop_.load(std::memory_order_acquire)) {
-    pass(false);
-    working.unlock();
-    registry_.wait_for_wake(config_.drain_interval, stop_);
-    working.lock();
-  }
-  pass(true);
-  if (g_switch_drainer == this) g_switch_drainer = nullptr;
-  if (g_own_drainer == this) g_own_drainer = nullptr;
 }
 
 void Drainer::finish(std::uint64_t stop_ticks) {
@@ -174,12 +122,91 @@ void Drainer::finish(std::uint64_t stop_ticks) {
   if (thread_.joinable()) thread_.join();
 }
 
-// A cursor's ring handed back to the registry: what its block counted is kept first (the
-// thread writes no more to it: it exited, or the session ends).
-void Drainer::let_go(ThreadBuffer& b) {
-  inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);
-  inlined_let_go_by_function_.add(b.inlined_calls);
-  registry_.release(&b);
+void Drainer::run() {
+  mark_thread_untraced();  // the drainer and the exporters it calls are never traced
+  t_drainer_thread = true;
+  std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
+  start_exporters();
+  last_refit_ticks_ = read_ticks(use_tsc_);
+  if (config_.context_switches) g_switch_drainer = this;
+  // Block mode only: a drop-mode thread never does the drainer's work (packing a full
+  // 128 KiB ring took it 20 us and more: the tail that drop mode exists to avoid).
+  self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && exporters_.raw_only() &&
+                exporters_.raw_count() == 1 && !rings_in_file_;
+  while (!stop_.load(std::memory_order_acquire)) {
+    pass(false);
+    working.unlock();
+    registry_.wait_for_wake(config_.drain_interval, stop_);
+    working.lock();
+  }
+  pass(true);
+  if (g_switch_drainer == this) g_switch_drainer = nullptr;
+}
+
+void Drainer::start_exporters() {
+  exporters_.each("on_start", [&](Exporter& x) { x.on_start(*this); });
+  if (!exporters_.has_raw()) return;
+  RawSessionInfo info;
+  info.tsc = use_tsc_;
+  info.ticks_per_second = converter_.ticks_per_second();
+  info.start_ns = clock_info_.start_ns;
+  timespec real{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+  info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+  info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
+  info.ring_bytes = ring_bytes_for(config_.buffer_records);
+  info.boundary_gap_ticks = boundary_gap_;
+  info.per_thread_counters = config_.per_thread_counters;
+  exporters_.each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
+  raw_segment();
+  // A process killed before the first pass still leaves the session and its clock in
+  // the trace file, to read the rings with.
+  if (rings_in_file_) persist_raw();
+}
+
+// ---------------------------------------------------------------------------------------
+// A pass.
+
+void Drainer::pass(bool final) {
+  ++passes_;
+  texts_.clear();  // every event that pointed into it was delivered by the last pass
+  registry_.clear_wake();
+  sites_.forget_unloaded_functions();
+  // A test's request for a pass now (run_drainer_pass): read before the registrations are
+  // taken and the write indices read, so that the pass that serves it knows every thread
+  // that recorded before the request (a thread's first event registers its ring: read
+  // after, the request was served by a pass that had not seen that thread yet).
+  const std::uint64_t requested = registry_.pass_requests();
+  const std::uint64_t watermark = collect(final, requested);
+  const std::uint64_t switches_until_ns = converter_.to_ns(watermark);
+  if (exporters_.raw_only()) {
+    hand_over_raw(switches_until_ns);
+  } else {
+    merge(watermark, switches_until_ns);
+  }
+  retire_threads(final);
+  if (final && counts_.steps.open) close_step_at_stop();
+  deliver();
+  persist();
+  complete(final, watermark, requested);
+}
+
+std::uint64_t Drainer::collect(bool final, std::uint64_t requested) {
+  accept_registrations();
+  const std::uint64_t watermark = take_watermark(final, requested);
+  for (auto& c : cursors_) {
+    if (c->buffer == nullptr) continue;  // detached: its records are copied
+    // Retired before the write index: a retired thread's last writes are then visible.
+    c->retired = (c->buffer->flags.load(std::memory_order_acquire) & kRetired) != 0;
+    c->end = c->reserved_end();
+    update_names(*c);
+    // After the watermark was taken: every switch before it is in the stream now (the
+    // kernel writes a record within the switch).
+    if (c->switches) read_switches(*c);
+  }
+  return watermark;
 }
 
 void Drainer::accept_registrations() {
@@ -190,148 +217,75 @@ void Drainer::accept_registrations() {
       registry_.release(buffer);
       continue;
     }
-    auto cursor = std::make_unique<Cursor>();
+    auto cursor = std::make_unique<RingCursor>();
     cursor->buffer = buffer;
     cursor->thread = next_thread_++;
     cursor->state.thread = cursor->thread;
     cursor->name_version = buffer->name_version.load(std::memory_order_acquire);
-    ThreadRow* row;
-    if (cursor->thread < config_.max_thread_rows) {
-      row = &dense_rows_.emplace_back();
-    } else {
-      row = &sparse_rows_[cursor->thread];
-    }
     // The slot's reader finds the thread's records in the trace file under this id.
     if (buffer->slot.header != nullptr) buffer->slot.header->thread.store(cursor->thread, std::memory_order_release);
-    row->info.id = cursor->thread;
-    row->info.os_tid = buffer->os_tid;
-    row->info.name = buffer->read_name();
-    row->info.sort_index = kUnsorted;
-    cursor->row = row;
-    if (self_drain_) buffer->own_drain.store(cursor.get(), std::memory_order_relaxed);
-    unplaced_.push_back(row);
+    cursor->row = &rows_.add_thread(cursor->thread, buffer->os_tid, buffer->read_name());
+    if (self_drain_) {
+      cursor->own_drainer = this;
+      buffer->own_drain.store(cursor.get(), std::memory_order_relaxed);
+    }
     cursors_.push_back(std::move(cursor));
     raw_thread(*cursors_.back());
     if (config_.context_switches) open_switches(*cursors_.back());
   }
 }
 
-ThreadId Drainer::steps_thread() {
-  if (steps_thread_ == kNoThread) {
-    steps_thread_ = next_thread_++;
-    ThreadRow& row = steps_thread_ < config_.max_thread_rows ? dense_rows_.emplace_back() : sparse_rows_[steps_thread_];
-    row.info.id = steps_thread_;
-    row.info.name = kStepsThreadName;
-    row.info.sort_index = next_sort_index_++;
+std::uint64_t Drainer::take_watermark(bool final, std::uint64_t requested) {
+  if (!final) {
+    const std::uint64_t now = read_ticks(use_tsc_);
+    const bool on_demand = requested != registry_.passes_served();
+    const std::uint64_t watermark = on_demand ? now : (now > grace_ticks_ ? now - grace_ticks_ : 0);
+    // Filtered events wait until every call begun before them is decided: up to the
+    // watermark less the shortest call kept (filter_limit_).
+    const std::uint64_t ns = converter_.to_ns(watermark);
+    filter_limit_ = ns > filter_.min_ns() ? ns - filter_.min_ns() : 0;
+    passed_watermark_ = std::max(passed_watermark_, watermark);
+    return watermark;
   }
-  return steps_thread_;
-}
-
-void Drainer::raw_thread(const Cursor& c) {
-  if (raw_sinks_.empty()) return;
-  const ThreadInfo& info = c.row->info;
-  for_each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
-}
-
-void Drainer::raw_segment() {
-  const ClockSegment s = converter_.newest();
-  for_each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
-}
-
-void Drainer::note_first_records(Cursor& c, const std::uint8_t* records) {
-  if (c.first_known) return;
-  c.first_known = true;
-  c.first_ticks = record_ticks(load_header(records), records, 0);
-  unsorted_threads_ = true;
-}
-
-std::uint64_t Drainer::hand_raw(Cursor& c, std::uint64_t to) {
-  const std::uint64_t from = c.raw_pos;
-  if (from >= to) return 0;
-  c.raw_pos = to;
-  // Contiguous through the ring's second mapping, even when it runs past the ring's end.
-  const std::uint8_t* const records = records_at(c, from);
-  note_first_records(c, records);
-  delivered_in_pass_ = true;
-  std::uint64_t events = 0;
-  bool counted = false;
-  for_each_raw("on_raw_records", [&](RawSink& r) {
-    const std::uint64_t e = r.on_raw_records(c.thread, std::span<const std::uint8_t>(records, to - from));
-    if (!counted) events = e;
-    counted = true;
-  });
-  return events;
-}
-
-// Config::self_drain: what a pass does for one ring of a raw-only session (its records
-// to the sink, zeroed, the read index published), done by the ring's own thread with
-// the drainer between passes. Only what the sink takes in the thread (no allocation, no
-// system call) is handed over; its events are counted by the next pass.
-OwnDrain Drainer::drain_own(void* cursor) noexcept {
-  Cursor& c = *static_cast<Cursor*>(cursor);
-  const auto [index, sink] = raw_sinks_.front();
-  if (c.buffer == nullptr || exporter_failed_[index]) return OwnDrain::none;
-  // Everything reserved: the sink stops at a record not written yet (its header 0: the
-  // caller's own reservation in zone_end_slow, or one its signal handler interrupted).
-  const std::uint64_t mask = c.buffer->ring.capacity - 1;
-  const std::uint64_t end = c.read_pos + ((c.buffer->next_offset() - c.read_pos) & mask);
-  if (end == c.read_pos) return OwnDrain::none;
-  const std::uint8_t* const records = records_at(c, c.read_pos);
-  const std::size_t took =
-      sink->on_raw_records_in_thread(c.thread, std::span<const std::uint8_t>(records, end - c.read_pos), c.own_events);
-  if (took == 0) return OwnDrain::some;  // the drainer must write the buffer out, or describe a site
-  note_first_records(c, records);
-  delivered_in_pass_ = true;  // the next pass ends with on_raw_pass and on_flush: the file gets the records
-  c.read_pos += took;
-  c.raw_pos = c.read_pos;
-  release_read(c);
-  return c.read_pos == end || load_header(records_at(c, c.read_pos)) == 0 ? OwnDrain::all : OwnDrain::some;
-}
-
-OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
-  if (b.own_drain.load(std::memory_order_relaxed) == nullptr) return OwnDrain::none;
-  std::unique_lock<std::timed_mutex> lock(g_pass_mutex, std::try_to_lock);
-  if (!lock.owns_lock() || g_own_drainer == nullptr) return OwnDrain::none;
-  void* const cursor = b.own_drain.load(std::memory_order_relaxed);  // cleared only under the lock
-  return cursor != nullptr ? g_own_drainer->drain_own(cursor) : OwnDrain::none;
-}
-
-void Drainer::update_names(Cursor& c) {
-  const std::uint32_t version = c.buffer->name_version.load(std::memory_order_acquire);
-  if (version == c.name_version) return;
-  c.name_version = version;
-  c.row->info.name = c.buffer->read_name();
-  first_dirty_ = std::min(first_dirty_, c.row->order);  // no-op while unplaced (kNotPlaced)
-  raw_thread(c);
-}
-
-Event& Drainer::next_event() {
-  if (batch_size_ == batch_capacity_) [[unlikely]] flush();
-  return batch_[batch_size_++];
+  filter_limit_ = ~std::uint64_t{0};
+  // Nothing stamped after the stop time is delivered (zones open then are closed at
+  // it). The stop time is when stop() read the clock, or a pass's watermark if a pass
+  // that began before the drainer heard of the stop had already gone past it (it may
+  // have delivered events stamped up to there: they stay, and the binary file's reader
+  // takes the same time from the stop frame). A thread that read the clock just before
+  // stop() may not have published yet: give it the same grace as every other pass
+  // before taking the write indices.
+  stop_ticks_.store(std::max(stop_ticks_.load(std::memory_order_relaxed), passed_watermark_),
+                    std::memory_order_relaxed);
+  const std::uint64_t watermark = stop_ticks_.load(std::memory_order_relaxed);
+  const std::uint64_t until = watermark + grace_ticks_;
+  while (read_ticks(use_tsc_) < until) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  return watermark;
 }
 
 // Decodes c's records (from its read position to what its thread had reserved at the
 // pass's start, stamped at or before `watermark`) into out[n, capacity) with the core's
 // decoder (runtime/core/decoder.hpp): every rule of turning records into events is there.
-DecodeStop Drainer::decode(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark) {
+DecodeStop Drainer::decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity,
+                           std::uint64_t watermark) {
   if (!filter_.active()) return decode_ring(c, out, n, capacity, watermark);
   const auto info = [this](SiteId id) -> const SiteInfo& { return sites_.site(id); };
   for (;;) {
     n += c.filtered.release(filter_limit_, out + n, capacity - n);
     if (n == capacity) return DecodeStop::room;
     if (c.read_pos >= c.end) return DecodeStop::end;
-    filter_scratch_.resize(kStageEvents);
+    filter_scratch_.resize(RingCursor::kStageEvents);
     std::size_t m = 0;
-    const DecodeStop why = decode_ring(c, filter_scratch_.data(), m, kStageEvents, watermark);
+    const DecodeStop why = decode_ring(c, filter_scratch_.data(), m, RingCursor::kStageEvents, watermark);
     c.filtered.add(filter_scratch_.data(), m, filter_, info);
     if (m == 0) return why;
   }
 }
 
-DecodeStop Drainer::decode_ring(Cursor& c, Event* out, std::size_t& n, std::size_t capacity,
+DecodeStop Drainer::decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity,
                                 std::uint64_t watermark) {
   // Contiguous through the ring's second mapping (or its copy), at most a ring's worth.
-  std::span<const std::uint8_t> records(records_at(c, c.read_pos), c.end - c.read_pos);
+  std::span<const std::uint8_t> records(c.records_at(c.read_pos), c.end - c.read_pos);
   LiveSites sites{sites_, *this};
   LiveTexts texts{texts_};
   const SegmentClock clock = converter_.segments();  // a copy: its fields stay in registers
@@ -339,7 +293,7 @@ DecodeStop Drainer::decode_ring(Cursor& c, Event* out, std::size_t& n, std::size
   const std::uint64_t before = c.state.recorded;
   const DecodeStop why = decoder.decode(c.state, records, out, n, capacity, {watermark, ~std::uint64_t{0}}, true);
   c.read_pos = c.end - records.size();
-  add_recorded(*c.row, c.state.recorded - before);
+  rows_.add_recorded(*c.row, c.state.recorded - before);
   if (!c.first_known && c.state.started) {
     c.first_known = true;
     c.first_ticks = c.state.first_ticks;
@@ -351,27 +305,19 @@ DecodeStop Drainer::decode_ring(Cursor& c, Event* out, std::size_t& n, std::size
     // before it and nothing from it on, as the events: they would read its size (and
     // those of the records after it) from bytes that are not a record's.
     ++unreadable_;
-    if (!raw_sinks_.empty() && c.raw_pos < c.read_pos) hand_raw(c);
+    if (exporters_.has_raw() && c.raw_pos < c.read_pos) hand_raw(c);
     c.read_pos = c.end;
     c.raw_pos = c.end;
   }
   return why;
 }
 
-std::uint32_t Drainer::process_id() const { return static_cast<std::uint32_t>(::getpid()); }
-
-std::string_view Drainer::text(const Event& e) const {
-  if ((e.flags & EventFlags::text) == 0 || e.value.u + e.text_size > texts_.size()) return {};
-  if (e.kind != EventKind::arg && e.kind != EventKind::message) return {};
-  return std::string_view(texts_).substr(e.value.u, e.text_size);
-}
-
 // Refills c's staging array (it must be empty). False when c has nothing left at or
 // below the watermark.
-bool Drainer::refill(Cursor& c, std::uint64_t watermark) {
-  if (c.stage == nullptr) c.stage = static_cast<Event*>(runtime_alloc(kStageEvents * sizeof(Event), 64));
+bool Drainer::refill(RingCursor& c, std::uint64_t watermark) {
+  if (c.stage == nullptr) c.stage = static_cast<Event*>(runtime_alloc(RingCursor::kStageEvents * sizeof(Event), 64));
   std::size_t n = 0;
-  decode(c, c.stage, n, kStageEvents, watermark);
+  decode(c, c.stage, n, RingCursor::kStageEvents, watermark);
   c.run = MergeRun{c.stage, c.stage + n, c.thread};
   return n != 0;
 }
@@ -394,7 +340,7 @@ void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
   while (active_.size() >= 2) {
     runs_.clear();
     for (const Source& source : active_) runs_.push_back(source.run());
-    if (batch_size_ == batch_capacity_) flush();
+    if (batch_size_ == batch_capacity_) deliver();
     batch_size_ += merger_.merge(runs_, batch_ + batch_size_, batch_capacity_ - batch_size_);
     for (std::size_t i = 0; i < active_.size();) {
       const Source& source = active_[i];
@@ -414,14 +360,14 @@ void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
     const Source source = active_[0];
     MergeRun& run = source.run();
     while (!run.empty()) {
-      if (batch_size_ == batch_capacity_) flush();
+      if (batch_size_ == batch_capacity_) deliver();
       const auto k = std::min(batch_capacity_ - batch_size_, static_cast<std::size_t>(run.end - run.next));
       std::memcpy(batch_ + batch_size_, run.next, k * sizeof(Event));
       run.next += k;
       batch_size_ += k;
     }
     if (!source.switches) {
-      while (decode(*source.cursor, batch_, batch_size_, batch_capacity_, watermark) == DecodeStop::room) flush();
+      while (decode(*source.cursor, batch_, batch_size_, batch_capacity_, watermark) == DecodeStop::room) deliver();
     }
   }
   // The switches merged: counted, handed to the raw sinks, let go of.
@@ -430,24 +376,186 @@ void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
   }
 }
 
-// The first `n` pending switches of c were merged into the stream (or, raw sinks alone,
-// are up to the watermark): counted, handed to the raw sinks, let go of.
-void Drainer::deliver_switches(Cursor& c, std::size_t n) {
-  ThreadSwitches& s = *c.switches;
-  if ((n != 0 || s.lost_unsent != 0) && !raw_sinks_.empty()) {
-    const std::span<const Event> delivered = s.pending.delivered(s.run).first(n);
-    for_each_raw("on_raw_switches", [&](RawSink& r) { r.on_raw_switches(c.thread, delivered, s.lost_unsent); });
-    s.lost_unsent = 0;
-    delivered_in_pass_ = true;  // a pass frame follows them
+// Nothing to decode or merge: every published record goes to the raw sinks as it is
+// (the reader of their file merges, and applies the stop time).
+void Drainer::hand_over_raw(std::uint64_t switches_until_ns) {
+  for (auto& c : cursors_) {
+    // A detached cursor (its thread exited, its switches still awaited) handed every
+    // record over when it let go of its ring.
+    c->read_pos = c->buffer != nullptr ? c->written_end() : c->end;
+    self_drained_ += c->own_events;
+    rows_.add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
+    if (c->switches) {
+      ThreadSwitches& sw = *c->switches;
+      sw.run = sw.pending.run_until(switches_until_ns, c->thread);
+      sw.run.next = sw.run.end;
+      deliver_switches(*c, sw.pending.delivered(sw.run).size());
+    }
   }
-  c.row->switches += n;
-  touch(*c.row);
-  switches_ += n;
-  s.pending.consume(n);
-  s.run = MergeRun{};
+  if (unsorted_threads_) assign_sort_indices();
 }
 
-void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags) {
+// Threads that are gone and emptied, or every thread at the end: close what they left
+// open, report unreported drops, let go of the ring. A thread that exited with zones open
+// (a RINGTRACE_ZONE_BEGIN never ended) lets go of its ring but keeps its cursor until the
+// stop, where its zones are closed at the stop time like every other thread's: the time
+// does not depend on whether a pass saw the thread gone first, and is the one the binary
+// file's reader gives them (it cannot know when a thread exited).
+void Drainer::retire_threads(bool final) {
+  for (std::size_t i = 0; i < cursors_.size();) {
+    RingCursor& c = *cursors_[i];
+    if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
+      if (exporters_.raw_only()) {
+        rows_.set_dropped(*c.row, c.drops());  // the file's footer carries it
+      } else {
+        close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.state.last_ticks,
+                     EventFlags::closed_at_stop);
+      }
+      deliver();
+      // Rings in a file: the released ring may be bound to another thread at once, so
+      // its records must be in the trace file first.
+      if (rings_in_file_) persist();
+      if (c.buffer != nullptr) let_go(*c.buffer);
+      // Every event of the thread is delivered: a thread past the first
+      // max_thread_rows gives its row up (its counts stay in the folded totals).
+      if (!final && !rows_.kept_until_stop(c.thread)) rows_.fold(*c.row);
+      cursors_[i] = std::move(cursors_.back());
+      cursors_.pop_back();
+    } else {
+      if (c.retired && c.buffer != nullptr) detach(c);
+      rows_.set_dropped(*c.row, c.drops());
+      ++i;
+    }
+  }
+}
+
+// The step open at the stop: closed there, as every thread's zones are.
+void Drainer::close_step_at_stop() {
+  const std::uint64_t queued = batch_size_ != 0 ? batch_[batch_size_ - 1].time_ns : 0;
+  const std::uint64_t ns = std::max({converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed)), delivered_ns_,
+                                     queued, counts_.steps.last_ns});
+  Event& e = next_event();
+  e = Event{ns, sites_.step_site(), steps_thread(), EventKind::zone_end, EventFlags::closed_at_stop, 0, 0, {}};
+  e.value.u = counts_.steps.number;
+  counts_.steps.open = false;
+  ++closed_at_stop_;
+}
+
+Event& Drainer::next_event() {
+  if (batch_size_ == batch_capacity_) [[unlikely]] deliver();
+  return batch_[batch_size_++];
+}
+
+void Drainer::deliver() {
+  if (batch_size_ == 0) return;
+  if (unsorted_threads_) [[unlikely]] assign_sort_indices();
+  // Published later than the grace allows (merge.hpp): raised, flagged, counted.
+  delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
+  delivered_in_pass_ = true;
+  const std::span<const Event> events(batch_, batch_size_);
+  exporters_.each("on_events", [&](Exporter& x) { x.on_events(events, *this); });
+  batch_size_ = 0;
+  persist();
+}
+
+void Drainer::persist() {
+  if (exporters_.has_raw()) {
+    for (auto& c : cursors_) {
+      if (c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
+    }
+    if (rings_in_file_) persist_raw();
+  }
+  for (auto& c : cursors_) c->release_read();
+}
+
+void Drainer::persist_raw() {
+  exporters_.each_raw("on_raw_persist", [](RawSink& r) { r.on_raw_persist(); });
+}
+
+void Drainer::complete(bool final, std::uint64_t watermark, std::uint64_t requested) {
+  if (exporters_.has_raw() && delivered_in_pass_) {
+    exporters_.each_raw("on_raw_pass", [&](RawSink& r) { r.on_raw_pass(watermark); });
+  }
+  if (delivered_in_pass_ && !final) {
+    exporters_.each("on_flush", [&](Exporter& x) { x.on_flush(*this); });
+  }
+  delivered_in_pass_ = false;
+  if (final) {
+    // The stop time on the events' own timeline, so that every delivered event is at or
+    // before it.
+    clock_info_.stop_ns = converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed));
+    if (exporters_.has_raw()) {
+      exporters_.each_raw("on_raw_stop",
+                          [&](RawSink& r) { r.on_raw_stop(stop_ticks_.load(std::memory_order_relaxed)); });
+    }
+  } else {
+    maybe_refit();
+  }
+  update_stats();
+  registry_.pass_completed();
+  registry_.passes_served(requested);
+  if (final) {
+    SessionStats final_stats = stats();
+    exporters_.each("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
+    update_stats();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Threads and their rings.
+
+ThreadId Drainer::steps_thread() {
+  if (steps_thread_ == kNoThread) {
+    steps_thread_ = next_thread_++;
+    rows_.add_track(steps_thread_, kStepsThreadName);
+  }
+  return steps_thread_;
+}
+
+// A cursor's ring handed back to the registry: what its block counted is kept first (the
+// thread writes no more to it: it exited, or the session ends).
+void Drainer::let_go(ThreadBuffer& b) {
+  inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);
+  inlined_let_go_by_function_.add(b.inlined_calls);
+  registry_.release(&b);
+}
+
+// A thread that has exited leaves records the watermark holds back (a short thread's
+// are all younger than merge_grace when it exits). They would keep its ring (and ring
+// file slot) from the pool for another pass or two, while new threads take new ones:
+// with threads started one after another the pool would grow with the threads started
+// per pass. So they are handed to the raw sinks (and, with rings in a file, persisted:
+// a record is always in the trace file or in a ring) and copied out, the ring's bytes
+// zeroed and its read index published as for a ring read to its end, and the ring let
+// go of; the cursor decodes the copy in later passes.
+void Drainer::detach(RingCursor& c) {
+  const std::uint64_t end = c.written_end();  // the thread has exited: no record is being written
+  const std::uint64_t bytes = end - c.read_pos;
+  std::uint8_t* tail = nullptr;
+  try {
+    tail = static_cast<std::uint8_t*>(runtime_alloc(bytes, 8));
+  } catch (const std::bad_alloc&) {
+    return;  // no memory: the ring stays until it is read
+  }
+  copy_slots(tail, c.records_at(c.read_pos), bytes);
+  if (exporters_.has_raw()) {
+    hand_raw(c, end);
+    if (rings_in_file_) persist_raw();
+  }
+  ThreadBuffer& b = *c.buffer;
+  zero_slots(b.ring.base + (c.zeroed_pos & (b.ring.capacity - 1)), end - c.zeroed_pos);
+  c.zeroed_pos = end;
+  b.read_index.store(end, std::memory_order_release);
+  c.detached_drops = b.total_dropped();
+  rows_.set_dropped(*c.row, c.detached_drops);
+  c.tail = tail;
+  c.tail_from = c.read_pos;
+  c.end = end;
+  c.buffer = nullptr;
+  let_go(b);
+}
+
+void Drainer::close_thread(RingCursor& c, std::uint64_t at_ticks, std::uint8_t flags) {
   if (!c.first_known) {  // registered but never recorded: after the others, when it goes
     c.first_known = true;
     c.first_ticks = ~std::uint64_t{0};
@@ -463,14 +571,14 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
     closed_at_stop_ += close_zones(c.state, ns, flags, [&]() -> Event& { return ends.emplace_back(); });
     c.filtered.add(ends.data(), ends.size(), filter_, [this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
     while (!c.filtered.empty()) {
-      if (batch_size_ == batch_capacity_) flush();
+      if (batch_size_ == batch_capacity_) deliver();
       batch_size_ += c.filtered.release(~std::uint64_t{0}, batch_ + batch_size_, batch_capacity_ - batch_size_);
     }
   } else {
     closed_at_stop_ += close_zones(c.state, ns, flags, [&]() -> Event& { return next_event(); });
   }
-  const std::uint64_t dropped = drops_of(c);
-  set_dropped(*c.row, dropped);
+  const std::uint64_t dropped = c.drops();
+  rows_.set_dropped(*c.row, dropped);
   if (dropped > c.state.reported_drops) {
     Event& e = next_event();
     e = Event{ns, sites_.id_of(&kDroppedSite), c.thread, EventKind::dropped, 0, 0, 0, {}};
@@ -479,201 +587,92 @@ void Drainer::close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags
   }
 }
 
-template <typename Call>
-void Drainer::for_each_exporter(const char* callback, Call&& call) {
-  for (std::size_t i = 0; i < exporters_.size(); ++i) {
-    if (exporter_failed_[i]) continue;
-    std::string error;
-    try {
-      call(*exporters_[i]);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {  // an int, a string literal, anything: never std::terminate
-      error = "threw something that is not a std::exception";
-    }
-    exporter_failed_[i] = true;
-    std::string line = "exporter ";
-    line += std::to_string(i);
-    line += ' ';
-    line += callback;
-    line += ": ";
-    line += error;
-    errors_.push_back(std::move(line));
-  }
-}
-
-void Drainer::deliver(std::span<const Event> events) {
-  delivered_in_pass_ = true;
-  for_each_exporter("on_events", [&](Exporter& x) { x.on_events(events, *this); });
-}
-
-template <typename Call>
-void Drainer::for_each_raw(const char* callback, Call&& call) {
-  for (const auto& [index, raw] : raw_sinks_) {
-    if (exporter_failed_[index]) continue;
-    std::string error;
-    try {
-      call(*raw);
-      continue;
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {
-      error = "threw something that is not a std::exception";
-    }
-    exporter_failed_[index] = true;
-    errors_.push_back("exporter " + std::to_string(index) + " " + callback + ": " + error);
-  }
+void Drainer::update_names(RingCursor& c) {
+  const std::uint32_t version = c.buffer->name_version.load(std::memory_order_acquire);
+  if (version == c.name_version) return;
+  c.name_version = version;
+  c.row->info.name = c.buffer->read_name();
+  rows_.renamed(*c.row);
+  raw_thread(c);
 }
 
 void Drainer::assign_sort_indices() {
   unsorted_threads_ = false;
-  std::vector<Cursor*> fresh;
+  std::vector<RingCursor*> fresh;
   for (auto& c : cursors_) {
     if (c->first_known && c->row->info.sort_index == kUnsorted) fresh.push_back(c.get());
   }
-  std::sort(fresh.begin(), fresh.end(), [&](const Cursor* a, const Cursor* b) {
+  std::sort(fresh.begin(), fresh.end(), [&](const RingCursor* a, const RingCursor* b) {
     const std::uint64_t ta = a->row->info.os_tid, tb = b->row->info.os_tid;
     return a->first_ticks != b->first_ticks ? a->first_ticks < b->first_ticks : ta < tb;
   });
-  for (const Cursor* c : fresh) place(*c->row);
+  for (const RingCursor* c : fresh) rows_.place(*c->row);
 }
 
-void Drainer::place(ThreadRow& row) {
-  row.info.sort_index = next_sort_index_++;
-  row.order = placed_.size();
-  placed_.push_back(&row);
-  unplaced_.erase(std::find(unplaced_.begin(), unplaced_.end(), &row));
+void Drainer::note_first_records(RingCursor& c, const std::uint8_t* records) {
+  if (c.first_known) return;
+  c.first_known = true;
+  c.first_ticks = record_ticks(load_header(records), records, 0);
+  unsorted_threads_ = true;
 }
 
-void Drainer::add_recorded(ThreadRow& row, std::uint64_t events) {
-  if (events == 0) return;
-  row.recorded += events;
-  rows_recorded_ += events;
-  touch(row);
+// ---------------------------------------------------------------------------------------
+// Raw sinks.
+
+std::uint64_t Drainer::hand_raw(RingCursor& c, std::uint64_t to) {
+  const std::uint64_t from = c.raw_pos;
+  if (from >= to) return 0;
+  c.raw_pos = to;
+  // Contiguous through the ring's second mapping, even when it runs past the ring's end.
+  const std::uint8_t* const records = c.records_at(from);
+  note_first_records(c, records);
+  delivered_in_pass_ = true;
+  std::uint64_t events = 0;
+  bool counted = false;
+  exporters_.each_raw("on_raw_records", [&](RawSink& r) {
+    const std::uint64_t e = r.on_raw_records(c.thread, std::span<const std::uint8_t>(records, to - from));
+    if (!counted) events = e;
+    counted = true;
+  });
+  return events;
 }
 
-void Drainer::set_dropped(ThreadRow& row, std::uint64_t dropped) {
-  if (dropped == row.dropped) return;
-  rows_dropped_ += dropped - row.dropped;  // modulo 2^64: right whichever way it moved
-  row.dropped = dropped;
-  touch(row);
+void Drainer::raw_thread(const RingCursor& c) {
+  if (!exporters_.has_raw()) return;
+  const ThreadInfo& info = c.row->info;
+  exporters_.each_raw("on_raw_thread", [&](RawSink& r) { r.on_raw_thread(c.thread, info.os_tid, info.name); });
 }
 
-void Drainer::touch(ThreadRow& row) {
-  if (row.touched) return;
-  row.touched = true;
-  touched_.push_back(&row);
+void Drainer::raw_segment() {
+  const ClockSegment s = converter_.newest();
+  exporters_.each_raw("on_raw_segment", [&](RawSink& r) { r.on_raw_segment(s); });
 }
 
-void Drainer::forget_row(ThreadRow& row) {
-  rows_recorded_ -= row.recorded;  // now in the folded totals
-  rows_dropped_ -= row.dropped;
-  if (row.touched) touched_.erase(std::find(touched_.begin(), touched_.end(), &row));
-  if (row.order == kNotPlaced) {
-    unplaced_.erase(std::find(unplaced_.begin(), unplaced_.end(), &row));
-    return;
-  }
-  // Usually one of the last placed (a thread past max_thread_rows, just exited).
-  placed_.erase(placed_.begin() + static_cast<std::ptrdiff_t>(row.order));
-  for (std::size_t k = row.order; k < placed_.size(); ++k) placed_[k]->order = k;
-  first_dirty_ = std::min(first_dirty_, row.order);
+// Config::self_drain: what a pass does for one ring of a raw-only session (its records
+// to the sink, zeroed, the read index published), done by the ring's own thread with
+// the drainer between passes. Only what the sink takes in the thread (no allocation, no
+// system call) is handed over; its events are counted by the next pass.
+OwnDrain Drainer::drain_own(RingCursor& c) noexcept {
+  const auto& [index, sink] = exporters_.first_raw();
+  if (c.buffer == nullptr || exporters_.failed(index)) return OwnDrain::none;
+  // Everything reserved: the sink stops at a record not written yet (its header 0: the
+  // caller's own reservation in zone_end_slow, or one its signal handler interrupted).
+  const std::uint64_t end = c.reserved_end();
+  if (end == c.read_pos) return OwnDrain::none;
+  const std::uint8_t* const records = c.records_at(c.read_pos);
+  const std::size_t took =
+      sink->on_raw_records_in_thread(c.thread, std::span<const std::uint8_t>(records, end - c.read_pos), c.own_events);
+  if (took == 0) return OwnDrain::some;  // the drainer must write the buffer out, or describe a site
+  note_first_records(c, records);
+  delivered_in_pass_ = true;  // the next pass ends with on_raw_pass and on_flush: the file gets the records
+  c.read_pos += took;
+  c.raw_pos = c.read_pos;
+  c.release_read();
+  return c.read_pos == end || load_header(c.records_at(c.read_pos)) == 0 ? OwnDrain::all : OwnDrain::some;
 }
 
-void Drainer::flush() {
-  if (batch_size_ == 0) return;
-  if (unsorted_threads_) [[unlikely]] assign_sort_indices();
-  // Published later than the grace allows (merge.hpp): raised, flagged, counted.
-  delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
-  deliver(std::span<const Event>(batch_, batch_size_));
-  batch_size_ = 0;
-  publish_read_positions();
-}
-
-void Drainer::publish_read_positions() {
-  if (!raw_sinks_.empty()) {
-    for (auto& c : cursors_) {
-      if (c->raw_pos < c->read_pos) hand_raw(*c);  // before the slots can be reused
-    }
-    if (rings_in_file_) persist_raw();
-  }
-  for (auto& c : cursors_) release_read(*c);
-}
-
-// Zeroes what has been read since the last call (the drainer stops at a header that is
-// 0, so the thread must find its next lap's bytes zeroed), then lets the thread reuse it.
-void Drainer::release_read(Cursor& c) {
-  if (c.buffer == nullptr || c.zeroed_pos == c.read_pos) return;  // detached: no ring
-  zero_slots(c.buffer->ring.base + (c.zeroed_pos & (c.buffer->ring.capacity - 1)), c.read_pos - c.zeroed_pos);
-  c.zeroed_pos = c.read_pos;
-  c.buffer->read_index.store(c.read_pos, std::memory_order_release);
-}
-
-const std::uint8_t* Drainer::records_at(const Cursor& c, std::uint64_t pos) {
-  if (c.buffer == nullptr) return c.tail + (pos - c.tail_from);
-  return c.buffer->ring.base + (pos & (c.buffer->ring.capacity - 1));
-}
-
-std::uint64_t Drainer::drops_of(const Cursor& c) {
-  return c.buffer != nullptr ? c.buffer->total_dropped() : c.detached_drops;
-}
-
-// A thread that has exited leaves records the watermark holds back (a short thread's
-// are all younger than merge_grace when it exits). They would keep its ring (and ring
-// file slot) from the pool for another pass or two, while new threads take new ones:
-// with threads started one after another the pool would grow with the threads started
-// per pass. So they are handed to the raw sinks (and, with rings in a file, persisted:
-// a record is always in the trace file or in a ring) and copied out, the ring's bytes
-// zeroed and its read index published as for a ring read to its end, and the ring let
-// go of; the cursor decodes the copy in later passes.
-void Drainer::detach(Cursor& c) {
-  const std::uint64_t end = written_end(c);  // the thread has exited: no record is being written
-  const std::uint64_t bytes = end - c.read_pos;
-  std::uint8_t* tail = nullptr;
-  try {
-    tail = static_cast<std::uint8_t*>(runtime_alloc(bytes, 8));
-  } catch (const std::bad_alloc&) {
-    return;  // no memory: the ring stays until it is read
-  }
-  copy_slots(tail, records_at(c, c.read_pos), bytes);
-  if (!raw_sinks_.empty()) {
-    hand_raw(c, end);
-    if (rings_in_file_) persist_raw();
-  }
-  ThreadBuffer& b = *c.buffer;
-  zero_slots(b.ring.base + (c.zeroed_pos & (b.ring.capacity - 1)), end - c.zeroed_pos);
-  c.zeroed_pos = end;
-  b.read_index.store(end, std::memory_order_release);
-  c.detached_drops = b.total_dropped();
-  set_dropped(*c.row, c.detached_drops);
-  c.tail = tail;
-  c.tail_from = c.read_pos;
-  c.end = end;
-  c.buffer = nullptr;
-  let_go(b);
-}
-
-// The end of what c's thread has written whole, from c.read_pos: the thread's next byte,
-// or the first record being written (its header still 0).
-std::uint64_t Drainer::written_end(const Cursor& c) {
-  const ThreadBuffer& b = *c.buffer;
-  const std::uint64_t mask = b.ring.capacity - 1;
-  const std::uint64_t reserved = c.read_pos + ((b.next_offset() - c.read_pos) & mask);
-  std::uint64_t pos = c.read_pos;
-  while (pos < reserved) {
-    const std::uint8_t* const at = b.ring.base + (pos & mask);
-    const std::uint64_t header = load_header(at);
-    if (header == 0) break;
-    const std::uint64_t bytes = ring_record_bytes(header, at, reserved - pos);
-    if (bytes == 0) break;  // cannot happen: this process wrote it
-    pos += bytes;
-  }
-  return pos;
-}
-
-void Drainer::persist_raw() {
-  for_each_raw("on_raw_persist", [](RawSink& r) { r.on_raw_persist(); });
-}
+// ---------------------------------------------------------------------------------------
+// The clock, the stats, the exporters' context.
 
 void Drainer::maybe_refit() {
   if (!use_tsc_) return;
@@ -685,196 +684,12 @@ void Drainer::maybe_refit() {
   clock_info_.recalibrations += 1;
   clock_info_.ticks_per_second = converter_.ticks_per_second();
   clock_info_.max_correction_ns = std::max(clock_info_.max_correction_ns, std::fabs(static_cast<double>(offset)));
-  if (!raw_sinks_.empty()) raw_segment();
-}
-
-void Drainer::pass(bool final) {
-  ++passes_;
-  texts_.clear();  // every event that pointed into it was delivered by the last pass
-  registry_.clear_wake();
-  sites_.forget_unloaded_functions();
-  // A test's request for a pass now (run_drainer_pass): read before the registrations are
-  // taken and the write indices read, so that the pass that serves it knows every thread
-  // that recorded before the request (a thread's first event registers its ring: read
-  // after, the request was served by a pass that had not seen that thread yet).
-  const std::uint64_t requested = registry_.pass_requests();
-  accept_registrations();
-  std::uint64_t watermark;
-  if (!final) {
-    const std::uint64_t now = read_ticks(use_tsc_);
-    const bool on_demand = requested != registry_.passes_served();
-    watermark = on_demand ? now : (now > grace_ticks_ ? now - grace_ticks_ : 0);
-    // Filtered events wait until every call begun before them is decided: up to the
-    // watermark less the shortest call kept (filter_limit_).
-    const std::uint64_t ns = converter_.to_ns(watermark);
-    filter_limit_ = ns > filter_.min_ns() ? ns - filter_.min_ns() : 0;
-    passed_watermark_ = std::max(passed_watermark_, watermark);
-  } else {
-    filter_limit_ = ~std::uint64_t{0};
-    // Nothing stamped after the stop time is delivered (zones open then are closed at
-    // it). The stop time is when stop() read the clock, or a pass's watermark if a pass
-    // that began before the drainer heard of the stop had already gone past it (it may
-    // have delivered events stamped up to there: they stay, and the binary file's reader
-    // takes the same time from the stop frame). A thread that read the clock just before
-    // stop() may not have published yet: give it the same grace as every other pass
-    // before taking the write indices.
-    stop_ticks_.store(std::max(stop_ticks_.load(std::memory_order_relaxed), passed_watermark_),
-                      std::memory_order_relaxed);
-    watermark = stop_ticks_.load(std::memory_order_relaxed);
-    const std::uint64_t until = watermark + grace_ticks_;
-    while (read_ticks(use_tsc_) < until) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  for (auto& c : cursors_) {
-    if (c->buffer == nullptr) continue;  // detached: its records are copied
-    // Retired before the write index: a retired thread's last writes are then visible.
-    c->retired = (c->buffer->flags.load(std::memory_order_acquire) & kRetired) != 0;
-    const std::uint64_t mask = c->buffer->ring.capacity - 1;
-    c->end = c->read_pos + ((c->buffer->next_offset() - c->read_pos) & mask);
-    update_names(*c);
-    // After the watermark was taken: every switch before it is in the stream now (the
-    // kernel writes a record within the switch).
-    if (c->switches) read_switches(*c);
-  }
-  const std::uint64_t switches_until_ns = converter_.to_ns(watermark);
-  if (raw_only_) {
-    // Nothing to decode or merge: every published record goes to the raw sinks as it
-    // is (the reader of their file merges, and applies the stop time).
-    for (auto& c : cursors_) {
-      // A detached cursor (its thread exited, its switches still awaited) handed every
-      // record over when it let go of its ring.
-      c->read_pos = c->buffer != nullptr ? written_end(*c) : c->end;
-      self_drained_ += c->own_events;
-      add_recorded(*c->row, hand_raw(*c) + std::exchange(c->own_events, 0));
-      if (c->switches) {
-        ThreadSwitches& sw = *c->switches;
-        sw.run = sw.pending.run_until(switches_until_ns, c->thread);
-        sw.run.next = sw.run.end;
-        deliver_switches(*c, sw.pending.delivered(sw.run).size());
-      }
-    }
-    if (unsorted_threads_) assign_sort_indices();
-  } else {
-    merge(watermark, switches_until_ns);
-  }
-  // Threads that are gone and emptied, or every thread at the end: close what they
-  // left open, report unreported drops, let go of the ring. A thread that exited with
-  // zones open (a RINGTRACE_ZONE_BEGIN never ended) lets go of its ring but keeps its
-  // cursor until the stop, where its zones are closed at the stop time like every other
-  // thread's: the time does not depend on whether a pass saw the thread gone first, and
-  // is the one the binary file's reader gives them (it cannot know when a thread exited).
-  for (std::size_t i = 0; i < cursors_.size();) {
-    Cursor& c = *cursors_[i];
-    if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
-      if (raw_only_) {
-        set_dropped(*c.row, drops_of(c));  // the file's footer carries it
-      } else {
-        close_thread(c, final ? stop_ticks_.load(std::memory_order_relaxed) : c.state.last_ticks,
-                     EventFlags::closed_at_stop);
-      }
-      flush();
-      // Rings in a file: the released ring may be bound to another thread at once, so
-      // its records must be in the trace file first.
-      if (rings_in_file_) publish_read_positions();
-      if (c.buffer != nullptr) let_go(*c.buffer);
-      // Every event of the thread is delivered: a thread past the first
-      // max_thread_rows gives its row up (its counts stay in the folded totals).
-      if (!final && c.thread >= config_.max_thread_rows) {
-        folded_threads_ += 1;
-        folded_recorded_ += c.row->recorded;
-        folded_dropped_ += c.row->dropped;
-        folded_switches_ += c.row->switches;
-        forget_row(*c.row);
-        sparse_rows_.erase(c.thread);
-      }
-      cursors_[i] = std::move(cursors_.back());
-      cursors_.pop_back();
-    } else {
-      if (c.retired && c.buffer != nullptr) detach(c);
-      set_dropped(*c.row, drops_of(c));
-      ++i;
-    }
-  }
-  if (final && counts_.steps.open) {
-    // The step open at the stop: closed there, as every thread's zones are.
-    const std::uint64_t queued = batch_size_ != 0 ? batch_[batch_size_ - 1].time_ns : 0;
-    const std::uint64_t ns = std::max({converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed)), delivered_ns_,
-                                       queued, counts_.steps.last_ns});
-    Event& e = next_event();
-    e = Event{ns, sites_.step_site(), steps_thread(), EventKind::zone_end, EventFlags::closed_at_stop, 0, 0, {}};
-    e.value.u = counts_.steps.number;
-    counts_.steps.open = false;
-    ++closed_at_stop_;
-  }
-  flush();
-  publish_read_positions();
-  if (!raw_sinks_.empty() && delivered_in_pass_) {
-    for_each_raw("on_raw_pass", [&](RawSink& r) { r.on_raw_pass(watermark); });
-  }
-  if (delivered_in_pass_ && !final) {
-    for_each_exporter("on_flush", [&](Exporter& x) { x.on_flush(*this); });
-  }
-  delivered_in_pass_ = false;
-  if (final) {
-    // The stop time on the events' own timeline, so that every delivered event is at or
-    // before it.
-    clock_info_.stop_ns = converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed));
-    if (!raw_sinks_.empty()) {
-      for_each_raw("on_raw_stop", [&](RawSink& r) { r.on_raw_stop(stop_ticks_.load(std::memory_order_relaxed)); });
-    }
-  } else {
-    maybe_refit();
-  }
-  update_stats();
-  registry_.pass_completed();
-  registry_.passes_served(requested);
-  if (final) {
-    SessionStats final_stats = stats();
-    for_each_exporter("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
-    update_stats();
-  }
+  if (exporters_.has_raw()) raw_segment();
 }
 
 void Drainer::update_stats() {
   std::lock_guard<std::mutex> lock(stats_mutex_);
-  // Rows in the order of each thread's first event (threads not yet placed last, by
-  // id), then the folded threads' row. Only rows new in their place are copied whole;
-  // the totals are kept as rows change.
-  const std::size_t placed = placed_.size();
-  stats_.threads.resize(placed + unplaced_.size() + (folded_threads_ > 0 ? 1 : 0));
-  const auto copy = [&](const ThreadRow& row, ThreadStats& out) {
-    out.thread = row.info.id;
-    out.os_tid = row.info.os_tid;
-    out.name = row.info.name;
-    out.recorded = row.recorded;
-    out.dropped = row.dropped;
-    out.switches = row.switches;
-  };
-  for (std::size_t k = first_dirty_; k < placed; ++k) copy(*placed_[k], stats_.threads[k]);
-  for (std::size_t k = 0; k < unplaced_.size(); ++k) copy(*unplaced_[k], stats_.threads[placed + k]);
-  for (ThreadRow* row : touched_) {
-    row->touched = false;
-    if (row->order != kNotPlaced && row->order < first_dirty_) {
-      stats_.threads[row->order].recorded = row->recorded;
-      stats_.threads[row->order].dropped = row->dropped;
-      stats_.threads[row->order].switches = row->switches;
-    }
-  }
-  touched_.clear();
-  first_dirty_ = placed;
-  stats_.recorded = rows_recorded_;
-  stats_.dropped = rows_dropped_;
-  if (folded_threads_ > 0) {
-    ThreadStats& out = stats_.threads.back();
-    out.thread = kFoldedThread;
-    out.os_tid = 0;
-    out.name = "(exited threads)";
-    out.recorded = folded_recorded_;
-    out.dropped = folded_dropped_;
-    out.switches = folded_switches_;
-    stats_.recorded += folded_recorded_;
-    stats_.dropped += folded_dropped_;
-  }
-  stats_.folded_threads = folded_threads_;
+  rows_.fill(stats_);
   const std::uint64_t orphans = registry_.orphan_drops();
   stats_.dropped_without_ring = orphans;
   stats_.dropped += orphans;
@@ -912,7 +727,7 @@ void Drainer::update_stats() {
   stats_.self_drained = self_drained_;
   stats_.clock = clock_info_;
   stats_.allocator = runtime_allocator_name();
-  stats_.exporter_errors = errors_;
+  stats_.exporter_errors = exporters_.errors();
   stats_.context_switches_unavailable = switches_unavailable_;
   stats_.context_switches = switches_;
   stats_.context_switches_lost = switches_lost_;
@@ -922,6 +737,14 @@ void Drainer::update_stats() {
 SessionStats Drainer::stats() const {
   std::lock_guard<std::mutex> lock(stats_mutex_);
   return stats_;
+}
+
+std::uint32_t Drainer::process_id() const { return static_cast<std::uint32_t>(::getpid()); }
+
+std::string_view Drainer::text(const Event& e) const {
+  if ((e.flags & EventFlags::text) == 0 || e.value.u + e.text_size > texts_.size()) return {};
+  if (e.kind != EventKind::arg && e.kind != EventKind::message) return {};
+  return std::string_view(texts_).substr(e.value.u, e.text_size);
 }
 
 }  // namespace ringtrace::detail

@@ -2,31 +2,40 @@
 // threads' rings from the registration queue, merges every ring's published records
 // into one stream ordered by time (holding back the newest `merge_grace`), converts
 // ticks to nanoseconds and hands the stream to the exporters in batches.
+//
+// Its parts, one job each:
+//   Drainer      (here)             the thread and its passes: collect, decode, merge,
+//                                   deliver, persist (drainer.cpp), and the threads'
+//                                   context switches (drainer_switches.cpp)
+//   RingCursor   (ring_cursor.hpp)  where the drainer is in one thread's ring and stream
+//   ThreadRows   (thread_rows.hpp)  the threads' rows: TraceContext::thread(), stats().threads
+//   ExporterSet  (exporter_set.hpp) the exporters and raw sinks, each call isolated
+// and, for the instrumented threads' slow path, drain_own_ring (below).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "clock_calibration.hpp"
 #include "decoder.hpp"
+#include "exporter_set.hpp"
 #include "function_filter.hpp"
 #include "inlined_tally.hpp"
 #include "merge.hpp"
-#include "raw_sink.hpp"
+#include "ring_cursor.hpp"
 #include "ring_records.hpp"
 #include "ringtrace/config.hpp"
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "switch_events.hpp"
-#include "switch_stream.hpp"
 #include "thread_registry.hpp"
+#include "thread_rows.hpp"
 
 namespace ringtrace::detail {
 
@@ -45,6 +54,19 @@ void drainer_fork_prepare() noexcept;
 void drainer_fork_parent() noexcept;
 void drainer_fork_child() noexcept;
 
+// Config::self_drain, from a thread's slow path (thread_registry.cpp; not nested in
+// another of its slow paths): if the session lets its threads empty their own rings
+// (ThreadBuffer::own_drain is set) and the drainer is between passes (its pass lock is
+// free: only tried, never waited for), hands the thread's published records over to the
+// session's file itself and zeroes them, as a drainer pass would (Drainer::drain_own).
+// `all`: every record written whole was taken; `some`: records are left that only the
+// drainer can take (the file's buffer is full, or a call site is new to the file: wake
+// it), part of them maybe taken; `none`: nothing was done (the session does not let the
+// thread, the lock was busy, nothing to take). No allocation, no blocking lock, no
+// system call.
+enum class OwnDrain : std::uint8_t { none, some, all };
+OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
+
 class Drainer final : public TraceContext {
  public:
   Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> exporters, TickConverter clock,
@@ -61,15 +83,21 @@ class Drainer final : public TraceContext {
   void finish(std::uint64_t stop_ticks);
   SessionStats stats() const;
 
-  // TraceContext
+  // TraceContext (called by the exporters, on the drainer's thread)
   const SiteInfo& site(SiteId id) const override { return sites_.site(id); }
   std::uint32_t site_count() const override { return sites_.size(); }
-  const ThreadInfo& thread(ThreadId id) const override;
+  const ThreadInfo& thread(ThreadId id) const override { return rows_.info(id); }
   std::uint32_t thread_count() const override { return next_thread_; }
   const ClockInfo& clock() const override { return clock_info_; }
   const std::string& process_name() const override { return process_name_; }
   std::string_view text(const Event& e) const override;
   std::uint32_t process_id() const override;
+
+  // In a fork child (drainer_fork_child): closes the child's copies of the streams.
+  void release_switches_in_child() noexcept;
+  // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
+  // the pass lock, between passes). What a pass does for one ring of a raw-only session.
+  OwnDrain drain_own(RingCursor& c) noexcept;
 
  private:
   // The decoder's policies (decoder.hpp) for live rings: call sites by address through
@@ -93,236 +121,175 @@ class Drainer final : public TraceContext {
       return at;
     }
   };
+  // A source the merge takes events from: a thread's records (refilled from its ring as
+  // they run out) or its context switches (whole).
+  struct Source {
+    RingCursor* cursor;
+    bool switches;
+    MergeRun& run() const { return switches ? cursor->switches->run : cursor->run; }
+  };
+
+  // --- The thread: the exporters' start, then a pass every drain_interval or when woken,
+  // then the final pass.
+  void run();
+  void start_exporters();
+
+  // --- A pass, step by step (drainer.cpp). Its watermark is the time up to which it
+  // delivers: `now - merge_grace` (now for a pass on demand, the stop time for the last).
+  void pass(bool final);
+  // Collect: the new rings, the watermark, and where each thread's records end.
+  std::uint64_t collect(bool final, std::uint64_t requested);
+  void accept_registrations();
+  std::uint64_t take_watermark(bool final, std::uint64_t requested);
+  // Decode: c's records up to the watermark into out[n, capacity) (through the function
+  // filter when one is active), with the core's decoder.
+  DecodeStop decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
+  DecodeStop decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
+  bool refill(RingCursor& c, std::uint64_t watermark);
+  // Merge: every thread's events and switches up to the watermark, by time, into the batch.
+  void merge(std::uint64_t watermark, std::uint64_t switches_until_ns);
+  // Raw sinks alone: in place of decode and merge, the records go to them as they are.
+  void hand_over_raw(std::uint64_t switches_until_ns);
+  // Threads that are gone and emptied (every thread, at the end): their open zones
+  // closed, their ring let go of.
+  void retire_threads(bool final);
+  void close_step_at_stop();
+  // Deliver: the batch to the exporters (late events raised), then persist.
+  Event& next_event();
+  void deliver();
+  // Persist: what was read goes to the raw sinks (and, rings in a file, to the OS), then
+  // the rings' bytes are zeroed and given back to their threads.
+  void persist();
+  void persist_raw();  // every raw sink hands what it holds to the OS
+  // The pass's end: the raw sinks' pass frame, on_flush, the clock, the stats; at the
+  // end, on_finish.
+  void complete(bool final, std::uint64_t watermark, std::uint64_t requested);
+
+  // --- Threads and their rings.
   // The steps track (steps.hpp): a thread of its own, made at the first step marker.
   ThreadId steps_thread();
-  static constexpr ThreadId kNoThread = ~ThreadId{0};
-  ThreadId steps_thread_ = kNoThread;
-  struct ThreadRow {
-    ThreadInfo info;
-    std::uint64_t recorded = 0;
-    std::uint64_t dropped = 0;
-    std::size_t order = kNotPlaced;  // its index in placed_ (and in stats().threads)
-    bool touched = false;            // in touched_
-    std::uint64_t switches = 0;
-  };
-  // A thread's context switches (Config::context_switches): its perf stream and what was
-  // read from it and not yet delivered.
-  struct ThreadSwitches {
-    switches::SwitchStream stream;
-    PendingSwitches pending;
-    MergeRun run;                  // this pass's: the pending ones up to the watermark
-    std::uint64_t lost = 0;        // the stream's lost and malformed records counted so far
-    std::uint64_t lost_unsent = 0;  // of those, not yet told to the raw sinks
-    bool exited = false;           // the stream says its thread has exited: nothing more comes
-    std::uint32_t exit_passes = 0;  // passes since the thread retired and its ring was emptied
-  };
-  static constexpr std::size_t kNotPlaced = ~std::size_t{0};
-  struct Cursor {
-    // The thread's buffer, or null once the cursor is detached: its thread exited with
-    // records younger than the watermark, which were copied to `tail` so that the ring
-    // could go back to the pool at once (detach()).
-    ThreadBuffer* buffer = nullptr;
-    ThreadId thread = 0;
-    ThreadRow* row = nullptr;  // in dense_rows_ or sparse_rows_: both keep addresses
-    std::uint64_t read_pos = 0;  // ring bytes decoded (or handed to raw sinks alone)
-    std::uint64_t end = 0;       // ring bytes the thread had reserved at the pass's start
-    ThreadDecodeState state;     // the decoder's: open zones, times, counts
-    FilteredThread filtered;     // with Config::functions' filters: events waiting for them
-    std::uint32_t name_version = 0;
-    bool retired = false;
-    bool first_known = false;      // first_ticks holds the thread's first decoded record
-    std::uint64_t first_ticks = 0;
-    std::uint64_t raw_pos = 0;  // records before this were handed to the raw sinks
-    std::uint64_t zeroed_pos = 0;  // ring bytes before this are zeroed and given back (read_index)
-    // Decoded events waiting for the merge of several threads: `run` in stage[0,
-    // kStageEvents), from the runtime allocator, allocated the first time the thread is
-    // merged with another.
-    Event* stage = nullptr;
-    MergeRun run;
-    // Detached: ring bytes [tail_from, end) copied out of the ring (runtime allocator),
-    // and the thread's drops when its buffer was let go of.
-    std::uint8_t* tail = nullptr;
-    std::uint64_t tail_from = 0;
-    std::uint64_t detached_drops = 0;
-    std::unique_ptr<ThreadSwitches> switches;  // Config::context_switches and its stream opened
-    // Config::self_drain: events the thread handed over itself since the last pass
-    // (drain_own), counted in its row by the next pass.
-    std::uint64_t own_events = 0;
-
-    Cursor() = default;
-    Cursor(const Cursor&) = delete;
-    Cursor& operator=(const Cursor&) = delete;
-    ~Cursor();
-  };
-  void run();
-  void pass(bool final);
-  void persist_raw();  // rings in a file: every raw sink hands what it holds to the OS
-  void accept_registrations();
-  void merge(std::uint64_t watermark, std::uint64_t switches_until_ns);
-  // Context switches: a new thread's stream (its first event, then what it has), a
-  // pass's reading of every stream, and the hand-off of what the merge delivered.
-  void open_switches(Cursor& c);
-  void read_switches(Cursor& c);
-  void push_switch(Cursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits);
-  void deliver_switches(Cursor& c, std::size_t n);
-  bool switches_done(Cursor& c);  // a retired thread's stream has given everything
- public:
-  // In a fork child (drainer_fork_child): closes the child's copies of the streams.
-  void release_switches_in_child() noexcept;
-  // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
-  // the pass lock, between passes).
-  OwnDrain drain_own(void* cursor) noexcept;
-
- private:
-  DecodeStop decode(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
-  DecodeStop decode_ring(Cursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
-  bool refill(Cursor& c, std::uint64_t watermark);
-  static constexpr std::uint32_t kStageEvents = 512;  // 16 KB per thread
-  Event& next_event();
-  void flush();
-  void publish_read_positions();
-  void release_read(Cursor& c);
   // A retired thread whose last records are younger than the watermark: they go to the
   // raw sinks and are copied out, and the ring goes back to the pool now.
-  void detach(Cursor& c);
+  void detach(RingCursor& c);
   void let_go(ThreadBuffer& b);
-  static const std::uint8_t* records_at(const Cursor& c, std::uint64_t pos);
-  static std::uint64_t drops_of(const Cursor& c);
-  static std::uint64_t written_end(const Cursor& c);
-  // Raw sinks: hands c's records [raw_pos, read_pos) (or [raw_pos, to)) over; returns the
-  // events they hold.
-  std::uint64_t hand_raw(Cursor& c) { return hand_raw(c, c.read_pos); }
-  std::uint64_t hand_raw(Cursor& c, std::uint64_t to);
-  // The first records of c's thread handed over: its first time, for its sort index.
-  void note_first_records(Cursor& c, const std::uint8_t* records);
-  void raw_segment();
-  void raw_thread(const Cursor& c);
-  void close_thread(Cursor& c, std::uint64_t at_ticks, std::uint8_t flags);
-  void update_names(Cursor& c);
+  void close_thread(RingCursor& c, std::uint64_t at_ticks, std::uint8_t flags);
+  void update_names(RingCursor& c);
   // Gives threads whose first event is now known their place in ThreadInfo::sort_index:
   // by the time of that event, ties by OS thread id. Runs before every delivery, so an
   // exporter sees a thread's index with its first event.
   void assign_sort_indices();
+  // The first records of c's thread handed over: its first time, for its sort index.
+  void note_first_records(RingCursor& c, const std::uint8_t* records);
+
+  // --- Raw sinks: hands c's records [raw_pos, read_pos) (or [raw_pos, to)) over;
+  // returns the events they hold.
+  std::uint64_t hand_raw(RingCursor& c) { return hand_raw(c, c.read_pos); }
+  std::uint64_t hand_raw(RingCursor& c, std::uint64_t to);
+  void raw_segment();
+  void raw_thread(const RingCursor& c);
+
+  // --- Context switches (drainer_switches.cpp): a new thread's stream (its first event,
+  // then what it has), a pass's reading of every stream, and the hand-off of what the
+  // merge delivered.
+  void open_switches(RingCursor& c);
+  void read_switches(RingCursor& c);
+  void push_switch(RingCursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits);
+  void deliver_switches(RingCursor& c, std::size_t n);
+  bool switches_done(RingCursor& c);  // a retired thread's stream has given everything
+
   void maybe_refit();
   void update_stats();
-  void deliver(std::span<const Event> events);
-  // Calls `call(exporter)` on every exporter not yet disabled; one that throws anything
-  // is disabled and listed in the stats as "exporter <i> <callback>: <what>".
-  template <typename Call>
-  void for_each_exporter(const char* callback, Call&& call);
-  template <typename Call>
-  void for_each_raw(const char* callback, Call&& call);
 
-  Config config_;
-  std::string process_name_;
-  std::vector<std::shared_ptr<Exporter>> exporters_;
-  std::vector<bool> exporter_failed_;
-  std::vector<std::pair<std::size_t, RawSink*>> raw_sinks_;  // exporter index, its raw side
-  bool raw_only_ = false;  // every exporter is a raw sink that wants no events: no decoding
-  // Config::self_drain and a session it applies to: one exporter, a raw sink with its
-  // rings on the heap (a ring in a file must stay there until its records are written).
-  bool self_drain_ = false;
-  std::uint64_t self_drained_ = 0;  // events the threads handed over themselves (SessionStats::self_drained)
+  // Every field, by who touches it. "Pass lock": the process's lock a drainer holds
+  // while it works (drainer.cpp), never while it sleeps.
+
+  // --- Set before the thread starts (constructor, set_epoch, set_rings_in_file), read
+  // only after.
+  const Config config_;
+  const std::string process_name_;
+  const bool use_tsc_;
+  std::uint32_t epoch_;
   // The rings are in a file mapping (RawSink::rings_path): read positions are published
   // only once the raw sinks hold the records in the OS (persist_raw), and a ring slot's
   // header names the thread as the trace file does.
   bool rings_in_file_ = false;
+  std::uint64_t grace_ticks_;
+  std::uint64_t boundary_gap_;  // boundary_gap_ticks(): zone boundaries of a thread this far apart
+  std::uint64_t refit_period_ticks_;
+  std::uint64_t manual_ends_base_;  // g_unbalanced_manual_ends at construction
+  Registry& registry_;
+
+  // --- Drainer thread, under the pass lock: what the exporters see (TraceContext).
+  SiteTable sites_;
+  ThreadRows rows_;
+  ThreadId next_thread_ = 0;
+  static constexpr ThreadId kNoThread = ~ThreadId{0};
+  ThreadId steps_thread_ = kNoThread;
   TickConverter converter_;
   ClockInfo clock_info_;
-  bool use_tsc_;
-  std::uint32_t epoch_;
-  std::uint64_t grace_ticks_;
-  std::uint64_t boundary_gap_ = 1;  // boundary_gap_ticks(): zone boundaries of a thread this far apart
-  std::uint64_t refit_period_ticks_;
   std::uint64_t last_refit_ticks_ = 0;
-
-  Registry& registry_;
-  SiteTable sites_;
-  const SiteInfo* step_marker_;  // Session::step()'s one site (windows.hpp)
-  std::vector<std::unique_ptr<Cursor>> cursors_;
-  // Scratch for merge: the runs being merged, a thread's records (refilled from its ring
-  // as they run out) or its switches (whole).
-  struct Source {
-    Cursor* cursor;
-    bool switches;
-    MergeRun& run() const { return switches ? cursor->switches->run : cursor->run; }
-  };
-  std::vector<Source> active_;
-  std::vector<MergeRun> runs_;   // and their runs
-  Merger merger_;
-  DecodeCounts counts_;          // unbalanced ends, extended records skipped
-  std::uint64_t manual_ends_base_ = 0;  // g_unbalanced_manual_ends at construction
-  // Config::functions: instrumented functions' zones left out (their name, their length).
-  FunctionFilter filter_;
-  std::uint64_t filter_limit_ = 0;   // this pass releases filtered events stamped up to this (ns)
-  std::vector<Event> filter_scratch_;
-  // Rows of the first max_thread_rows threads (ids below it), kept until stop(), and of
-  // later threads while they live; exited later threads are folded into the folded_*
-  // counts (Config::max_thread_rows).
-  std::deque<ThreadRow> dense_rows_;
-  std::unordered_map<ThreadId, ThreadRow> sparse_rows_;
-  ThreadId next_thread_ = 0;
-  std::uint64_t folded_threads_ = 0;
-  std::uint64_t folded_recorded_ = 0;
-  std::uint64_t folded_dropped_ = 0;
-  ThreadInfo folded_info_;
-  // The rows in the order of stats().threads, kept as rows come, are placed and go, so
-  // that a pass costs what changed, not the threads seen so far (sorting and copying
-  // 4,096 rows took nine tenths of a pass when short threads exit one after another):
-  // placed_ by sort index (given in increasing order), then unplaced_ (threads
-  // whose first event is not known yet) by id. stats_.threads[0, first_dirty_) already
-  // names placed_'s rows.
-  // Counts: rows whose counts changed since update_stats are in touched_, and the
-  // totals of the rows are kept as they change.
-  std::vector<ThreadRow*> placed_;
-  std::vector<ThreadRow*> unplaced_;
-  std::size_t first_dirty_ = 0;
-  std::vector<ThreadRow*> touched_;
-  std::uint64_t rows_recorded_ = 0;
-  std::uint64_t rows_dropped_ = 0;
-  void place(ThreadRow& row);
-  void forget_row(ThreadRow& row);  // before a folded row is erased
-  void add_recorded(ThreadRow& row, std::uint64_t events);
-  void set_dropped(ThreadRow& row, std::uint64_t dropped);
-  void touch(ThreadRow& row);
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;
 
+  // --- Drainer thread, under the pass lock; with Config::self_drain, the threads that
+  // pack their own rings too (drain_own, under the same lock): the exporters (their
+  // failures), the cursors, and what a pass owes the sinks.
+  ExporterSet exporters_;
+  std::vector<std::unique_ptr<RingCursor>> cursors_;
+  bool unsorted_threads_ = false;   // a thread's first event is known, its index not yet
+  bool delivered_in_pass_ = false;  // on_flush and on_raw_pass are called after passes that delivered events
+  // Config::self_drain and a session it applies to (set by the thread before its first
+  // pass): block mode, one exporter, a raw sink with its rings on the heap (a ring in a
+  // file must stay there until its records are written).
+  bool self_drain_ = false;
+
+  // --- Drainer thread, under the pass lock: decoding and merging.
+  Merger merger_;
+  std::vector<Source> active_;  // scratch for merge: the sources being merged...
+  std::vector<MergeRun> runs_;  // ...and their runs
+  DecodeCounts counts_;         // unbalanced ends, extended records skipped, the steps track
+  // Config::functions: instrumented functions' zones left out (their name, their length).
+  FunctionFilter filter_;
+  std::uint64_t filter_limit_ = 0;  // this pass releases filtered events stamped up to this (ns)
+  std::vector<Event> filter_scratch_;
+  // The batch being filled, handed to the exporters by deliver().
   Event* batch_ = nullptr;
   std::size_t batch_capacity_ = 0;
   std::size_t batch_size_ = 0;
   std::uint64_t delivered_ns_ = 0;  // the time of the last event delivered (late events are raised to it)
-
-  std::uint64_t late_ = 0;
-  std::uint64_t closed_at_stop_ = 0;
-  std::uint64_t unreadable_ = 0;  // records of a kind or size this drainer cannot read (none, by construction)
-  std::uint64_t passes_ = 0;
-  std::uint32_t next_sort_index_ = 0;
-  bool unsorted_threads_ = false;  // a thread's first event is known, its index not yet
-  bool delivered_in_pass_ = false;  // on_flush is called after passes that delivered events
-  std::vector<std::string> errors_;
-  // Context switches: still opened for new threads (the kernel has not refused for the
-  // process), why they are missing, the counts; the switch sites' ids (made at the first
-  // stream, so that a session without switches has the same site table as before).
-  bool switches_wanted_ = false;
-  std::string switches_unavailable_;
-  std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0, folded_switches_ = 0;
-  // FunctionOptions::inlined: the left-out calls counted in the rings the drainer let go of.
-  std::uint64_t inlined_let_go_ = 0;
-  InlinedTally inlined_let_go_by_function_;  // and per function
-  SiteId switch_out_site_ = 0, switch_in_site_ = 0;
-  std::vector<switches::Switch> switch_scratch_;
-
-  mutable std::mutex stats_mutex_;
-  SessionStats stats_;
-
-  std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_
   // The highest watermark of a pass before the final one: what it may have delivered. A
   // pass that began after stop() read its clock but before it told the drainer delivers
   // up to its own watermark, so the final pass stops at the later of the two.
   std::uint64_t passed_watermark_ = 0;
+
+  // --- Drainer thread, under the pass lock: counts for the stats.
+  std::uint64_t passes_ = 0;
+  std::uint64_t late_ = 0;
+  std::uint64_t closed_at_stop_ = 0;
+  std::uint64_t unreadable_ = 0;     // records of a kind or size this drainer cannot read (none, by construction)
+  std::uint64_t self_drained_ = 0;   // events the threads handed over themselves (SessionStats::self_drained)
+  std::uint64_t inlined_let_go_ = 0;  // FunctionOptions::inlined: the left-out calls counted in the rings let go of
+  InlinedTally inlined_let_go_by_function_;  // and per function
+
+  // --- Drainer thread, under the pass lock: context switches. Still opened for new
+  // threads (the kernel has not refused for the process), why they are missing, the
+  // counts; the switch sites' ids (made at the first stream, so that a session without
+  // switches has the same site table as before).
+  bool switches_wanted_;
+  std::string switches_unavailable_;
+  std::uint64_t switches_ = 0, switches_lost_ = 0, threads_without_switches_ = 0;
+  SiteId switch_out_site_ = 0, switch_in_site_ = 0;
+  std::vector<switches::Switch> switch_scratch_;
+
+  // --- The stats: written by the drainer thread (update_stats), read by any (stats()),
+  // under stats_mutex_.
+  mutable std::mutex stats_mutex_;
+  SessionStats stats_;
+
+  // --- The session's thread (start, finish, the destructor) tells the drainer to stop.
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_; raised by the final pass
   std::thread thread_;
 };
 

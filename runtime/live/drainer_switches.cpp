@@ -64,7 +64,7 @@ bool refused_for_process(const switches::SwitchStream& stream) {
 // (SwitchBits::stream_start): its first record if one came already, else the thread's
 // state in /proc (anything but running or runnable is off the CPU; a runnable thread is
 // taken as on, and the wait until it runs is counted on-CPU: docs/context-switches.md).
-void Drainer::open_switches(Cursor& c) {
+void Drainer::open_switches(RingCursor& c) {
   if (!switches_wanted_) {
     c.buffer->forget_first_stream();  // opened by the thread before the refusal was known
     ++threads_without_switches_;
@@ -113,11 +113,11 @@ void Drainer::open_switches(Cursor& c) {
   }
 }
 
-void Drainer::push_switch(Cursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits) {
+void Drainer::push_switch(RingCursor& c, std::uint64_t time_ns, bool out, std::uint64_t bits) {
   c.switches->pending.push(switch_event(time_ns, out ? switch_out_site_ : switch_in_site_, c.thread, out, bits));
 }
 
-void Drainer::read_switches(Cursor& c) {
+void Drainer::read_switches(RingCursor& c) {
   ThreadSwitches& s = *c.switches;
   // A retired thread: once the kernel says it has exited, this read gets its last records.
   if (c.retired && !s.exited) s.exited = s.stream.thread_exited();
@@ -136,7 +136,23 @@ void Drainer::read_switches(Cursor& c) {
   }
 }
 
-bool Drainer::switches_done(Cursor& c) {
+// The first `n` pending switches of c were merged into the stream (or, raw sinks alone,
+// are up to the watermark): counted, handed to the raw sinks, let go of.
+void Drainer::deliver_switches(RingCursor& c, std::size_t n) {
+  ThreadSwitches& s = *c.switches;
+  if ((n != 0 || s.lost_unsent != 0) && exporters_.has_raw()) {
+    const std::span<const Event> delivered = s.pending.delivered(s.run).first(n);
+    exporters_.each_raw("on_raw_switches", [&](RawSink& r) { r.on_raw_switches(c.thread, delivered, s.lost_unsent); });
+    s.lost_unsent = 0;
+    delivered_in_pass_ = true;  // a pass frame follows them
+  }
+  rows_.add_switches(*c.row, n);
+  switches_ += n;
+  s.pending.consume(n);
+  s.run = MergeRun{};
+}
+
+bool Drainer::switches_done(RingCursor& c) {
   if (!c.switches) return true;
   ThreadSwitches& s = *c.switches;
   if (s.exited && s.pending.empty()) return true;

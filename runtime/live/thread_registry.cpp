@@ -16,6 +16,7 @@
 #include <new>
 #include <thread>
 
+#include "drainer.hpp"  // drain_own_ring (Config::self_drain)
 #include "function_stack.hpp"
 #include "ring_records.hpp"  // the records' sizes
 #include "ringtrace/instrument.hpp"

@@ -30,6 +30,8 @@
 
 namespace ringtrace::detail {
 
+struct RingCursor;  // the drainer's (ring_cursor.hpp)
+
 inline constexpr std::uint32_t kRegistered = 1;  // a session's drainer reads this ring
 inline constexpr std::uint32_t kRetired = 2;     // the owning thread has exited
 
@@ -77,11 +79,12 @@ struct ThreadBuffer {
   std::string name;
   std::atomic<std::uint32_t> name_version{0};
   ThreadBuffer* next_registration = nullptr;  // link in Registry's registration list
-  // The drainer's reading state for this ring (its Cursor) while a session whose rings
-  // their threads may empty themselves (Config::self_drain) reads it; else null. Set and
-  // cleared by the drainer under its pass lock, read by the thread under the same lock
-  // (drain_own_ring); atomic so that the thread may look before it tries the lock.
-  std::atomic<void*> own_drain{nullptr};
+  // The drainer's reading state for this ring (its RingCursor, ring_cursor.hpp) while a
+  // session whose rings their threads may empty themselves (Config::self_drain) reads it;
+  // else null. Set by the drainer when it accepts the ring and cleared when it lets go of
+  // it (Registry::release), under its pass lock; read by the thread under the same lock
+  // (drain_own_ring, drainer.hpp); atomic so that the thread may look before it tries it.
+  std::atomic<RingCursor*> own_drain{nullptr};
   // Config::context_switches: the thread's switch stream, opened by the thread itself in
   // its first event of the session (Registry::bind), so that its switches are known from
   // its first record on; the drainer takes it when it accepts the ring. Written before the
@@ -217,18 +220,6 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std
 // False if no session records (none runs, or a schedule paused it) or the pass did not
 // come within `timeout`. Not from an exporter (the drainer would wait for itself).
 RINGTRACE_API bool run_drainer_pass(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
-
-// Config::self_drain, from a thread's slow path (not nested in another of its slow
-// paths): if the session lets its threads empty their own rings and the drainer is
-// between passes (its pass lock is free: never waited for), hands the thread's
-// published records over to the session's file itself and zeroes them, as a drainer
-// pass would. `all`: every record written whole was taken; `some`: records are left
-// that only the drainer can take (the file's buffer is full, or a call site is new to
-// the file: wake it), part of them maybe taken; `none`: nothing was done (the session
-// does not let the thread, the lock was busy, nothing to take). No allocation, no
-// system call (drainer.cpp).
-enum class OwnDrain : std::uint8_t { none, some, all };
-OwnDrain drain_own_ring(ThreadBuffer& b) noexcept;
 
 // The end of a zone that was not in the ring (hidden_zone_begin's `unit`): the thread's
 // state of hidden zones popped; the fast path opens again when none is left (not when
