@@ -41,7 +41,6 @@
 // takes no lock and makes no system call.
 #pragma once
 
-#include <cstddef>  // offsetof: the records' layouts
 #include <cstdint>  // addresses
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API, RINGTRACE_ALWAYS_INLINE, TLS model
