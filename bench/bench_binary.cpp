@@ -25,11 +25,11 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>  // sync
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>  // getenv
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -189,8 +189,8 @@ int main(int argc, char** argv) {
       // followed by one with the drainer alone emptying the rings.
       std::vector<double> files, rates, drainer_files;
       for (int run = 0; run < 5; ++run) {
-        const Kept k = flat_out(threads, ringtrace::OverflowPolicy::drop,
-                                ringtrace::binary_trace_exporter(dir / "flat.rtrace"));
+        const Kept k =
+            flat_out(threads, ringtrace::OverflowPolicy::drop, ringtrace::binary_trace_exporter(dir / "flat.rtrace"));
         files.push_back(k.fraction);
         rates.push_back(k.per_thread_per_s / 2);
         fs::remove(dir / "flat.rtrace");
@@ -204,17 +204,20 @@ int main(int argc, char** argv) {
       std::sort(files.begin(), files.end());
       std::sort(rates.begin(), rates.end());
       const Kept null = flat_out(threads, ringtrace::OverflowPolicy::drop, std::make_shared<NullExporter>());
-      const Kept chrome = flat_out(threads, ringtrace::OverflowPolicy::drop,
-                                   ringtrace::chrome_trace_exporter(dir / "flat.json"));
+      const Kept chrome =
+          flat_out(threads, ringtrace::OverflowPolicy::drop, ringtrace::chrome_trace_exporter(dir / "flat.json"));
       fs::remove(dir / "flat.json");
-      std::printf("drop mode, %d thread(s) flat out 1 s, kept: file %5.1f%% (median of 5; %.1f-%.1f%%)   null exporter "
-                  "%5.1f%%   Chrome JSON %5.1f%%   (target file >= %d%%)\n",
-                  threads, 100 * files[2], 100 * files[0], 100 * files[4], 100 * null.fraction, 100 * chrome.fraction,
-                  threads == 1 ? 99 : 95);
+      std::printf(
+          "drop mode, %d thread(s) flat out 1 s, kept: file %5.1f%% (median of 5; %.1f-%.1f%%)   null exporter "
+          "%5.1f%%   Chrome JSON %5.1f%%   (target file >= %d%%)\n",
+          threads, 100 * files[2], 100 * files[0], 100 * files[4], 100 * null.fraction, 100 * chrome.fraction,
+          threads == 1 ? 99 : 95);
       if (threads == 2) {
         std::sort(drainer_files.begin(), drainer_files.end());
-        std::printf("drop mode, 2 threads, file, drainer only:  %5.1f%% kept (median of 5; %.1f-%.1f%%), in turn with the above\n",
-                    100 * drainer_files[2], 100 * drainer_files[0], 100 * drainer_files[4]);
+        std::printf(
+            "drop mode, 2 threads, file, drainer only:  %5.1f%% kept (median of 5; %.1f-%.1f%%), in turn with the "
+            "above\n",
+            100 * drainer_files[2], 100 * drainer_files[0], 100 * drainer_files[4]);
       }
       std::printf("drop mode, %d thread(s), file alone: %5.1f M zones/s kept per thread (median of 5)\n", threads,
                   rates[2] / 1e6);
@@ -226,13 +229,15 @@ int main(int argc, char** argv) {
   std::vector<double> blocks, drainer_blocks, floors;
   for (int run = 0; run < 5; ++run) {
     fs::remove(dir / "block.rtrace");
-    drainer_blocks.push_back(flat_out(2, ringtrace::OverflowPolicy::block,
-                                      ringtrace::binary_trace_exporter(dir / "block.rtrace"), false)
-                                 .per_thread_per_s / 2);
+    drainer_blocks.push_back(
+        flat_out(2, ringtrace::OverflowPolicy::block, ringtrace::binary_trace_exporter(dir / "block.rtrace"), false)
+            .per_thread_per_s /
+        2);
     fs::remove(dir / "block.rtrace");
     blocks.push_back(
         flat_out(2, ringtrace::OverflowPolicy::block, ringtrace::binary_trace_exporter(dir / "block.rtrace"))
-            .per_thread_per_s / 2);
+            .per_thread_per_s /
+        2);
     floors.push_back(floor_loop_zones_per_s(2));
   }
   std::sort(blocks.begin(), blocks.end());

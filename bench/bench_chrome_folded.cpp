@@ -42,8 +42,12 @@ class SyntheticContext final : public TraceContext {
     names_.push_back("ringtrace: dropped events");
     for (int i = 0; i < 24; ++i) names_.push_back("op::kernel_" + std::to_string(i));
     for (std::size_t i = 0; i < names_.size(); ++i) {
-      const SiteKind kind = i == 0 ? SiteKind::instant : i == 22 ? SiteKind::instant : i == 23 ? SiteKind::counter : SiteKind::zone;
-      sites_.push_back(SiteInfo{names_[i].c_str(), "bench", "bench/bench_chrome_folded.cpp", static_cast<std::uint32_t>(100 + i), kind, 0, ""});
+      const SiteKind kind = i == 0    ? SiteKind::instant
+                            : i == 22 ? SiteKind::instant
+                            : i == 23 ? SiteKind::counter
+                                      : SiteKind::zone;
+      sites_.push_back(SiteInfo{names_[i].c_str(), "bench", "bench/bench_chrome_folded.cpp",
+                                static_cast<std::uint32_t>(100 + i), kind, 0, ""});
     }
     for (ThreadId t = 0; t < 8; ++t) {
       threads_.push_back(ThreadInfo{t, 40000 + t, "worker-" + std::to_string(t), t});

@@ -231,7 +231,8 @@ void BM_DrainMerge(benchmark::State& state) {
     config.batch_events = 1 << 14;
     if (recorder) config.flight_recorder.keep = std::chrono::milliseconds(100);
     ringtrace::Session session(config);
-    if (recorder) session.add_window_exporter([](const ringtrace::WindowInfo&) { return std::make_shared<NullExporter>(); });
+    if (recorder)
+      session.add_window_exporter([](const ringtrace::WindowInfo&) { return std::make_shared<NullExporter>(); });
     auto sink = std::make_shared<NullExporter>();
     session.add_exporter(sink);
     session.start();
@@ -298,7 +299,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   benchmark::RunSpecifiedBenchmarks(
-      &reporter, "BM_EmptyLoop|BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession|BM_ZoneInCategoryNoSession|BM_ZoneSampledNoSession|"
+      &reporter,
+      "BM_EmptyLoop|BM_RawClockRead|BM_ZoneFloor|BM_ZoneNoSession|BM_ZoneInCategoryNoSession|BM_ZoneSampledNoSession|"
       "BM_ZoneDynamicNoSession|BM_ZoneTwoArgsNoSession|BM_ZoneManualNoSession");
   {
     ringtrace::Config config;
@@ -309,8 +311,8 @@ int main(int argc, char** argv) {
     ringtrace::Session session(config);
     session.add_exporter(std::make_shared<NullExporter>());
     session.start();
-    benchmark::RunSpecifiedBenchmarks(&reporter,
-                                      "BM_ZoneEnabled/|BM_ZoneWithValue|BM_ZoneDynamic/|BM_ZoneTwoArgs/|BM_ZoneManual/");
+    benchmark::RunSpecifiedBenchmarks(
+        &reporter, "BM_ZoneEnabled/|BM_ZoneWithValue|BM_ZoneDynamic/|BM_ZoneTwoArgs/|BM_ZoneManual/");
     ringtrace::set_category_enabled("bench_off", false);
     benchmark::RunSpecifiedBenchmarks(&reporter, "BM_ZoneInCategoryOff|BM_ZoneSampledOut");
     session.stop();
@@ -377,22 +379,23 @@ int main(int argc, char** argv) {
               (disabled - loop) / clock, (disabled - loop) / floor);
   std::printf("  zone in category, no session, net %8.2f   %7.2f   %7.2f   as a zone with no session\n",
               category_none - loop, (category_none - loop) / clock, (category_none - loop) / floor);
-  std::printf("  zone in category switched off, net%8.2f   %7.2f   %7.2f   (session running)\n",
-              category_off - loop, (category_off - loop) / clock, (category_off - loop) / floor);
+  std::printf("  zone in category switched off, net%8.2f   %7.2f   %7.2f   (session running)\n", category_off - loop,
+              (category_off - loop) / clock, (category_off - loop) / floor);
   const double sampled_none = find(reporter.ns, "BM_ZoneSampledNoSession");
   const double sampled_out = find(reporter.ns, "BM_ZoneSampledOut", "_median");
   std::printf("  sampled zone, no session, net     %8.2f   %7.2f   %7.2f   as a zone with no session\n",
               sampled_none - loop, (sampled_none - loop) / clock, (sampled_none - loop) / floor);
   std::printf("  sampled zone left out, net        %8.2f   %7.2f   %7.2f   <= 1 ns (session running)\n",
               sampled_out - loop, (sampled_out - loop) / clock, (sampled_out - loop) / floor);
-  std::printf("  zone, enabled, 1 thread           %8.2f   %7.2f   %7.2f   <= 1.15 x floor\n", one, one / clock, one / floor);
+  std::printf("  zone, enabled, 1 thread           %8.2f   %7.2f   %7.2f   <= 1.15 x floor\n", one, one / clock,
+              one / floor);
   const double in_file = find(reporter.ns, "BM_ZoneEnabledRingsInFile", "_median");
-  std::printf("  zone, enabled, ring in a file     %8.2f   %7.2f   %7.2f   (rings_in_file: %.2f x heap ring)\n", in_file,
-              in_file / clock, in_file / floor, in_file / one);
+  std::printf("  zone, enabled, ring in a file     %8.2f   %7.2f   %7.2f   (rings_in_file: %.2f x heap ring)\n",
+              in_file, in_file / clock, in_file / floor, in_file / one);
   std::printf("  zone + value, enabled, 1 thread   %8.2f   %7.2f   %7.2f   (value: +1 record, no clock)\n", with_value,
               with_value / clock, with_value / floor);
-  std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two, two / clock,
-              two / floor, two / one);
+  std::printf("  zone, enabled, 2 threads (each)   %8.2f   %7.2f   %7.2f   <= 1.1 x 1-thread (%.2f)\n", two,
+              two / clock, two / floor, two / one);
   std::printf("\nthe API beside RINGTRACE_ZONE (same run)     ns   x clock   x zone\n");
   std::printf("  zone, enabled (RINGTRACE_ZONE)    %8.2f   %7.2f   %7.2f\n", one, one / clock, 1.0);
   std::printf("  zone, run-time name, enabled      %8.2f   %7.2f   %7.2f   (20-byte name: +2 slots, one record)\n",
@@ -407,16 +410,18 @@ int main(int argc, char** argv) {
               (two_args_none - loop) / std::max(disabled - loop, 0.01));
   std::printf("  manual begin/end, no session, net %8.2f   (x zone with no session: %.2f)\n", manual_none - loop,
               (manual_none - loop) / std::max(disabled - loop, 0.01));
-  std::printf("  step(), wait step (no boundary)   %8.2f   %7.2f              a few ns\n", find(reporter.ns, "BM_StepWait"),
-              find(reporter.ns, "BM_StepWait") / clock);
-  std::printf("  step(), active step (step zone)   %8.2f   %7.2f              one clock read\n", find(reporter.ns, "BM_StepActive"),
-              find(reporter.ns, "BM_StepActive") / clock);
+  std::printf("  step(), wait step (no boundary)   %8.2f   %7.2f              a few ns\n",
+              find(reporter.ns, "BM_StepWait"), find(reporter.ns, "BM_StepWait") / clock);
+  std::printf("  step(), active step (step zone)   %8.2f   %7.2f              one clock read\n",
+              find(reporter.ns, "BM_StepActive"), find(reporter.ns, "BM_StepActive") / clock);
   for (std::size_t i = 0; i < switches_on.size(); ++i) {
-    std::printf("  zone, context_switches off / on   %8.2f / %.2f   on/off %.3f   (sessions alternating, round %zu)%s\n",
-                switches_off[i], switches_on[i], switches_on[i] / switches_off[i], i + 1,
-                switches_unavailable.empty() ? "" : " SWITCHES UNAVAILABLE");
+    std::printf(
+        "  zone, context_switches off / on   %8.2f / %.2f   on/off %.3f   (sessions alternating, round %zu)%s\n",
+        switches_off[i], switches_on[i], switches_on[i] / switches_off[i], i + 1,
+        switches_unavailable.empty() ? "" : " SWITCHES UNAVAILABLE");
   }
-  if (!switches_unavailable.empty()) std::printf("  (context switches unavailable: %s)\n", switches_unavailable.c_str());
+  if (!switches_unavailable.empty())
+    std::printf("  (context switches unavailable: %s)\n", switches_unavailable.c_str());
   for (const char* arg : {"1", "2", "4"}) {
     const double rate = find(reporter.rate, std::string("BM_DrainMerge/") + arg + "/0/", "");
     std::printf("  drain merge, %s thread(s)          %8.1f M events/s   target >= 100\n", arg, rate / 1e6);

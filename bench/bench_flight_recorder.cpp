@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "flight_recorder.hpp"

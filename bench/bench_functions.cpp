@@ -66,14 +66,31 @@ BENCHMARK_TEMPLATE(BM_Call, plain)->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK_TEMPLATE(BM_Call, zoned)->Name("BM_ZonedNoSession")->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK_TEMPLATE(BM_Call, instrumented)->Name("BM_InstrumentedNoSession")->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK_TEMPLATE(BM_Fib, plain_fib)->Name("BM_FibPlain")->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK_TEMPLATE(BM_Fib, instrumented_fib)->Name("BM_FibInstrumentedNoSession")->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK_TEMPLATE(BM_Fib, instrumented_fib)
+    ->Name("BM_FibInstrumentedNoSession")
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 // 200,000 calls (400,000 records) per burst in a ring of 1M records.
-BENCHMARK_TEMPLATE(BM_CallEnabled, zoned)->Name("BM_ZonedEnabled")->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
+BENCHMARK_TEMPLATE(BM_CallEnabled, zoned)
+    ->Name("BM_ZonedEnabled")
+    ->Iterations(200000)
+    ->Repetitions(30)
+    ->ReportAggregatesOnly(true);
 BENCHMARK_TEMPLATE(BM_CallEnabled, instrumented)
-    ->Name("BM_InstrumentedEnabled")->Iterations(200000)->Repetitions(30)->ReportAggregatesOnly(true);
-BENCHMARK_TEMPLATE(BM_FibEnabled, zoned_fib)->Name("BM_FibZonedEnabled")->Iterations(10)->Repetitions(30)->ReportAggregatesOnly(true);
+    ->Name("BM_InstrumentedEnabled")
+    ->Iterations(200000)
+    ->Repetitions(30)
+    ->ReportAggregatesOnly(true);
+BENCHMARK_TEMPLATE(BM_FibEnabled, zoned_fib)
+    ->Name("BM_FibZonedEnabled")
+    ->Iterations(10)
+    ->Repetitions(30)
+    ->ReportAggregatesOnly(true);
 BENCHMARK_TEMPLATE(BM_FibEnabled, instrumented_fib)
-    ->Name("BM_FibInstrumentedEnabled")->Iterations(10)->Repetitions(30)->ReportAggregatesOnly(true);
+    ->Name("BM_FibInstrumentedEnabled")
+    ->Iterations(10)
+    ->Repetitions(30)
+    ->ReportAggregatesOnly(true);
 
 class CollectingReporter final : public benchmark::ConsoleReporter {
  public:

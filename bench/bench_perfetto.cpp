@@ -65,14 +65,16 @@ int main(int argc, char** argv) {
   const auto c = std::filesystem::file_size(dir / "bench.json");
   const auto d = std::filesystem::file_size(dir / "bench_delta.perfetto-trace");
   std::printf("%zu events\n", trace.events.size());
-  std::printf("Perfetto exporter   %8.1f M events/s (to /dev/null)   %8.1f (to a file)   %10llu bytes (%.1f%% of the Chrome "
-              "JSON)   target >= 50 M/s\n",
-              null_p / 1e6, best_p / 1e6, static_cast<unsigned long long>(p),
-              100.0 * static_cast<double>(p) / static_cast<double>(c));
-  std::printf("  delta timestamps  %8.1f M events/s (to /dev/null)   %8.1f (to a file)   %10llu bytes (%.1f%% of the Chrome "
-              "JSON)   target >= 50 M/s, <= 25%%\n",
-              null_d / 1e6, best_d / 1e6, static_cast<unsigned long long>(d),
-              100.0 * static_cast<double>(d) / static_cast<double>(c));
+  std::printf(
+      "Perfetto exporter   %8.1f M events/s (to /dev/null)   %8.1f (to a file)   %10llu bytes (%.1f%% of the Chrome "
+      "JSON)   target >= 50 M/s\n",
+      null_p / 1e6, best_p / 1e6, static_cast<unsigned long long>(p),
+      100.0 * static_cast<double>(p) / static_cast<double>(c));
+  std::printf(
+      "  delta timestamps  %8.1f M events/s (to /dev/null)   %8.1f (to a file)   %10llu bytes (%.1f%% of the Chrome "
+      "JSON)   target >= 50 M/s, <= 25%%\n",
+      null_d / 1e6, best_d / 1e6, static_cast<unsigned long long>(d),
+      100.0 * static_cast<double>(d) / static_cast<double>(c));
   std::printf("Chrome exporter     %8.1f M events/s (to /dev/null)   %8.1f (to a file)   %10llu bytes\n", null_c / 1e6,
               best_c / 1e6, static_cast<unsigned long long>(c));
   std::filesystem::remove(dir / "bench.perfetto-trace");

@@ -97,7 +97,12 @@ void BM_PstatsAggregate(benchmark::State& state) {
   state.counters["events"] = static_cast<double>(trace.events.size());
 }
 // (threads, distinct extra ops)
-BENCHMARK(BM_PstatsAggregate)->Args({1, 0})->Args({4, 0})->Args({16, 64})->Args({64, 4096})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PstatsAggregate)
+    ->Args({1, 0})
+    ->Args({4, 0})
+    ->Args({16, 64})
+    ->Args({64, 4096})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_PstatsEncode(benchmark::State& state) {
   const ringtrace::RecordedTrace trace = make_stream(4, 100, static_cast<int>(state.range(0)));

@@ -95,7 +95,8 @@ void run(benchmark::State& state, Exporter& exporter, const RecordedTrace& trace
     RecordedTraceContext context(trace);
     exporter.on_start(context);
     for (std::size_t i = 0; i < trace.events.size(); i += kBatch) {  // warm: every aggregate exists
-      exporter.on_events(std::span<const Event>(trace.events).subspan(i, std::min(kBatch, trace.events.size() - i)), context);
+      exporter.on_events(std::span<const Event>(trace.events).subspan(i, std::min(kBatch, trace.events.size() - i)),
+                         context);
     }
     for (auto _ : state) {
       for (std::size_t i = 0; i < trace.events.size(); i += kBatch) {

@@ -37,7 +37,8 @@ std::uint64_t now_ns() {
 
 std::set<long> tasks() {
   std::set<long> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) out.insert(std::stol(e.path().filename().string()));
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    out.insert(std::stol(e.path().filename().string()));
   return out;
 }
 
@@ -99,8 +100,7 @@ Result run(bool switches, bool table, double rate, int cpu) {
       for (int i = 0; i < 1000 && !stop.load(std::memory_order_relaxed); ++i) {
         if (paced && period != 0) {
           next += period;
-          while (now_ns() < next) {
-          }
+          while (now_ns() < next) {}
         }
         sched_yield();
         ++n;
@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &allowed)) cpu = c;
   }
-  std::printf("two traced threads yielding on CPU %d (one paced to %.0f/s); the drainer's CPU time over 1 s\n", cpu, rate);
+  std::printf("two traced threads yielding on CPU %d (one paced to %.0f/s); the drainer's CPU time over 1 s\n", cpu,
+              rate);
   std::printf("exporter  switches  drainer ms/s  yields/s  switch events/s  lost   ns per switch event (on - off)\n");
   for (const bool table : {false, true}) {
     for (int round = 0; round < 3; ++round) {
@@ -150,10 +151,11 @@ int main(int argc, char** argv) {
       const Result on = run(true, table, rate, cpu);
       const double per_s_off = off.drainer_ms / off.seconds, per_s_on = on.drainer_ms / on.seconds;
       const double events_per_s = static_cast<double>(on.switches) / on.seconds;
-      std::printf("%-8s  off       %8.2f      %8.0f\n", table ? "table" : "null", per_s_off, static_cast<double>(off.yields) / off.seconds);
+      std::printf("%-8s  off       %8.2f      %8.0f\n", table ? "table" : "null", per_s_off,
+                  static_cast<double>(off.yields) / off.seconds);
       std::printf("%-8s  on        %8.2f      %8.0f  %10.0f  %6llu   %.1f\n", table ? "table" : "null", per_s_on,
-                  static_cast<double>(on.yields) / on.seconds, events_per_s,
-                  static_cast<unsigned long long>(on.lost), (per_s_on - per_s_off) * 1e6 / events_per_s);
+                  static_cast<double>(on.yields) / on.seconds, events_per_s, static_cast<unsigned long long>(on.lost),
+                  (per_s_on - per_s_off) * 1e6 / events_per_s);
     }
   }
   return 0;

@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 #include <x86intrin.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -19,11 +20,10 @@
 #include <span>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
-#include "ringtrace/exporters/binary_trace.hpp"
 #include "peers/tail_common.hpp"  // TickHistogram
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
 namespace {
@@ -48,7 +48,8 @@ void BM_ZoneTail(benchmark::State& state) {
   const bool switches = state.range(2) == 1;
   const int threads = static_cast<int>(state.range(3));
   constexpr int kZones = 5'000'000;
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ringtrace_bench_tail_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ringtrace_bench_tail_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (auto _ : state) {
     ringtrace::Config config;
@@ -97,7 +98,10 @@ void BM_ZoneTail(benchmark::State& state) {
     state.counters["first_us"] = static_cast<double>(*std::max_element(first.begin(), first.end())) * ns / 1000;
   }
   std::filesystem::remove_all(dir);
-  state.SetLabel(std::string(block ? "block" : "drop") + (output == decoding ? " decoding" : output == file ? " file" : " rings-in-file") +
+  state.SetLabel(std::string(block ? "block" : "drop") +
+                 (output == decoding ? " decoding"
+                  : output == file   ? " file"
+                                     : " rings-in-file") +
                  (switches ? " switches" : "") + " x" + std::to_string(threads));
 }
 

@@ -52,8 +52,7 @@ pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 void sleep_until(std::uint64_t deadline) {
   timespec ts{static_cast<time_t>(deadline / 1000000000u), static_cast<long>(deadline % 1000000000u)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {}
 }
 
 void pin_to(int cpu) {  // -1: every CPU
@@ -199,8 +198,7 @@ class YieldPair {
       while (!stop_.load(std::memory_order_relaxed)) {
         if (period_ != 0) {
           next += period_;
-          while (now_ns() < next) {
-          }
+          while (now_ns() < next) {}
         }
         sched_yield();
         ++n;
@@ -259,7 +257,8 @@ void measure_rate(double switches_per_second) {
   std::printf("pages  ring(B)  late passes   outs/s   recs/pass max   bytes/pass max  fill max   gap max(ms)  lost\n");
   const std::vector<int> cpus = allowed_cpus();
   for (const int late_ms : {0, 10, 20}) {
-    for (const std::size_t pages : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}, std::size_t{16}, std::size_t{32}}) {
+    for (const std::size_t pages :
+         {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}, std::size_t{16}, std::size_t{32}}) {
       YieldPair pair(cpus.back(), period);
       SwitchStream stream = must_open(pair.recorded_tid(), pages);
       std::vector<Switch> out;
@@ -285,8 +284,9 @@ void measure_rate(double switches_per_second) {
       const double seconds = static_cast<double>(now_ns() - start) / 1e9;
       pair.stop();
       std::printf("%5zu  %7zu  %8s  %9.0f  %14zu  %15zu  %6.0f%%  %11.1f  %llu\n", pages, stream.ring_bytes(),
-                  late_ms == 0 ? "none" : (std::to_string(late_ms) + " ms").c_str(), static_cast<double>(outs) / seconds,
-                  per_pass_max, per_pass_max * 24, 100.0 * static_cast<double>(per_pass_max * 24) / static_cast<double>(stream.ring_bytes()),
+                  late_ms == 0 ? "none" : (std::to_string(late_ms) + " ms").c_str(),
+                  static_cast<double>(outs) / seconds, per_pass_max, per_pass_max * 24,
+                  100.0 * static_cast<double>(per_pass_max * 24) / static_cast<double>(stream.ring_bytes()),
                   static_cast<double>(gap_max) / 1e6, static_cast<unsigned long long>(stream.lost()));
     }
   }
@@ -305,11 +305,14 @@ int open_plain_event(pid_t tid) {
 }
 
 void measure_cost() {
-  std::printf("== the recorded thread's cost: yield ping-pong on one CPU, the reader on another (7 x 0.5 s each, interleaved)\n");
+  std::printf(
+      "== the recorded thread's cost: yield ping-pong on one CPU, the reader on another (7 x 0.5 s each, "
+      "interleaved)\n");
   const std::vector<int> cpus = allowed_cpus();
   pin_to(cpus.front());
   enum Mode { kNone, kOtherThread, kPlainEvent, kStream };
-  const char* names[] = {"untraced", "untraced, another thread traced", "a perf event, no switch records", "a switch stream"};
+  const char* names[] = {"untraced", "untraced, another thread traced", "a perf event, no switch records",
+                         "a switch stream"};
   std::vector<double> wall[4], cpu[4];
   for (int r = 0; r < 7; ++r) {
     for (const Mode mode : {kNone, kOtherThread, kPlainEvent, kStream}) {
@@ -342,13 +345,16 @@ void measure_cost() {
     }
   }
   for (int m = 0; m < 4; ++m) {
-    std::printf("%-32s %6.0f ns per yield (the thread's out and in, and its partner's), %6.0f ns of the thread's CPU (median)\n",
-                names[m], median(wall[m]), median(cpu[m]));
+    std::printf(
+        "%-32s %6.0f ns per yield (the thread's out and in, and its partner's), %6.0f ns of the thread's CPU "
+        "(median)\n",
+        names[m], median(wall[m]), median(cpu[m]));
   }
-  std::printf("the stream adds %.0f ns of the thread's CPU per out-and-in (%.0f of it for having an event at all); "
-              "another thread's stream adds %.0f ns\n",
-              median(cpu[kStream]) - median(cpu[kNone]), median(cpu[kPlainEvent]) - median(cpu[kNone]),
-              median(cpu[kOtherThread]) - median(cpu[kNone]));
+  std::printf(
+      "the stream adds %.0f ns of the thread's CPU per out-and-in (%.0f of it for having an event at all); "
+      "another thread's stream adds %.0f ns\n",
+      median(cpu[kStream]) - median(cpu[kNone]), median(cpu[kPlainEvent]) - median(cpu[kNone]),
+      median(cpu[kOtherThread]) - median(cpu[kNone]));
   pin_to(-1);
 }
 
@@ -360,7 +366,9 @@ void measure_budget() {
     const pid_t child = fork();
     if (child == 0) {
       ::close(fds[0]);
-      if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)) _exit(1);
+      if (geteuid() == 0 &&
+          (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+        _exit(1);
       std::vector<SwitchStream> streams;
       std::string why;
       for (int i = 0; i < 4096; ++i) {
@@ -371,7 +379,8 @@ void measure_budget() {
         }
         streams.push_back(std::move(s));
       }
-      const std::string line = std::to_string(pages) + " pages: " + std::to_string(streams.size()) + " streams, then " + why + "\n";
+      const std::string line =
+          std::to_string(pages) + " pages: " + std::to_string(streams.size()) + " streams, then " + why + "\n";
       const ssize_t ignored = ::write(fds[1], line.data(), line.size());
       (void)ignored;
       _exit(0);
@@ -379,7 +388,8 @@ void measure_budget() {
     ::close(fds[1]);
     char buffer[1024];
     ssize_t got;
-    while ((got = ::read(fds[0], buffer, sizeof buffer)) > 0) std::fwrite(buffer, 1, static_cast<std::size_t>(got), stdout);
+    while ((got = ::read(fds[0], buffer, sizeof buffer)) > 0)
+      std::fwrite(buffer, 1, static_cast<std::size_t>(got), stdout);
     ::close(fds[0]);
     waitpid(child, nullptr, 0);
   }
@@ -392,13 +402,20 @@ int main(int argc, char** argv) {
   if (what.empty()) what = {"empty", "open", "record", "rate", "cost", "budget"};
   setvbuf(stdout, nullptr, _IOLBF, 0);
   for (const std::string& w : what) {
-    if (w == "empty") measure_empty();
-    else if (w == "open") measure_open();
-    else if (w == "record") measure_record();
-    else if (w == "rate") measure_rate(100000);
-    else if (w.rfind("rate=", 0) == 0) measure_rate(std::stod(w.substr(5)));
-    else if (w == "cost") measure_cost();
-    else if (w == "budget") measure_budget();
+    if (w == "empty")
+      measure_empty();
+    else if (w == "open")
+      measure_open();
+    else if (w == "record")
+      measure_record();
+    else if (w == "rate")
+      measure_rate(100000);
+    else if (w.rfind("rate=", 0) == 0)
+      measure_rate(std::stod(w.substr(5)));
+    else if (w == "cost")
+      measure_cost();
+    else if (w == "budget")
+      measure_budget();
     else {
       std::fprintf(stderr, "unknown: %s\n", w.c_str());
       return 2;

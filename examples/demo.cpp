@@ -16,7 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "ringtrace/ringtrace.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"   // trace.rtrace for the ringtrace tool
 #include "ringtrace/exporters/chrome_trace.hpp"   // trace.json for Perfetto/DevTools
 #include "ringtrace/exporters/folded_stacks.hpp"  // trace.folded for flame graphs
@@ -24,6 +23,7 @@
 #include "ringtrace/exporters/perfetto.hpp"       // trace.perfetto-trace for Perfetto UI
 #include "ringtrace/exporters/pstats.hpp"         // trace.prof for pstats/snakeviz
 #include "ringtrace/exporters/table.hpp"          // key-averages table
+#include "ringtrace/ringtrace.hpp"
 
 namespace {
 
@@ -53,8 +53,14 @@ void relu() {
 
 void layer_norm() {
   RINGTRACE_ZONE("layer_norm");
-  { RINGTRACE_ZONE("mean"); spin(200); }
-  { RINGTRACE_ZONE("variance"); spin(300); }
+  {
+    RINGTRACE_ZONE("mean");
+    spin(200);
+  }
+  {
+    RINGTRACE_ZONE("variance");
+    spin(300);
+  }
 }
 
 void allreduce() {
@@ -122,11 +128,13 @@ void print_files(const std::filesystem::path& out_dir, std::size_t table_rows) {
   std::printf("  trace.folded          flame graph: npx speedscope %s\n", file("trace.folded").c_str());
   std::printf("  trace.prof            python3 -m pstats %s (then: sort cumulative / stats 20 / callers)\n",
               file("trace.prof").c_str());
-  std::printf("  table.csv             the whole table (%zu rows), for a spreadsheet or python3's csv module\n", table_rows);
+  std::printf("  table.csv             the whole table (%zu rows), for a spreadsheet or python3's csv module\n",
+              table_rows);
   std::printf("  summary.csv           captured ops per thread, the same way\n");
   const std::string tool = tool_command();
   if (tool.empty()) {
-    std::printf("  trace.rtrace          everything recorded, for the ringtrace tool (not built: -DRINGTRACE_BUILD_TOOL=ON)\n");
+    std::printf(
+        "  trace.rtrace          everything recorded, for the ringtrace tool (not built: -DRINGTRACE_BUILD_TOOL=ON)\n");
     return;
   }
   std::printf("  trace.rtrace          everything recorded, for the ringtrace tool (info, report, convert, merge):\n");
@@ -215,8 +223,7 @@ int main(int argc, char** argv) {
   const ringtrace::SessionStats stats = session.stats();
   std::printf("ringtrace demo: %llu events from %zu threads, %llu dropped (clock: %s)\n",
               static_cast<unsigned long long>(stats.recorded), stats.threads.size(),
-              static_cast<unsigned long long>(stats.dropped),
-              stats.clock.tsc ? "invariant TSC" : "CLOCK_MONOTONIC");
+              static_cast<unsigned long long>(stats.dropped), stats.clock.tsc ? "invariant TSC" : "CLOCK_MONOTONIC");
   for (const auto& e : stats.exporter_errors) std::printf("exporter error: %s\n", e.c_str());
   std::printf("Captured ops: %s\n", ringtrace::one_line(summary->summary().total).c_str());
   const ringtrace::KeyAverages all = table->table();
@@ -238,8 +245,9 @@ int main(int argc, char** argv) {
   std::printf("%s", rows.c_str());
   // A zone's time includes whatever kept its thread off the CPU: on a busy machine the
   // Max of a 13 us zone can be milliseconds: said under the table, where maxima are read.
-  std::printf("Max far above p50? Times are wall-clock: the thread was preempted in the zone"
-              " (README: \"Times are wall-clock and on-CPU\").\n");
+  std::printf(
+      "Max far above p50? Times are wall-clock: the thread was preempted in the zone"
+      " (README: \"Times are wall-clock and on-CPU\").\n");
   if (all.on_cpu) {
     // The row whose slowest call waited longest: no call ran longer than its on-CPU
     // maximum, so that call spent at least Max - On-CPU max off the CPU.
@@ -248,10 +256,11 @@ int main(int argc, char** argv) {
       if (waited == nullptr || r.max_ns - r.on_cpu_max_ns > waited->max_ns - waited->on_cpu_max_ns) waited = &r;
     }
     if (waited != nullptr && waited->max_ns > waited->on_cpu_max_ns + 1000) {  // printed as at least 0.001 ms
-      std::printf("On-CPU: %s's Max is %.3f ms, yet no call ran over %.3f ms on the CPU: at least %.3f ms was a wait.\n",
-                  waited->name.c_str(), static_cast<double>(waited->max_ns) / 1e6,
-                  static_cast<double>(waited->on_cpu_max_ns) / 1e6,
-                  static_cast<double>(waited->max_ns - waited->on_cpu_max_ns) / 1e6);
+      std::printf(
+          "On-CPU: %s's Max is %.3f ms, yet no call ran over %.3f ms on the CPU: at least %.3f ms was a wait.\n",
+          waited->name.c_str(), static_cast<double>(waited->max_ns) / 1e6,
+          static_cast<double>(waited->on_cpu_max_ns) / 1e6,
+          static_cast<double>(waited->max_ns - waited->on_cpu_max_ns) / 1e6);
     } else {
       // (A zone that ended before the drainer opened its thread's stream counts its wall
       // time as on-CPU: its waits are unknown.)

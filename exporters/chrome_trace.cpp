@@ -23,17 +23,17 @@
 
 #include <unistd.h>  // getpid
 
-#include <charconv>     // std::to_chars into the output buffer
-#include <algorithm>    // std::find
-#include <cmath>        // std::isfinite, std::nextafter
+#include <algorithm>  // std::find
+#include <charconv>   // std::to_chars into the output buffer
+#include <cmath>      // std::isfinite, std::nextafter
 #include <cstdint>
-#include <cstring>      // std::memcpy
-#include <limits>       // infinity, for nextafter
-#include <list>         // zones waiting for the zone around them
+#include <cstring>  // std::memcpy
+#include <limits>   // infinity, for nextafter
+#include <list>     // zones waiting for the zone around them
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>     // TraceMetadata values
+#include <variant>  // TraceMetadata values
 #include <vector>
 
 #include "output.hpp"        // escaping, number formatting, OutputSink
@@ -66,8 +66,7 @@ class ChromeTraceExporter final : public Exporter {
         flush();
         sink_->flush();
       }
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   // After each drainer pass: the text so far reaches the OS, so a killed process loses
@@ -121,8 +120,9 @@ class ChromeTraceExporter final : public Exporter {
           // order), even though their zones are written at their ends.
           see_thread(e.thread, context);
           // The tag: where this zone's args start in its thread's pending args.
-          run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
-                            static_cast<std::uint32_t>(attached(e.thread).args.size()));
+          run_.tracker.feed(
+              e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+              static_cast<std::uint32_t>(attached(e.thread).args.size()));
           continue;  // written at its end
         case EventKind::zone_end:
           run_.tracker.feed(e, [&](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
@@ -308,9 +308,11 @@ class ChromeTraceExporter final : public Exporter {
   // that rounds, takes as the same nanosecond. About one duration in a hundred.
   static char* put_dur(char* p, std::uint64_t ns) {
     // (From 2^53 ns, 104 days, doubles no longer hold every nanosecond: nothing to fix.)
-    if (ns >= (std::uint64_t{1} << 53)) [[unlikely]] return put_us(p, ns);
+    if (ns >= (std::uint64_t{1} << 53)) [[unlikely]]
+      return put_us(p, ns);
     const double us = static_cast<double>(ns) / 1000.0;  // the double nearest the text
-    if (static_cast<std::uint64_t>(us * 1000.0) == ns) [[likely]] return put_us(p, ns);
+    if (static_cast<std::uint64_t>(us * 1000.0) == ns) [[likely]]
+      return put_us(p, ns);
     const double up = std::nextafter(us, std::numeric_limits<double>::infinity());
     return std::to_chars(p, p + 32, up, std::chars_format::fixed).ptr;
   }
@@ -320,7 +322,8 @@ class ChromeTraceExporter final : public Exporter {
 
   // `"name"` of a site, escaped once per site and run.
   std::string_view site_name(SiteId site, const TraceContext& context) {
-    if (site >= run_.site_names.size()) [[unlikely]] cache_sites(context);
+    if (site >= run_.site_names.size()) [[unlikely]]
+      cache_sites(context);
     return run_.site_names[site];
   }
 
@@ -336,7 +339,8 @@ class ChromeTraceExporter final : public Exporter {
     return run_.threads[thread].ids;
   }
   void see_thread(ThreadId thread, const TraceContext& context) {
-    if (thread >= run_.threads.size() || run_.threads[thread].ids.empty()) [[unlikely]] first_sight(thread, context);
+    if (thread >= run_.threads.size() || run_.threads[thread].ids.empty()) [[unlikely]]
+      first_sight(thread, context);
   }
 
   RINGTRACE_NOINLINE void cache_sites(const TraceContext& context) {
@@ -578,13 +582,14 @@ class ChromeTraceExporter final : public Exporter {
   };
   // Per thread: what attached to its open zones, written with each zone at its end.
   struct Attached {
-    std::string args;          // `,"key":value` fragments, innermost zone's last
-    std::vector<Flow> flows;   // innermost zone's last
+    std::string args;         // `,"key":value` fragments, innermost zone's last
+    std::vector<Flow> flows;  // innermost zone's last
   };
   static constexpr std::size_t kMaxPendingArgs = std::size_t{1} << 20;  // bytes per thread
 
   Attached& attached(ThreadId thread) {
-    if (thread >= run_.attached.size()) [[unlikely]] run_.attached.resize(thread + 1);
+    if (thread >= run_.attached.size()) [[unlikely]]
+      run_.attached.resize(thread + 1);
     return run_.attached[thread];
   }
 
@@ -726,7 +731,8 @@ class ChromeTraceExporter final : public Exporter {
       return;
     }
     const std::string_view ids = thread_ids(e.thread, context);
-    if (e.site >= run_.site_names.size()) [[unlikely]] cache_sites(context);
+    if (e.site >= run_.site_names.size()) [[unlikely]]
+      cache_sites(context);
     const std::string_view name = options_.per_thread_counters || run_.site_per_thread[e.site]
                                       ? counter_name(e.site, e.thread, context)
                                       : site_name(e.site, context);
@@ -754,7 +760,8 @@ class ChromeTraceExporter final : public Exporter {
   // the thread's name: it stays the same when the thread is renamed (one track), and
   // two threads of one name keep two tracks; viewers show each thread's tid by its name.
   std::string_view counter_name(SiteId site, ThreadId thread, const TraceContext& context) {
-    if (thread >= run_.counter_names.size()) [[unlikely]] run_.counter_names.resize(thread + 1);
+    if (thread >= run_.counter_names.size()) [[unlikely]]
+      run_.counter_names.resize(thread + 1);
     std::vector<std::string>& names = run_.counter_names[thread];
     if (site >= names.size() || names[site].empty()) [[unlikely]] {
       if (site >= names.size()) names.resize(site + 1);
@@ -807,25 +814,25 @@ class ChromeTraceExporter final : public Exporter {
     std::vector<std::string> site_names;
     std::vector<std::string> site_locations;
     std::vector<std::string> site_categories;
-    std::vector<char> site_per_thread;  // by site: SiteOptions::per_thread_track
-    detail::StepSites steps;            // Session::step()'s zones (named "step #N")
-    std::vector<Attached> attached;     // by thread
+    std::vector<char> site_per_thread;    // by site: SiteOptions::per_thread_track
+    detail::StepSites steps;              // Session::step()'s zones (named "step #N")
+    std::vector<Attached> attached;       // by thread
     std::uint64_t args_without_zone = 0;  // args and flows with no zone open on their thread
     std::uint64_t args_over_limit = 0;    // args beyond kMaxPendingArgs bytes on one thread
     std::vector<ThreadOut> threads;
     std::vector<std::vector<std::string>> counter_names;  // [thread][site], per_thread_counters
-    std::vector<std::uint32_t> named_pids;  // other processes named so far (merged files)
-    std::vector<std::vector<Deferred>> deferred;  // per thread: zones waiting for their outer one
+    std::vector<std::uint32_t> named_pids;                // other processes named so far (merged files)
+    std::vector<std::vector<Deferred>> deferred;          // per thread: zones waiting for their outer one
     std::uint64_t skipped_counters = 0;
   };
   Run run_;
   const TraceContext* context_ = nullptr;  // the context of the call being served
-  std::unique_ptr<char[]> out_;  // formatted text not yet given to the sink
+  std::unique_ptr<char[]> out_;            // formatted text not yet given to the sink
   std::size_t used_ = 0;
   std::size_t capacity_ = 0;
   bool finished_ = false;
-  std::string scratch_;           // cold paths: header, metadata, doubles
-  std::string message_;           // a message's text, escaped
+  std::string scratch_;  // cold paths: header, metadata, doubles
+  std::string message_;  // a message's text, escaped
 };
 
 }  // namespace

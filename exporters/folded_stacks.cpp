@@ -150,8 +150,8 @@ class FoldedStacksExporter final : public Exporter {
 
   struct Node {
     std::uint32_t parent;
-    std::uint32_t frame;  // SiteId, or kThreadFrame | ThreadId
-    std::uint64_t self_ns;   // wall, or on-CPU (FoldedStacksOptions::on_cpu)
+    std::uint32_t frame;    // SiteId, or kThreadFrame | ThreadId
+    std::uint64_t self_ns;  // wall, or on-CPU (FoldedStacksOptions::on_cpu)
     std::uint64_t total_ns;
     std::uint64_t calls;
   };
@@ -165,7 +165,8 @@ class FoldedStacksExporter final : public Exporter {
   }
 
   std::vector<std::uint32_t>& cursor(ThreadId thread) {
-    if (thread >= run_.cursors.size()) [[unlikely]] add_threads(thread);
+    if (thread >= run_.cursors.size()) [[unlikely]]
+      add_threads(thread);
     return run_.cursors[thread];
   }
 
@@ -183,7 +184,8 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<std::uint32_t>& stack = cursor(e.thread);
     const std::uint32_t parent = stack.empty() ? run_.thread_roots[e.thread] : stack.back();
     stack.push_back(child(parent, e.site));
-    run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0, factor);
+    run_.tracker.feed(
+        e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0, factor);
   }
 
   void end(const Event& e) {
@@ -208,9 +210,12 @@ class FoldedStacksExporter final : public Exporter {
 
   std::uint64_t value_of(const Node& node) const {
     switch (options_.value) {
-      case FoldedValue::total_ns: return node.total_ns;
-      case FoldedValue::calls: return node.calls;
-      case FoldedValue::self_ns: break;
+      case FoldedValue::total_ns:
+        return node.total_ns;
+      case FoldedValue::calls:
+        return node.calls;
+      case FoldedValue::self_ns:
+        break;
     }
     return node.self_ns;
   }
@@ -221,7 +226,8 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<std::string> thread_frames(context.thread_count());
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
       const ThreadInfo& info = run_.book.info(t, context);
-      thread_frames[t] = sanitize_frame(info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name);
+      thread_frames[t] =
+          sanitize_frame(info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name);
     }
     auto frame_name = [&](std::uint32_t frame) -> const std::string& {
       if ((frame & kThreadFrame) != 0) return thread_frames[frame & ~kThreadFrame];
@@ -285,7 +291,8 @@ class FoldedStacksExporter final : public Exporter {
       for (std::size_t i = 0; i < kids.size();) {
         std::size_t j = i + 1;
         while (j < kids.size() && frame_name(run_.nodes[kids[j]].frame) == frame_name(run_.nodes[kids[i]].frame)) ++j;
-        pending.push_back(Group{std::vector<std::uint32_t>(kids.begin() + i, kids.begin() + j), depth + 1, line.size()});
+        pending.push_back(
+            Group{std::vector<std::uint32_t>(kids.begin() + i, kids.begin() + j), depth + 1, line.size()});
         i = j;
       }
       std::reverse(pending.begin() + first_pushed, pending.end());

@@ -5,8 +5,8 @@
 #include "ringtrace/exporters/ops_summary.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <array>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
@@ -39,7 +39,7 @@ struct GraphKeyHash {
 
 struct MissingKey {
   std::uint32_t name = 0;
-  std::uint32_t depth = 0;  // frames used
+  std::uint32_t depth = 0;                         // frames used
   std::array<std::uint32_t, kMaxFrames> frames{};  // outermost first
   bool operator==(const MissingKey&) const = default;
 };
@@ -167,8 +167,8 @@ std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& opti
     };
     for (const OpsSummaryThread& t : summary.threads) rows.push_back(row_of(thread_label(t), t.counts));
     rows.push_back(row_of("total", summary.total));
-    std::vector<detail::report::TextColumn> columns = {{"Thread", true}, {"Graphs"},     {"Graph calls"},
-                                                       {"Captured ops"}, {"Total ops"},  {"Ops %"},
+    std::vector<detail::report::TextColumn> columns = {{"Thread", true},  {"Graphs"},     {"Graph calls"},
+                                                       {"Captured ops"},  {"Total ops"},  {"Ops %"},
                                                        {"Captured time"}, {"Total time"}, {"Time %"}};
     if (on_cpu) {
       columns.push_back({"Captured on-CPU"});
@@ -180,8 +180,8 @@ std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& opti
   if (summary.missing.empty()) {
     out.append(summary.total.total_ops == 0 ? "No ops.\n" : "Every op ran inside a region.\n");
   } else {
-    const std::size_t shown = options.missing_limit == 0 ? summary.missing.size()
-                                                         : std::min(options.missing_limit, summary.missing.size());
+    const std::size_t shown =
+        options.missing_limit == 0 ? summary.missing.size() : std::min(options.missing_limit, summary.missing.size());
     out.append("Ops outside any region, most expensive first");
     if (shown < summary.missing.size()) {
       out.append(" (" + std::to_string(shown) + " of " + std::to_string(summary.missing.size()) + ")");
@@ -306,9 +306,12 @@ std::string one_line(const CaptureCounts& c) {
 
 std::string format_ops_summary(const OpsSummary& summary, const OpsSummaryOptions& options) {
   switch (options.format) {
-    case OpsSummaryOptions::Format::csv: return format_csv(summary);
-    case OpsSummaryOptions::Format::json: return format_json(summary);
-    case OpsSummaryOptions::Format::text: break;
+    case OpsSummaryOptions::Format::csv:
+      return format_csv(summary);
+    case OpsSummaryOptions::Format::json:
+      return format_json(summary);
+    case OpsSummaryOptions::Format::text:
+      break;
   }
   return format_text(summary, options);
 }
@@ -328,11 +331,11 @@ struct OpsSummaryRun {
   detail::ZoneTracker tracker;
   detail::ThreadBook book;
   detail::SampleRates rates;
-  std::vector<SiteClass> site_class;         // by SiteId
-  std::vector<std::uint32_t> site_name;      // by SiteId: index into names
+  std::vector<SiteClass> site_class;     // by SiteId
+  std::vector<std::uint32_t> site_name;  // by SiteId: index into names
   std::vector<std::string> names;
   std::unordered_map<std::string, std::uint32_t> name_index;
-  std::vector<ThreadState> threads;          // by ThreadId
+  std::vector<ThreadState> threads;  // by ThreadId
   std::unordered_set<GraphKey, GraphKeyHash> graphs;
   std::unordered_map<MissingKey, MissingTotals, MissingKeyHash> missing;
   std::size_t stack_frames = 3;
@@ -363,7 +366,8 @@ struct OpsSummaryRun {
   }
 
   ThreadState& thread(ThreadId id) {
-    if (id >= threads.size()) [[unlikely]] threads.resize(id + 1);
+    if (id >= threads.size()) [[unlikely]]
+      threads.resize(id + 1);
     return threads[id];
   }
 
@@ -392,7 +396,8 @@ struct OpsSummaryRun {
           }
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -411,19 +416,20 @@ struct OpsSummaryRun {
   void feed(std::span<const Event> events, const TraceContext& context) {
     for (const Event& e : events) {
       if (e.kind == EventKind::zone_begin) {
-        if (e.site >= site_class.size()) [[unlikely]] resolve_sites(e.site, context);
+        if (e.site >= site_class.size()) [[unlikely]]
+          resolve_sites(e.site, context);
         ThreadState& t = thread(e.thread);
         book.see(e.thread, context);  // named at finish, perhaps after its row was folded
         const SiteClass c = site_class[e.site];
         t.open_ops += c == SiteClass::op ? 1 : 0;
         t.open_regions += c == SiteClass::region ? 1 : 0;
         t.active |= c == SiteClass::op || c == SiteClass::region;
-        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0,
-                     options.estimate_sampled ? rates.of(e.site, context) : 1);
+        tracker.feed(
+            e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, 0,
+            options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
-        tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) {
-          on_close(z, outer);
-        });
+        tracker.feed(
+            e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) { on_close(z, outer); });
       } else if (detail::is_switch(e.kind)) [[unlikely]] {
         tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
       }
@@ -431,8 +437,9 @@ struct OpsSummaryRun {
   }
 
   OpsSummary finish(const TraceContext& context, const SessionStats& stats) {
-    tracker.close_open(context.clock().stop_ns,
-                       [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) { on_close(z, outer); });
+    tracker.close_open(
+        context.clock().stop_ns,
+        [this](const detail::ClosedZone& z, std::span<const detail::OpenZone> outer) { on_close(z, outer); });
     OpsSummary s;
     for (ThreadId id = 0; id < threads.size(); ++id) {
       const ThreadState& t = threads[id];
@@ -457,7 +464,9 @@ struct OpsSummaryRun {
     }
     // Threads in the order of their first event, as in every exporter and stats().
     std::stable_sort(s.threads.begin(), s.threads.end(), [&](const OpsSummaryThread& a, const OpsSummaryThread& b) {
-      const auto index = [&](ThreadId id) { return id < context.thread_count() ? book.info(id, context).sort_index : id; };
+      const auto index = [&](ThreadId id) {
+        return id < context.thread_count() ? book.info(id, context).sort_index : id;
+      };
       return index(a.thread) < index(b.thread);
     });
     s.total.unique_graphs = graphs.size();

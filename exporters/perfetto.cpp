@@ -35,16 +35,16 @@ namespace {
 namespace f {
 constexpr unsigned trace_packet = 1;  // Trace
 // TracePacket
-constexpr unsigned chrome_events = 5, clock_snapshot = 6, timestamp = 8, sequence_id = 10, track_event = 11, interned_data = 12,
-                   sequence_flags = 13, incremental_state_cleared = 41, timestamp_clock_id = 58,
+constexpr unsigned chrome_events = 5, clock_snapshot = 6, timestamp = 8, sequence_id = 10, track_event = 11,
+                   interned_data = 12, sequence_flags = 13, incremental_state_cleared = 41, timestamp_clock_id = 58,
                    trace_packet_defaults = 59, track_descriptor = 60;
 // TracePacketDefaults (its timestamp_clock_id is 58 too); TrackEventDefaults' track_uuid is 11
 constexpr unsigned track_event_defaults = 11;
 // ClockSnapshot; ClockSnapshot.Clock
 constexpr unsigned clocks = 1, clock_id = 1, clock_timestamp = 2, is_incremental = 3;
 // TrackEvent
-constexpr unsigned category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11,
-                   event_name = 23, counter_value = 30, flow_ids_old = 36, terminating_flow_ids_old = 42, double_counter_value = 44,
+constexpr unsigned category_iids = 3, debug_annotations = 4, type = 9, name_iid = 10, track_uuid = 11, event_name = 23,
+                   counter_value = 30, flow_ids_old = 36, terminating_flow_ids_old = 42, double_counter_value = 44,
                    flow_ids = 47, terminating_flow_ids = 48;
 // TrackDescriptor
 constexpr unsigned uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
@@ -92,7 +92,8 @@ class Buffer {
   }
   // Room for n more bytes; returns where they go (commit with commit()).
   char* room(std::size_t n) {
-    if (size_ + n > capacity_) [[unlikely]] grow(size_ + n);
+    if (size_ + n > capacity_) [[unlikely]]
+      grow(size_ + n);
     return data_.get() + size_;
   }
   void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
@@ -186,7 +187,6 @@ class Proto {
   }
 
  public:
-
  private:
   Buffer& out_;
 };
@@ -204,8 +204,7 @@ class PerfettoExporter final : public Exporter {
         flush();
         sink_->flush();
       }
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   std::vector<std::filesystem::path> output_paths() const override {
@@ -248,8 +247,9 @@ class PerfettoExporter final : public Exporter {
           run_.tracker.ran(e.thread, e.time_ns);  // an off-CPU interval it ends is written before it
           Event begin = e;
           begin.time_ns = begin_boundary(e.thread, e.time_ns);
-          run_.tracker.feed(begin, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
-                            static_cast<std::uint32_t>(attached(e.thread).args.size()));
+          run_.tracker.feed(
+              begin, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {},
+              static_cast<std::uint32_t>(attached(e.thread).args.size()));
           break;
         }
         case EventKind::zone_end:
@@ -309,7 +309,8 @@ class PerfettoExporter final : public Exporter {
                             });
     run_.tracker.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
-      if (context.thread(t).id == t) see_thread(t, context, context.clock().stop_ns);  // not a folded thread without events
+      if (context.thread(t).id == t)
+        see_thread(t, context, context.clock().stop_ns);  // not a folded thread without events
     }
     write_renamed_threads(context);
     // The session's counts, and what whoever fed the stream says about it, as trace
@@ -371,17 +372,17 @@ class PerfettoExporter final : public Exporter {
   // What a sequence's incremental state holds so far, as written.
   struct Sequence {
     std::uint64_t id = 0;
-    bool started = false;                  // its first packet (state cleared, defaults, clocks) is out
-    std::uint64_t last = 0;                // clock 64's value: the last delta-stamped packet's time
-    std::vector<std::uint64_t> defined;    // a bit per iid: defined on this sequence
-    Buffer pending;                        // InternedData entries for its next packet
+    bool started = false;                // its first packet (state cleared, defaults, clocks) is out
+    std::uint64_t last = 0;              // clock 64's value: the last delta-stamped packet's time
+    std::vector<std::uint64_t> defined;  // a bit per iid: defined on this sequence
+    Buffer pending;                      // InternedData entries for its next packet
   };
   struct ThreadOut {
     bool described = false;
-    std::string name;  // the name in its last descriptor
-    Sequence seq;   // its events, in the order written
-    Sequence back;  // the begins of zones written after the zones inside them
-    std::uint64_t base = 0;  // its first event's time: where both sequences' clocks start
+    std::string name;                            // the name in its last descriptor
+    Sequence seq;                                // its events, in the order written
+    Sequence back;                               // the begins of zones written after the zones inside them
+    std::uint64_t base = 0;                      // its first event's time: where both sequences' clocks start
     std::uint64_t next_begin = 0, next_end = 0;  // the earliest times of its next zone begin and end
   };
 
@@ -438,7 +439,8 @@ class PerfettoExporter final : public Exporter {
   // default) and 65 (since the base) both at the thread's first event time.
   Sequence& sequence(ThreadId thread, bool back = false) {
     Sequence& s = back ? run_.threads[thread].back : run_.threads[thread].seq;
-    if (!s.started) [[unlikely]] start_sequence(thread, s, back);
+    if (!s.started) [[unlikely]]
+      start_sequence(thread, s, back);
     return s;
   }
   RINGTRACE_NOINLINE void start_sequence(ThreadId thread, Sequence& s, bool back) {
@@ -462,9 +464,9 @@ class PerfettoExporter final : public Exporter {
       return;
     }
     const std::size_t snapshot = p.begin(f::clock_snapshot);
-    for (const auto& [clock, value, incremental] : {std::tuple{kDeltaClock, base, true},
-                                                    std::tuple{kSinceBaseClock, std::uint64_t{0}, false},
-                                                    std::tuple{kTraceClock, base, false}}) {
+    for (const auto& [clock, value, incremental] :
+         {std::tuple{kDeltaClock, base, true}, std::tuple{kSinceBaseClock, std::uint64_t{0}, false},
+          std::tuple{kTraceClock, base, false}}) {
       const std::size_t c = p.begin(f::clocks);
       p.uint(f::clock_id, clock);
       p.uint(f::clock_timestamp, value);
@@ -549,7 +551,8 @@ class PerfettoExporter final : public Exporter {
   }
   std::uint64_t use(Sequence& s, std::uint64_t iid) {
     const std::size_t word = iid >> 6;
-    if (word >= s.defined.size()) [[unlikely]] s.defined.resize(word + 1, 0);
+    if (word >= s.defined.size()) [[unlikely]]
+      s.defined.resize(word + 1, 0);
     const std::uint64_t bit = std::uint64_t{1} << (iid & 63);
     if ((s.defined[word] & bit) == 0) [[unlikely]] {
       s.defined[word] |= bit;
@@ -559,7 +562,8 @@ class PerfettoExporter final : public Exporter {
   }
   std::uint64_t site_name_iid(Sequence& s, SiteId site, const TraceContext& context) {
     if (site >= run_.site_iids.size()) run_.site_iids.resize(context.site_count(), 0);
-    if (run_.site_iids[site] == 0) return run_.site_iids[site] = intern(s, run_.name_iids, f::event_names, context.site(site).name);
+    if (run_.site_iids[site] == 0)
+      return run_.site_iids[site] = intern(s, run_.name_iids, f::event_names, context.site(site).name);
     return use(s, run_.site_iids[site]);
   }
   // "region" or the site's category, interned once per site; 0 for a zone without a
@@ -644,7 +648,8 @@ class PerfettoExporter final : public Exporter {
   // them apart) moves that much later.
   std::uint64_t begin_boundary(ThreadId thread, std::uint64_t time_ns) {
     ThreadOut& t = run_.threads[thread];
-    if (time_ns < t.next_begin) [[unlikely]] time_ns = t.next_begin;
+    if (time_ns < t.next_begin) [[unlikely]]
+      time_ns = t.next_begin;
     t.next_begin = t.next_end = time_ns + 1;
     return time_ns;
   }
@@ -666,8 +671,7 @@ class PerfettoExporter final : public Exporter {
   // the thread's track.
   void write_zone(const detail::ClosedZone& zone, const TraceContext& context) {
     Attached& a = attached(zone.thread);
-    const std::string_view args =
-        zone.tag < a.args.size() ? a.args.view(zone.tag) : std::string_view{};
+    const std::string_view args = zone.tag < a.args.size() ? a.args.view(zone.tag) : std::string_view{};
     const bool region = (zone.flags & EventFlags::region) != 0;
     Sequence* on = nullptr;
     std::size_t packet = begin_packet(zone.thread, zone.begin_ns, on);
@@ -709,7 +713,8 @@ class PerfettoExporter final : public Exporter {
     p.end(event);
     end_packet(s, packet);
     if (zone.tag < a.args.size()) a.args.resize(zone.tag);
-    if (write_end_fast(zone.thread, zone.end_ns)) [[likely]] return;
+    if (write_end_fast(zone.thread, zone.end_ns)) [[likely]]
+      return;
     packet = begin_packet(zone.thread, zone.end_ns, on);
     event = p.begin(f::track_event);
     p.uint(f::type, kSliceEnd);
@@ -732,7 +737,8 @@ class PerfettoExporter final : public Exporter {
     Sequence* on = nullptr;
     std::size_t packet = begin_packet(off.thread, begin, on);
     Sequence& s = *on;
-    const std::uint64_t name = intern(s, run_.name_iids, f::event_names, off.preempted ? "off-CPU (preempted)" : "off-CPU (blocked)");
+    const std::uint64_t name =
+        intern(s, run_.name_iids, f::event_names, off.preempted ? "off-CPU (preempted)" : "off-CPU (blocked)");
     const std::uint64_t category = category_iid(s, "ringtrace.sched");
     Proto p(out_);
     std::size_t event = p.begin(f::track_event);
@@ -756,9 +762,11 @@ class PerfettoExporter final : public Exporter {
   bool write_end_fast(ThreadId thread, std::uint64_t time_ns) {
     Sequence& s = sequence(thread);
     const bool delta = options_.delta_timestamps;
-    if ((delta && time_ns < s.last) || !s.pending.empty()) [[unlikely]] return false;
+    if ((delta && time_ns < s.last) || !s.pending.empty()) [[unlikely]]
+      return false;
     static_assert(f::trace_packet < 16 && f::timestamp < 16 && f::sequence_id < 16 && f::track_event < 16 &&
-                  f::type < 16 && kSliceEnd < 128, "one-byte tags");
+                      f::type < 16 && kSliceEnd < 128,
+                  "one-byte tags");
     char* const start = out_.room(40);  // tags, two varints of 10 bytes at most, the event
     char* p = start;
     *p++ = static_cast<char>(f::trace_packet << 3 | 2);
@@ -808,8 +816,8 @@ class PerfettoExporter final : public Exporter {
     p.end(d);
     if ((e.flags & EventFlags::truncated) != 0) {
       const std::size_t t = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid,
-             use_on_back(e.thread, intern(s, run_.key_iids, f::debug_annotation_names, std::string(key) + ".truncated")));
+      p.uint(f::da_name_iid, use_on_back(e.thread, intern(s, run_.key_iids, f::debug_annotation_names,
+                                                          std::string(key) + ".truncated")));
       p.uint(f::bool_value, 1);
       p.end(t);
     }
@@ -864,8 +872,10 @@ class PerfettoExporter final : public Exporter {
     const bool per_thread = options_.per_thread_counters || (site.options & SiteOptions::per_thread_track) != 0;
     // One track per name (process-wide) or per name and thread.
     std::string key = site.name;
-    if (per_thread) key.append("\x01").append(std::to_string(e.thread));
-    else key.append(process_key(e.thread, context));
+    if (per_thread)
+      key.append("\x01").append(std::to_string(e.thread));
+    else
+      key.append(process_key(e.thread, context));
     const auto it = run_.counter_tracks.find(key);
     if (it != run_.counter_tracks.end()) return it->second;
     const std::uint64_t uuid = counter_uuid(run_.counter_tracks.size());

@@ -90,24 +90,25 @@ struct PstatsAggregator::State {
   };
 
   detail::ZoneTracker tracker;
-  std::vector<std::uint32_t> site_function;  // index: SiteId; kUnresolved until first begin
-  std::vector<Key> keys;                     // index: function id
-  std::vector<Counts> functions;             // index: function id
+  std::vector<std::uint32_t> site_function;                       // index: SiteId; kUnresolved until first begin
+  std::vector<Key> keys;                                          // index: function id
+  std::vector<Counts> functions;                                  // index: function id
   std::unordered_map<std::string, std::uint32_t> function_index;  // key text -> function id (cold)
-  std::vector<Edge> edges;                   // index: edge id
-  detail::U64Map edge_index;  // (caller, callee) -> edge
-  std::vector<ThreadCounts> threads;         // index: ThreadId
+  std::vector<Edge> edges;                                        // index: edge id
+  detail::U64Map edge_index;                                      // (caller, callee) -> edge
+  std::vector<ThreadCounts> threads;                              // index: ThreadId
   detail::SampleRates rates;
   bool estimate = false;
   bool on_cpu = false;
   std::uint64_t dropped_events = 0;
   std::uint64_t closed_at_stop = 0;
-  std::string key_text;                      // scratch for resolve()
+  std::string key_text;  // scratch for resolve()
 
   std::uint32_t function_of(SiteId site, const TraceContext& context) {
     if (site < site_function.size()) [[likely]] {
       const std::uint32_t id = site_function[site];
-      if (id != kUnresolved) [[likely]] return id;
+      if (id != kUnresolved) [[likely]]
+        return id;
     }
     return resolve(site, context);
   }
@@ -143,19 +144,22 @@ struct PstatsAggregator::State {
   }
 
   ThreadCounts& counts_of(ThreadId thread) {
-    if (thread >= threads.size()) [[unlikely]] threads.resize(thread + 1);
+    if (thread >= threads.size()) [[unlikely]]
+      threads.resize(thread + 1);
     return threads[thread];
   }
 
   static std::uint32_t& slot(std::vector<std::uint32_t>& v, std::uint32_t id, std::size_t size) {
-    if (id >= v.size()) [[unlikely]] v.resize(size);
+    if (id >= v.size()) [[unlikely]]
+      v.resize(size);
     return v[id];
   }
 
   std::uint32_t edge_of(std::uint32_t caller, std::uint32_t callee) {
     const std::uint32_t fresh = static_cast<std::uint32_t>(edges.size());
     const std::uint32_t id = edge_index.find_or_insert(detail::U64Map::key(caller, callee), fresh);
-    if (id == fresh) [[unlikely]] edges.push_back(Edge{caller, callee, {}});
+    if (id == fresh) [[unlikely]]
+      edges.push_back(Edge{caller, callee, {}});
     return id;
   }
 
@@ -245,9 +249,8 @@ void PstatsAggregator::add(std::span<const Event> events, const TraceContext& co
 
 void PstatsAggregator::finish(std::uint64_t stop_ns) {
   State& s = *state_;
-  s.tracker.close_open(stop_ns, [&s](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) {
-    s.end(zone, outer);
-  });
+  s.tracker.close_open(
+      stop_ns, [&s](const detail::ClosedZone& zone, std::span<const detail::OpenZone> outer) { s.end(zone, outer); });
 }
 
 PstatsTable PstatsAggregator::table() const {
@@ -258,13 +261,13 @@ PstatsTable PstatsAggregator::table() const {
   table.functions.reserve(s.keys.size());
   for (std::size_t i = 0; i < s.keys.size(); ++i) {
     const State::Counts& c = s.functions[i];
-    table.functions.push_back(PstatsFunction{s.keys[i].file, s.keys[i].line, s.keys[i].name, c.calls,
-                                             c.primitive_calls, c.self_ns, c.cumulative_ns});
+    table.functions.push_back(PstatsFunction{s.keys[i].file, s.keys[i].line, s.keys[i].name, c.calls, c.primitive_calls,
+                                             c.self_ns, c.cumulative_ns});
   }
   table.edges.reserve(s.edges.size());
   for (const State::Edge& e : s.edges) {
-    table.edges.push_back(PstatsEdge{e.caller, e.callee, e.counts.calls, e.counts.primitive_calls,
-                                     e.counts.self_ns, e.counts.cumulative_ns});
+    table.edges.push_back(PstatsEdge{e.caller, e.callee, e.counts.calls, e.counts.primitive_calls, e.counts.self_ns,
+                                     e.counts.cumulative_ns});
   }
   table.dropped_events = s.dropped_events;
   table.closed_at_stop = s.closed_at_stop;

@@ -8,8 +8,8 @@
 #include "ringtrace/exporters/table.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
@@ -81,8 +81,8 @@ struct CpuGroup {
 
 // A group's key and order, read when the table is made.
 struct GroupKey {
-  std::uint32_t name = 0;             // index into names
-  std::vector<std::uint32_t> frames;  // enclosing names, outermost first (stack grouping)
+  std::uint32_t name = 0;                        // index into names
+  std::vector<std::uint32_t> frames;             // enclosing names, outermost first (stack grouping)
   std::uint64_t first_seen = ~std::uint64_t{0};  // order of the group's first counted call
 };
 
@@ -97,11 +97,16 @@ struct ThreadState {
 
 detail::report::Unit unit_of(TableOptions::TimeUnit u) {
   switch (u) {
-    case TableOptions::TimeUnit::s: return detail::report::Unit::s;
-    case TableOptions::TimeUnit::ms: return detail::report::Unit::ms;
-    case TableOptions::TimeUnit::us: return detail::report::Unit::us;
-    case TableOptions::TimeUnit::ns: return detail::report::Unit::ns;
-    case TableOptions::TimeUnit::automatic: break;
+    case TableOptions::TimeUnit::s:
+      return detail::report::Unit::s;
+    case TableOptions::TimeUnit::ms:
+      return detail::report::Unit::ms;
+    case TableOptions::TimeUnit::us:
+      return detail::report::Unit::us;
+    case TableOptions::TimeUnit::ns:
+      return detail::report::Unit::ns;
+    case TableOptions::TimeUnit::automatic:
+      break;
   }
   return detail::report::Unit::automatic;
 }
@@ -126,9 +131,9 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
   using detail::report::format_time;
   const detail::report::Unit unit = unit_of(options.time_unit);
   const bool with_stack = options.group_by_stack_n > 0;
-  std::vector<detail::report::TextColumn> columns = {
-      {"Name", true}, {"Self %"}, {"Self"}, {"Total %"}, {"Total"}, {"Avg"},
-      {"Min"},        {"Max"},    {"p50"},  {"p99"},     {"Calls"}};
+  std::vector<detail::report::TextColumn> columns = {{"Name", true}, {"Self %"}, {"Self"}, {"Total %"},
+                                                     {"Total"},      {"Avg"},    {"Min"},  {"Max"},
+                                                     {"p50"},        {"p99"},    {"Calls"}};
   if (with_stack) columns.push_back({"Stack", true});
   if (table.on_cpu) {
     for (const char* c : {"On-CPU Self", "On-CPU Total", "On-CPU Avg", "On-CPU p50", "On-CPU p99"}) {
@@ -151,7 +156,8 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
         format_time(r.p99_ns, unit),
         std::to_string(r.calls)};
     if (table.on_cpu) {
-      for (const std::uint64_t v : {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
+      for (const std::uint64_t v :
+           {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
         row.push_back(format_time(v, unit));
       }
     }
@@ -210,7 +216,8 @@ std::string format_csv(const KeyAverages& table, const TableOptions& options) {
       detail::append_uint(out, v);
     }
     if (table.on_cpu) {
-      for (const std::uint64_t v : {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
+      for (const std::uint64_t v :
+           {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
         out.push_back(',');
         detail::append_uint(out, v);
       }
@@ -271,9 +278,11 @@ std::string format_json(const KeyAverages& table) {
       append_uint(out, value);
     }
     if (table.on_cpu) {
-      const std::pair<const char*, std::uint64_t> cpu[] = {
-          {"on_cpu_self_ns", r.on_cpu_self_ns}, {"on_cpu_total_ns", r.on_cpu_total_ns}, {"on_cpu_avg_ns", r.on_cpu_avg_ns},
-          {"on_cpu_p50_ns", r.on_cpu_p50_ns},   {"on_cpu_p99_ns", r.on_cpu_p99_ns}};
+      const std::pair<const char*, std::uint64_t> cpu[] = {{"on_cpu_self_ns", r.on_cpu_self_ns},
+                                                           {"on_cpu_total_ns", r.on_cpu_total_ns},
+                                                           {"on_cpu_avg_ns", r.on_cpu_avg_ns},
+                                                           {"on_cpu_p50_ns", r.on_cpu_p50_ns},
+                                                           {"on_cpu_p99_ns", r.on_cpu_p99_ns}};
       for (const auto& [key, value] : cpu) {
         out.append(",\"");
         out.append(key);
@@ -292,22 +301,36 @@ std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
   using S = TableOptions::SortBy;
   switch (by) {
     case S::self_percent:
-    case S::self: return r.self_ns;
+    case S::self:
+      return r.self_ns;
     case S::total_percent:
-    case S::total: return r.total_ns;
-    case S::avg: return r.avg_ns;
-    case S::min: return r.min_ns;
-    case S::max: return r.max_ns;
-    case S::p50: return r.p50_ns;
-    case S::p99: return r.p99_ns;
-    case S::calls: return r.calls;
-    case S::on_cpu_self: return r.on_cpu_self_ns;
-    case S::on_cpu_total: return r.on_cpu_total_ns;
-    case S::on_cpu_avg: return r.on_cpu_avg_ns;
-    case S::on_cpu_p50: return r.on_cpu_p50_ns;
-    case S::on_cpu_p99: return r.on_cpu_p99_ns;
+    case S::total:
+      return r.total_ns;
+    case S::avg:
+      return r.avg_ns;
+    case S::min:
+      return r.min_ns;
+    case S::max:
+      return r.max_ns;
+    case S::p50:
+      return r.p50_ns;
+    case S::p99:
+      return r.p99_ns;
+    case S::calls:
+      return r.calls;
+    case S::on_cpu_self:
+      return r.on_cpu_self_ns;
+    case S::on_cpu_total:
+      return r.on_cpu_total_ns;
+    case S::on_cpu_avg:
+      return r.on_cpu_avg_ns;
+    case S::on_cpu_p50:
+      return r.on_cpu_p50_ns;
+    case S::on_cpu_p99:
+      return r.on_cpu_p99_ns;
     case S::name:
-    case S::first_seen: break;
+    case S::first_seen:
+      break;
   }
   return 0;
 }
@@ -316,9 +339,12 @@ std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
 
 std::string format_table(const KeyAverages& table, const TableOptions& options) {
   switch (options.format) {
-    case TableOptions::Format::csv: return format_csv(table, options);
-    case TableOptions::Format::json: return format_json(table);
-    case TableOptions::Format::text: break;
+    case TableOptions::Format::csv:
+      return format_csv(table, options);
+    case TableOptions::Format::json:
+      return format_json(table);
+    case TableOptions::Format::text:
+      break;
   }
   return format_text(table, options);
 }
@@ -345,8 +371,8 @@ struct TableRun {
   std::unordered_map<std::string, std::uint32_t> name_index;
   std::vector<Group> groups;
   DeferredIncrements deferred;  // histogram increments not yet done
-  std::vector<GroupKey> keys;  // by group
-  detail::U64Map transitions;  // (parent group + 1, site) -> group (stack grouping)
+  std::vector<GroupKey> keys;   // by group
+  detail::U64Map transitions;   // (parent group + 1, site) -> group (stack grouping)
   std::map<std::vector<std::uint32_t>, std::uint32_t> group_index;  // (name, frames...) -> group
   std::vector<ThreadState> threads;
   std::uint64_t self_total_ns = 0;
@@ -376,8 +402,9 @@ struct TableRun {
     const SiteInfo& info = context.site(site);
     // Session::step()'s zones "step #N" make one row "step #*" when asked, else a row
     // each (step_group).
-    const std::string_view name = options.fold_steps && (info.options & SiteOptions::step) != 0 ? std::string_view("step #*")
-                                                                                                : std::string_view(info.name);
+    const std::string_view name = options.fold_steps && (info.options & SiteOptions::step) != 0
+                                      ? std::string_view("step #*")
+                                      : std::string_view(info.name);
     auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
     if (inserted) names.emplace_back(name);
     site_name[site] = it->second;
@@ -401,7 +428,8 @@ struct TableRun {
   void feed(std::span<const Event> events, const TraceContext& context) {
     for (const Event& e : events) {
       if (e.kind == EventKind::zone_begin) {
-        if (e.site >= site_name.size() || site_name[e.site] == kNoGroup) [[unlikely]] resolve_site(e.site, context);
+        if (e.site >= site_name.size() || site_name[e.site] == kNoGroup) [[unlikely]]
+          resolve_site(e.site, context);
         const std::span<const detail::OpenZone> open = tracker.open(e.thread);
         std::uint32_t g;
         if (!options.fold_steps && steps.is_step(e.site, context)) [[unlikely]] {
@@ -411,15 +439,18 @@ struct TableRun {
         } else {
           const std::uint32_t parent = open.empty() ? kNoGroup : open.back().tag & ~kNested;
           g = transitions.find(detail::U64Map::key(parent + 1u, e.site), kNoGroup);
-          if (g == kNoGroup) [[unlikely]] g = resolve_transition(parent, e.site);
+          if (g == kNoGroup) [[unlikely]]
+            g = resolve_transition(parent, e.site);
         }
         __builtin_prefetch(&groups[g], 1);  // for the close
         bool nested = false;
         const std::size_t scan = std::min(open.size(), kScanDepth);
         for (std::size_t i = 0; i < scan; ++i) nested |= (open[i].tag & ~kNested) == g;
-        if (open.size() >= kScanDepth) [[unlikely]] nested |= push_deep(e.thread, g);
-        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, nested ? g | kNested : g,
-                     options.estimate_sampled ? rates.of(e.site, context) : 1);
+        if (open.size() >= kScanDepth) [[unlikely]]
+          nested |= push_deep(e.thread, g);
+        tracker.feed(
+            e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {}, nested ? g | kNested : g,
+            options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
       } else if (detail::is_switch(e.kind)) [[unlikely]] {
@@ -471,16 +502,19 @@ struct TableRun {
   void on_close(const detail::ClosedZone& z) {
     const std::uint32_t g = z.tag & ~kNested;
     const bool outermost = (z.tag & kNested) == 0;
-    if (z.depth >= kScanDepth) [[unlikely]] --threads[z.thread].deep[g];
+    if (z.depth >= kScanDepth) [[unlikely]]
+      --threads[z.thread].deep[g];
     if (z.weight != 1) [[unlikely]] {
       on_close_estimated(z, g, outermost);
       return;
     }
     self_total_ns += z.self_ns;
     if (options.top_level_only && z.depth != 0) return;
-    if (tracker.any_switches()) [[unlikely]] on_close_cpu(z, g, outermost);
+    if (tracker.any_switches()) [[unlikely]]
+      on_close_cpu(z, g, outermost);
     Group& group = groups[g];
-    if (group.histogram.count() == 0) [[unlikely]] keys[g].first_seen = next_seen++;
+    if (group.histogram.count() == 0) [[unlikely]]
+      keys[g].first_seen = next_seen++;
     group.self_ns += z.self_ns;
     group.inclusive_ns += z.total_ns;
     if (outermost) group.total_ns += z.total_ns;

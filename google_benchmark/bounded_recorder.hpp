@@ -19,8 +19,8 @@ namespace ringtrace::bench {
 struct Counts {
   std::uint64_t zones = 0, untraced_zones = 0;
   std::uint64_t events = 0, untraced_events = 0;  // instants, counters, values, texts, flows, async spans, drops
-  std::uint64_t first_ns = 0, cut_ns = 0;          // cut_ns: the first event left out (0: none)
-  const char* cut_by = "none";                     // "time", "events" or "none"
+  std::uint64_t first_ns = 0, cut_ns = 0;         // cut_ns: the first event left out (0: none)
+  const char* cut_by = "none";                    // "time", "events" or "none"
 };
 
 // Keeps the first max_ns / max_events of a run's stream in memory and counts the rest.
@@ -109,7 +109,7 @@ class BoundedRecorder final : public Exporter {
   const std::uint64_t max_ns_, max_events_;
   MemoryExporter memory_;
   std::vector<Event> kept_;
-  std::vector<std::uint32_t> kept_open_;                 // by thread
+  std::vector<std::uint32_t> kept_open_;                   // by thread
   std::set<std::pair<std::string, std::uint64_t>> async_;  // spans begun before the cut, not yet ended
   std::uint64_t items_ = 0;
   bool seen_ = false, cut_ = false;

@@ -38,12 +38,12 @@
 #include <utility>
 #include <vector>
 
+#include "bounded_recorder.hpp"  // what a trace keeps of a run
 #include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/perfetto.hpp"
 #include "ringtrace/recorded_trace.hpp"
-#include "bounded_recorder.hpp"  // what a trace keeps of a run
 
 namespace ringtrace::bench {
 namespace {
@@ -88,12 +88,12 @@ struct Finished {
 
 // A reported run and its trace (one per repetition of the benchmark being reported).
 struct Claimed {
-  std::string name;          // Run::benchmark_name() of its iteration run
+  std::string name;  // Run::benchmark_name() of its iteration run
   std::int64_t repetition = 0;
   std::int64_t iterations = -1;  // -1: not reported yet (aggregates only so far)
   Finished run;
   bool written = false;
-  bool error = false;  // its iteration run reported an error (left out of aggregates)
+  bool error = false;        // its iteration run reported an error (left out of aggregates)
   bool trace_error = false;  // its trace could not be written (said on standard error)
 };
 
@@ -261,7 +261,8 @@ std::vector<::benchmark::BenchmarkReporter::Run> report(const std::vector<::benc
     while (s.pending.size() > repetitions) s.pending.pop_front();
     const std::string name = runs.front().run_name.str();  // an iteration run's benchmark_name()
     for (std::size_t i = 0; i < s.pending.size(); ++i) {
-      s.claimed.push_back(Claimed{name, static_cast<std::int64_t>(i), -1, std::move(s.pending[i]), false, false, false});
+      s.claimed.push_back(
+          Claimed{name, static_cast<std::int64_t>(i), -1, std::move(s.pending[i]), false, false, false});
     }
     s.pending.clear();
   }
@@ -385,9 +386,9 @@ void setup(const ::benchmark::State& st) {
   if (s.options.dir.empty() || st.thread_index() != 0) return;
   write_claimed();  // a report that never showed its iteration runs (aggregates only)
   Config config;
-  config.overflow = OverflowPolicy::block;  // nothing lost: the counts are exact
+  config.overflow = OverflowPolicy::block;       // nothing lost: the counts are exact
   config.buffer_records = std::size_t{1} << 20;  // 16 MB per thread: rarely waits for the drainer
-  config.process_name = "benchmark";  // named after the benchmark when its trace is written
+  config.process_name = "benchmark";             // named after the benchmark when its trace is written
   s.session = std::make_unique<Session>(config);
   s.recorder = std::make_shared<BoundedRecorder>(s.options.max_ms * 1'000'000, s.options.max_events);
   s.main_tid = static_cast<std::uint64_t>(::gettid());
@@ -423,9 +424,12 @@ int main(int argc, char** argv) {
     if (const auto dir = value("--ringtrace_out=")) {
       options.dir = std::filesystem::path(*dir);
     } else if (const auto format = value("--ringtrace_format=")) {
-      if (*format == "chrome") options.format = Format::chrome;
-      else if (*format == "perfetto") options.format = Format::perfetto;
-      else if (*format == "rtrace") options.format = Format::rtrace;
+      if (*format == "chrome")
+        options.format = Format::chrome;
+      else if (*format == "perfetto")
+        options.format = Format::perfetto;
+      else if (*format == "rtrace")
+        options.format = Format::rtrace;
       else {
         std::fprintf(stderr, "ringtrace: %s: the format is chrome, perfetto or rtrace\n", argv[i]);
         return 1;

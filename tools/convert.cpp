@@ -92,7 +92,8 @@ std::string refused(const std::string& input, bool rings, std::span<const Output
     for (std::size_t j = 0; j < i; ++j) {
       const Output& other = outputs[j];
       if (other.path.empty() || (other.path == "-") != (o.path == "-")) continue;
-      if (o.path == "-") return std::string(other.flag) + " and " + o.flag + " both write to standard output: one output there";
+      if (o.path == "-")
+        return std::string(other.flag) + " and " + o.flag + " both write to standard output: one output there";
       if (same_file(other.path, o.path)) {
         return std::string(other.flag) + " and " + o.flag + " both write '" + o.path + "': one file per output";
       }
@@ -123,8 +124,12 @@ struct Request {
 
   // Every output, in the order they are written and named in the summary line.
   std::array<Output, 6> outputs() const {
-    return {{{"--chrome", chrome}, {"--perfetto", perfetto}, {"--pstats", pstats},
-             {"--folded", folded}, {"--summary", summary}, {"--table", table}}};
+    return {{{"--chrome", chrome},
+             {"--perfetto", perfetto},
+             {"--pstats", pstats},
+             {"--folded", folded},
+             {"--summary", summary},
+             {"--table", table}}};
   }
 };
 
@@ -200,7 +205,7 @@ std::vector<std::shared_ptr<Exporter>> open_outputs(const Request& r) {
   std::vector<std::shared_ptr<Exporter>> exporters;
   if (!r.chrome.empty()) {
     exporters.push_back(r.chrome == "-" ? chrome_trace_exporter(std::cout, r.chrome_options)
-                                       : chrome_trace_exporter(r.chrome, r.chrome_options));
+                                        : chrome_trace_exporter(r.chrome, r.chrome_options));
   }
   if (!r.perfetto.empty()) {
     PerfettoOptions perfetto_options;
@@ -253,11 +258,12 @@ void print_summary(const Request& r, const ReplayResult& result, std::chrono::st
     written += o.path + " (" + (ec ? std::string("size unknown") : byte_size(bytes)) + ")";
     if (std::string_view(o.flag) == "--chrome" && !ec) chrome_bytes = bytes;
   }
-  std::fprintf(stderr, "ringtrace convert: wrote %s in %s from %s (%s events)\n", written.c_str(), elapsed(took).c_str(),
-               r.input.c_str(), thousands(result.events).c_str());
+  std::fprintf(stderr, "ringtrace convert: wrote %s in %s from %s (%s events)\n", written.c_str(),
+               elapsed(took).c_str(), r.input.c_str(), thousands(result.events).c_str());
   if (chrome_bytes >= kLargeJsonBytes && r.perfetto.empty() && !r.chrome.ends_with(".gz")) {
-    std::fprintf(stderr, "ringtrace convert: --perfetto OUT writes this trace in about a third of the size "
-                         "(for Perfetto UI and trace_processor)\n");
+    std::fprintf(stderr,
+                 "ringtrace convert: --perfetto OUT writes this trace in about a third of the size "
+                 "(for Perfetto UI and trace_processor)\n");
   }
 }
 

@@ -50,19 +50,32 @@ void quoted(std::string& out, std::string_view s) {
 
 const char* kind_name(EventKind kind) {
   switch (kind) {
-    case EventKind::zone_begin: return "zone_begin";
-    case EventKind::zone_end: return "zone_end";
-    case EventKind::instant: return "instant";
-    case EventKind::counter: return "counter";
-    case EventKind::dropped: return "dropped";
-    case EventKind::arg: return "arg";
-    case EventKind::flow_out: return "flow_out";
-    case EventKind::flow_in: return "flow_in";
-    case EventKind::async_begin: return "async_begin";
-    case EventKind::async_end: return "async_end";
-    case EventKind::message: return "message";
-    case EventKind::switch_out: return "switch_out";
-    case EventKind::switch_in: return "switch_in";
+    case EventKind::zone_begin:
+      return "zone_begin";
+    case EventKind::zone_end:
+      return "zone_end";
+    case EventKind::instant:
+      return "instant";
+    case EventKind::counter:
+      return "counter";
+    case EventKind::dropped:
+      return "dropped";
+    case EventKind::arg:
+      return "arg";
+    case EventKind::flow_out:
+      return "flow_out";
+    case EventKind::flow_in:
+      return "flow_in";
+    case EventKind::async_begin:
+      return "async_begin";
+    case EventKind::async_end:
+      return "async_end";
+    case EventKind::message:
+      return "message";
+    case EventKind::switch_out:
+      return "switch_out";
+    case EventKind::switch_in:
+      return "switch_in";
   }
   return nullptr;
 }
@@ -162,7 +175,8 @@ class Printer final : public Exporter {
 int dump(const std::vector<std::string>& args) {
   const bool rings = !(args.size() == 2 && args[1] == "--no-rings");
   if (wants_help(args) || args.empty() || (args.size() == 2 && rings) || args.size() > 2) {
-    return usage(args,
+    return usage(
+        args,
         "usage: ringtrace dump FILE [--no-rings]\n"
         "\n"
         "Prints the file's events as a live session delivered them, one a line:\n"

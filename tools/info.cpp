@@ -32,7 +32,8 @@ class Census final : public Exporter {
     clock = context.clock();
     for (SiteId id = 1; id < context.site_count(); ++id) {
       const SiteInfo& site = context.site(id);
-      sites.push_back({site.name, site.file[0] != '\0' ? std::string(site.file) + ":" + std::to_string(site.line) : ""});
+      sites.push_back(
+          {site.name, site.file[0] != '\0' ? std::string(site.file) + ":" + std::to_string(site.line) : ""});
     }
   }
   std::map<EventKind, std::uint64_t> kinds;
@@ -51,8 +52,8 @@ void print_processes(const std::vector<ReplayProcess>& processes) {
   Columns rows({{}, {Columns::Align::left, kNameCap}, {Columns::Align::left, kNameCap}, {}});
   for (std::size_t i = 0; i < processes.size(); ++i) {
     const ReplayProcess& p = processes[i];
-    std::string clock = p.realtime_aligned ? "offset " + std::to_string(p.offset_ns) + " ns by CLOCK_REALTIME"
-                                           : "same clock";
+    std::string clock =
+        p.realtime_aligned ? "offset " + std::to_string(p.offset_ns) + " ns by CLOCK_REALTIME" : "same clock";
     if (!p.source.empty()) clock += ", from " + p.source;
     rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, clock + pid_note(processes, i)});
   }
@@ -88,16 +89,16 @@ int info(const std::vector<std::string>& args) {
   const bool rings = !(args.size() == 2 && args[1] == "--no-rings");
   if (wants_help(args) || args.empty() || (args.size() == 2 && rings) || args.size() > 2) {
     return usage(args,
-        "usage: ringtrace info FILE [--no-rings]\n"
-        "\n"
-        "Prints what a binary trace file holds: its format version (major.minor, e.g. 2.1),\n"
-        "process, host, start and duration, threads with names and event counts, call\n"
-        "sites, drops, and whether the file is complete\n"
-        "(a file cut short, e.g. by a killed process, is read up to its last complete chunk\n"
-        "and info says where it ends; info still exits 0). A file cut short whose recording\n"
-        "kept its rings in a file is read on from the ring file beside it (run.rtrace.rings),\n"
-        "unless --no-rings; info says how many events came from there. FILE is a regular\n"
-        "file (a FIFO, '-' or a device is refused).\n");
+                 "usage: ringtrace info FILE [--no-rings]\n"
+                 "\n"
+                 "Prints what a binary trace file holds: its format version (major.minor, e.g. 2.1),\n"
+                 "process, host, start and duration, threads with names and event counts, call\n"
+                 "sites, drops, and whether the file is complete\n"
+                 "(a file cut short, e.g. by a killed process, is read up to its last complete chunk\n"
+                 "and info says where it ends; info still exits 0). A file cut short whose recording\n"
+                 "kept its rings in a file is read on from the ring file beside it (run.rtrace.rings),\n"
+                 "unless --no-rings; info says how many events came from there. FILE is a regular\n"
+                 "file (a FIFO, '-' or a device is refused).\n");
   }
   check_input(args[0], rings);
   Census census;
@@ -109,8 +110,7 @@ int info(const std::vector<std::string>& args) {
   const SessionStats& s = census.stats;
   // major.minor: format 2's minor says which frames the file may hold (2.1: modules,
   // functions, switches); format 1 had one number.
-  const std::string version =
-      r.version == 1 ? "1" : std::to_string(r.version) + "." + std::to_string(r.minor_version);
+  const std::string version = r.version == 1 ? "1" : std::to_string(r.version) + "." + std::to_string(r.minor_version);
   std::printf("file:        %s (%llu bytes, format version %s)\n", args[0].c_str(),
               static_cast<unsigned long long>(r.bytes), version.c_str());
   std::printf("status:      %s\n", r.complete ? "complete" : r.problem.c_str());
@@ -134,7 +134,8 @@ int info(const std::vector<std::string>& args) {
               static_cast<unsigned long long>(census.clock.recalibrations));
   std::printf("events:      %llu recorded, %llu dropped", static_cast<unsigned long long>(s.recorded),
               static_cast<unsigned long long>(s.dropped));
-  if (s.closed_at_stop != 0) std::printf(", %llu zones closed at the end", static_cast<unsigned long long>(s.closed_at_stop));
+  if (s.closed_at_stop != 0)
+    std::printf(", %llu zones closed at the end", static_cast<unsigned long long>(s.closed_at_stop));
   std::printf("\n");
   if (!s.context_switches_unavailable.empty()) {
     std::printf("switches:    unavailable: %s\n", s.context_switches_unavailable.c_str());

@@ -23,9 +23,10 @@ namespace {
 
 int version(const std::vector<std::string>& args) {
   if (!args.empty()) {
-    return ringtrace::tool::usage(args, "usage: ringtrace version (or ringtrace --version, ringtrace -V)\n"
-                                        "\n"
-                                        "Prints \"ringtrace <version>\", the version of the project it was built from.\n");
+    return ringtrace::tool::usage(args,
+                                  "usage: ringtrace version (or ringtrace --version, ringtrace -V)\n"
+                                  "\n"
+                                  "Prints \"ringtrace <version>\", the version of the project it was built from.\n");
   }
   std::printf("ringtrace %s\n", RINGTRACE_TOOL_VERSION);
   return 0;
@@ -40,22 +41,26 @@ struct Command {
   std::string_view what;
 };
 constexpr Command kCommands[] = {
-    {"convert", ringtrace::tool::convert, "FILE --chrome OUT ...", "other formats, any subset in one pass ('-': standard output)"},
-    {"report", ringtrace::tool::report, "FILE", "the key-averages table, and the captured-ops summary when there are regions"},
+    {"convert", ringtrace::tool::convert, "FILE --chrome OUT ...",
+     "other formats, any subset in one pass ('-': standard output)"},
+    {"report", ringtrace::tool::report, "FILE",
+     "the key-averages table, and the captured-ops summary when there are regions"},
     {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
-    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS", "runs a program that links ringtrace, recording all of it"},
+    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
+     "runs a program that links ringtrace, recording all of it"},
     {"version", version, "", "the tool's version (also --version, -V)"},
 };
 
 void print_usage(std::FILE* out) {
-  std::fputs("usage: ringtrace <command> [arguments]\n"
-             "\n"
-             "Records programs that link ringtrace, and reads the binary trace files (.rtrace) they write.\n"
-             "\n"
-             "commands:\n",
-             out);
+  std::fputs(
+      "usage: ringtrace <command> [arguments]\n"
+      "\n"
+      "Records programs that link ringtrace, and reads the binary trace files (.rtrace) they write.\n"
+      "\n"
+      "commands:\n",
+      out);
   std::size_t width = 0;
   for (const Command& c : kCommands) width = std::max(width, c.name.size() + 1 + c.arguments.size());
   for (const Command& c : kCommands) {

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <functional>  // std::ref
 #include <filesystem>
+#include <functional>  // std::ref
 #include <string>
 #include <vector>
 
@@ -82,26 +82,26 @@ int merge(const std::vector<std::string>& args) {
   }
   if (wants_help(args) || inputs.empty() || output.empty()) {
     return usage(args,
-        "usage: ringtrace merge FILE... -o OUT.rtrace\n"
-        "\n"
-        "Merges the binary trace files of several processes (or earlier merges) into one\n"
-        "file with one timeline; convert, report and info read it like any other, each\n"
-        "thread under its own process's pid (a pid seen twice gets a new one, and its\n"
-        "process is named after its host and recorded pid).\n"
-        "\n"
-        "The timeline is the CLOCK_MONOTONIC of the process that started first. Processes\n"
-        "recorded on the same host since the same boot share that clock: their times are\n"
-        "exact. Processes of other hosts are placed through the CLOCK_REALTIME time each\n"
-        "session recorded beside its CLOCK_MONOTONIC one, so they are as exact as the hosts'\n"
-        "clocks agree (ringtrace cannot measure that; NTP usually keeps it near a millisecond).\n"
-        "\n"
-        "A file cut short (a killed process) gives what it holds up to its last complete\n"
-        "frame; merge then still writes OUT, names the file on standard error and exits 1.\n"
-        "\n"
-        "Every FILE is a regular file (a FIFO, '-' or a device is refused), each given once\n"
-        "(a file given twice, under any path, is refused); OUT is a regular file or a new\n"
-        "one, written as OUT.partial and renamed at the end. On success, one line on\n"
-        "standard error says what was written, how big and how long it took.\n");
+                 "usage: ringtrace merge FILE... -o OUT.rtrace\n"
+                 "\n"
+                 "Merges the binary trace files of several processes (or earlier merges) into one\n"
+                 "file with one timeline; convert, report and info read it like any other, each\n"
+                 "thread under its own process's pid (a pid seen twice gets a new one, and its\n"
+                 "process is named after its host and recorded pid).\n"
+                 "\n"
+                 "The timeline is the CLOCK_MONOTONIC of the process that started first. Processes\n"
+                 "recorded on the same host since the same boot share that clock: their times are\n"
+                 "exact. Processes of other hosts are placed through the CLOCK_REALTIME time each\n"
+                 "session recorded beside its CLOCK_MONOTONIC one, so they are as exact as the hosts'\n"
+                 "clocks agree (ringtrace cannot measure that; NTP usually keeps it near a millisecond).\n"
+                 "\n"
+                 "A file cut short (a killed process) gives what it holds up to its last complete\n"
+                 "frame; merge then still writes OUT, names the file on standard error and exits 1.\n"
+                 "\n"
+                 "Every FILE is a regular file (a FIFO, '-' or a device is refused), each given once\n"
+                 "(a file given twice, under any path, is refused); OUT is a regular file or a new\n"
+                 "one, written as OUT.partial and renamed at the end. On success, one line on\n"
+                 "standard error says what was written, how big and how long it took.\n");
   }
   // Before anything is read: inputs are regular files (a FIFO would block the reader),
   // OUT is a regular file or a new one. merge_files() writes OUT.partial (a name anyone
@@ -114,7 +114,8 @@ int merge(const std::vector<std::string>& args) {
   struct stat st {};
   const std::string partial = output + ".partial";
   if (::lstat(partial.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    return error("merge", "'" + partial + "' exists and is not a regular file (a link?): not written through; remove it", 1);
+    return error("merge",
+                 "'" + partial + "' exists and is not a regular file (a link?): not written through; remove it", 1);
   }
   ProgressBar bar("ringtrace merge");
   const MergeResult r = merge_files(inputs, output, std::ref(bar));

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <chrono>
 #include <csignal>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -86,8 +86,9 @@ struct Output {
 
 std::string exit_text(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
-                                 strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
+           ")";
   return "status " + std::to_string(status);
 }
 
@@ -118,10 +119,13 @@ const std::string& duration_value(std::string_view option, const std::string& te
   double value = -1;
   try {
     value = std::stod(text, &used);
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   const std::string unit = text.substr(used);
-  const double scale = unit.empty() || unit == "ns" ? 1 : unit == "us" ? 1e3 : unit == "ms" ? 1e6 : unit == "s" ? 1e9 : -1;
+  const double scale = unit.empty() || unit == "ns" ? 1
+                       : unit == "us"               ? 1e3
+                       : unit == "ms"               ? 1e6
+                       : unit == "s"                ? 1e9
+                                                    : -1;
   const double ns = value * scale;
   if (scale < 0 || !(ns >= 0) || ns > 1e18) {
     throw UsageError(std::string(option) + " takes a duration (100ns, 2us, 1ms), not '" + text + "'");
@@ -198,7 +202,8 @@ int record(const std::vector<std::string>& args) {
     } else if (a == "--max-depth") {
       settings.emplace_back("RINGTRACE_MAX_DEPTH", std::to_string(count_in(a, option_value(args, i), 1, 1u << 20)));
     } else if (a == "--include" || a == "--exclude") {
-      settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE", regex_value(a, option_value(args, i)));
+      settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE",
+                            regex_value(a, option_value(args, i)));
     } else if (a == "--buffer") {
       settings.emplace_back("RINGTRACE_BUFFER", std::to_string(count_in(a, option_value(args, i), 1, SIZE_MAX)));
     } else if (a == "--inlined") {
@@ -230,7 +235,8 @@ int record(const std::vector<std::string>& args) {
   };
   std::string list;
   for (const Output& o : outputs) {
-    if (o.path.find(',') != std::string::npos) throw UsageError("'" + o.path + "': an output path with a ',' cannot be passed on");
+    if (o.path.find(',') != std::string::npos)
+      throw UsageError("'" + o.path + "': an output path with a ',' cannot be passed on");
     add_to(list, ",", std::string(o.format) + ":" + o.path);
   }
   // An output that cannot be written is refused before the program runs (the runtime
@@ -268,13 +274,13 @@ int record(const std::vector<std::string>& args) {
   }
   // The terminal's Ctrl-C goes to the whole group: the program stops its session and
   // ends; the tool waits for it and reports.
-  struct sigaction ignore {}, old_int {}, old_term {};
+  struct sigaction ignore {
+  }, old_int{}, old_term{};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGINT, &ignore, &old_int);
   ::sigaction(SIGTERM, &ignore, &old_term);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   const auto took = std::chrono::steady_clock::now() - start;
@@ -301,10 +307,12 @@ int record(const std::vector<std::string>& args) {
     if (!any) add_to(missing, ", ", outputs[k].path);
     all_whole = all_whole && whole;
   }
-  const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  const int program_status =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   const std::string ran = program[0] + " (" + exit_text(status) + ")";
   if (!written.empty()) {
-    std::fprintf(stderr, "ringtrace record: wrote %s in %s from %s\n", written.c_str(), elapsed(took).c_str(), ran.c_str());
+    std::fprintf(stderr, "ringtrace record: wrote %s in %s from %s\n", written.c_str(), elapsed(took).c_str(),
+                 ran.c_str());
   }
   if (!partial.empty()) {
     // The binary file's temporary is a recording cut short, which the tool reads

@@ -1,18 +1,18 @@
 // ringtrace report: what users read first, in the terminal: the key-averages table and,
 // when the recording has capture regions, the captured-ops summary of a binary trace file.
+#include <cstdint>  // SIZE_MAX
 #include <cstdio>
-#include <cstdint>     // SIZE_MAX
 #include <functional>  // std::ref
-#include <span>
 #include <iostream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
+#include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
-#include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/table.hpp"
 
 namespace ringtrace::tool {
@@ -38,7 +38,9 @@ int report(const std::vector<std::string>& args) {
         "and, when the recording has capture regions (RINGTRACE_REGION), the captured-ops\n"
         "summary of a binary trace file. --sort-by orders the table by another column,\n"
         "largest first (name: A to Z; first-seen: the order zones first ended); KEY is one of\n"
-        "  " + sort_keys() + "\n"
+        "  " +
+        sort_keys() +
+        "\n"
         "(the on-cpu keys need a recording with context switches: ringtrace record\n"
         "--context-switches). --transparent names a zone that wraps ops without being one (a\n"
         "step), as in the summary exporter. --estimate-sampled counts zones of sampled sites as\n"
@@ -94,12 +96,14 @@ int report(const std::vector<std::string>& args) {
   const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
   if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
   // What the table does not show: calls of instrumented functions left out, by function.
-  const std::string left_out = functions_left_out(kept.stats.functions, table_options.row_limit == 0 ? SIZE_MAX : table_options.row_limit);
+  const std::string left_out =
+      functions_left_out(kept.stats.functions, table_options.row_limit == 0 ? SIZE_MAX : table_options.row_limit);
   if (!left_out.empty()) std::cout << "\n" << left_out;
   std::cout.flush();
   if (on_cpu_key(table_options.sort_by) && !dynamic_cast<const TableExporter&>(*table).table().on_cpu) {
     error("report", input + " has no context switches (no on-CPU columns): --sort-by " +
-                        std::string(sort_key_name(table_options.sort_by)) + " left the rows in name order (record with "
+                        std::string(sort_key_name(table_options.sort_by)) +
+                        " left the rows in name order (record with "
                         "ringtrace record --context-switches)");
   }
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);

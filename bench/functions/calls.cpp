@@ -6,7 +6,10 @@
 
 namespace bench_functions {
 
-[[gnu::noinline]] int plain(int v) { g_sink = v; return g_sink; }
+[[gnu::noinline]] int plain(int v) {
+  g_sink = v;
+  return g_sink;
+}
 
 [[gnu::noinline]] int zoned(int v) {
   RINGTRACE_ZONE("zoned");

@@ -7,9 +7,9 @@ namespace bench_functions {
 
 inline volatile int g_sink = 0;
 
-int plain(int v);             // no instrumentation
-int zoned(int v);             // a RINGTRACE_ZONE at its top
-int instrumented(int v);      // -finstrument-functions
+int plain(int v);         // no instrumentation
+int zoned(int v);         // a RINGTRACE_ZONE at its top
+int instrumented(int v);  // -finstrument-functions
 int plain_fib(int n);
 int zoned_fib(int n);
 int instrumented_fib(int n);

@@ -94,7 +94,8 @@ QUIET int main(int argc, char** argv) {
 #ifdef WITH_SESSION
   if (record) {
     session.stop();
-    if (session.stats().dropped != 0) std::fprintf(stderr, "fib: %llu dropped\n", static_cast<unsigned long long>(session.stats().dropped));
+    if (session.stats().dropped != 0)
+      std::fprintf(stderr, "fib: %llu dropped\n", static_cast<unsigned long long>(session.stats().dropped));
   }
 #endif
   std::printf("%.3f %.3f\n", per_call[per_call.size() / 2], per_call.front());  // median, best ns per call

@@ -4,7 +4,10 @@
 
 namespace bench_functions {
 
-[[gnu::noinline]] int instrumented(int v) { g_sink = v; return g_sink; }
+[[gnu::noinline]] int instrumented(int v) {
+  g_sink = v;
+  return g_sink;
+}
 
 // fib(n) as calls.cpp's: the same code, every call instrumented.
 [[gnu::noinline]] int instrumented_fib(int n) {

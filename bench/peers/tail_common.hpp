@@ -74,8 +74,7 @@ inline std::uint64_t monotonic_ns() {
 // TSC ticks per second over 200 ms.
 inline double tsc_per_second() {
   const std::uint64_t n0 = monotonic_ns(), t0 = __rdtsc();
-  while (monotonic_ns() - n0 < 200'000'000u) {
-  }
+  while (monotonic_ns() - n0 < 200'000'000u) {}
   const std::uint64_t n1 = monotonic_ns(), t1 = __rdtsc();
   return static_cast<double>(t1 - t0) * 1e9 / static_cast<double>(n1 - n0);
 }
@@ -118,8 +117,7 @@ void run(const char* label, int threads, Begin begin, Zone zone, End end) {
               static_cast<double>(all.max()) * ns / 1000,
               static_cast<unsigned long long>(all.above(static_cast<std::uint64_t>(1000 / ns))),
               static_cast<unsigned long long>(all.above(static_cast<std::uint64_t>(10000 / ns))),
-              static_cast<double>(*std::max_element(first.begin(), first.end())) * ns / 1000, wall_ms,
-              all.mean() * ns);
+              static_cast<double>(*std::max_element(first.begin(), first.end())) * ns / 1000, wall_ms, all.mean() * ns);
   std::fflush(stdout);
 }
 

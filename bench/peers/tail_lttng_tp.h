@@ -12,8 +12,7 @@
 #include <lttng/tracepoint.h>
 #include <stdint.h>
 
-LTTNG_UST_TRACEPOINT_EVENT(ringtrace_peer, zone_entry,
-                           LTTNG_UST_TP_ARGS(const void*, site),
+LTTNG_UST_TRACEPOINT_EVENT(ringtrace_peer, zone_entry, LTTNG_UST_TP_ARGS(const void*, site),
                            LTTNG_UST_TP_FIELDS(lttng_ust_field_integer_hex(uintptr_t, site, (uintptr_t)site)))
 
 LTTNG_UST_TRACEPOINT_EVENT(ringtrace_peer, zone_exit, LTTNG_UST_TP_ARGS(), LTTNG_UST_TP_FIELDS())

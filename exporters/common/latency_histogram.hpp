@@ -101,7 +101,8 @@ class LatencyHistogram {
       max_ = std::max(max_, v);
     }
     ++count_;
-    if (b - base_ >= size_) [[unlikely]] grow(b);  // also b < base_: unsigned wrap
+    if (b - base_ >= size_) [[unlikely]]
+      grow(b);  // also b < base_: unsigned wrap
     return b;
   }
   void increment(std::uint32_t bucket) { ++counts_[bucket - base_]; }

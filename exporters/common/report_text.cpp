@@ -21,9 +21,15 @@ void append_time(std::string& out, std::uint64_t ns, Unit unit) {
     unit = ns >= 1'000'000'000 ? Unit::s : ns >= 1'000'000 ? Unit::ms : ns >= 1'000 ? Unit::us : Unit::ns;
   }
   switch (unit) {
-    case Unit::s: append_rounded(out, ns, 1'000'000, "s"); break;
-    case Unit::ms: append_rounded(out, ns, 1'000, "ms"); break;
-    case Unit::us: append_rounded(out, ns, 1, "us"); break;
+    case Unit::s:
+      append_rounded(out, ns, 1'000'000, "s");
+      break;
+    case Unit::ms:
+      append_rounded(out, ns, 1'000, "ms");
+      break;
+    case Unit::us:
+      append_rounded(out, ns, 1, "us");
+      break;
     case Unit::ns:
     case Unit::automatic:
       append_uint(out, ns);
@@ -137,7 +143,9 @@ std::string render_table(const std::vector<TextColumn>& columns, const std::vect
   emit([&](std::size_t c) -> std::string_view { return columns[c].header; });
   out.append(rule).push_back('\n');
   for (const auto& row : rows) {
-    emit([&](std::size_t c) -> std::string_view { return c < row.size() ? std::string_view(row[c]) : std::string_view(); });
+    emit([&](std::size_t c) -> std::string_view {
+      return c < row.size() ? std::string_view(row[c]) : std::string_view();
+    });
   }
   out.append(rule).push_back('\n');
   return out;

@@ -26,7 +26,8 @@ inline std::string step_zone_label(std::uint64_t step) { return "step #" + std::
 class StepSites {
  public:
   bool is_step(SiteId site, const TraceContext& context) {
-    if (site >= step_.size()) [[unlikely]] learn(site, context);
+    if (site >= step_.size()) [[unlikely]]
+      learn(site, context);
     return step_[site] != 0;
   }
 

@@ -15,7 +15,8 @@ class ThreadBook {
  public:
   // Call for every delivered event's thread (cheap when already seen).
   void see(ThreadId thread, const TraceContext& context) {
-    if (thread < infos_.size() && infos_[thread].id == thread) [[likely]] return;
+    if (thread < infos_.size() && infos_[thread].id == thread) [[likely]]
+      return;
     capture(thread, context);
   }
 

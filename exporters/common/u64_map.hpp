@@ -37,7 +37,8 @@ class U64Map {
 
   // The value stored for `k`, or `fresh` after inserting it.
   std::uint32_t find_or_insert(std::uint64_t k, std::uint32_t fresh) {
-    if ((size_ + 1) * 2 > slots_.size()) [[unlikely]] grow();
+    if ((size_ + 1) * 2 > slots_.size()) [[unlikely]]
+      grow();
     for (std::size_t i = slot_of(k);; i = next(i)) {
       Slot& s = slots_[i];
       if (s.key == k) return s.value;

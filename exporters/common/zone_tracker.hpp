@@ -42,12 +42,12 @@ namespace ringtrace::detail {
 
 struct OpenZone {
   SiteId site;
-  std::uint32_t tag;       // the exporter's own word, given to feed() with the begin
-  std::uint8_t flags;      // EventFlags of the begin (region)
-  std::int64_t value;      // region id
+  std::uint32_t tag;   // the exporter's own word, given to feed() with the begin
+  std::uint8_t flags;  // EventFlags of the begin (region)
+  std::int64_t value;  // region id
   std::uint64_t begin_ns;
-  std::uint64_t child_ns;  // sum of direct children's totals so far
-  std::uint64_t weight;    // zones this one stands for (sampling: its and its ancestors' rates)
+  std::uint64_t child_ns;   // sum of direct children's totals so far
+  std::uint64_t weight;     // zones this one stands for (sampling: its and its ancestors' rates)
   std::uint64_t off_begin;  // the thread's off-CPU time accumulated at the begin
   std::uint64_t child_off;  // sum of direct children's off-CPU times so far
 };
@@ -55,9 +55,9 @@ struct OpenZone {
 struct ClosedZone {
   ThreadId thread;
   SiteId site;
-  std::uint32_t tag;       // as given with the begin
-  std::uint8_t flags;      // begin's flags | end's flags (region, closed_at_stop)
-  std::int64_t value;      // region id
+  std::uint32_t tag;   // as given with the begin
+  std::uint8_t flags;  // begin's flags | end's flags (region, closed_at_stop)
+  std::int64_t value;  // region id
   std::uint64_t begin_ns;
   std::uint64_t end_ns;
   std::uint64_t total_ns;  // end - begin
@@ -89,9 +89,11 @@ inline bool is_switch(EventKind kind) { return kind == EventKind::switch_out || 
 class SampleRates {
  public:
   std::uint32_t of(SiteId site, const TraceContext& context) {
-    if (site >= rates_.size()) [[unlikely]] rates_.resize(std::max<std::size_t>(site + 1, context.site_count()), 0);
+    if (site >= rates_.size()) [[unlikely]]
+      rates_.resize(std::max<std::size_t>(site + 1, context.site_count()), 0);
     std::uint32_t& r = rates_[site];
-    if (r == 0) [[unlikely]] r = std::max<std::uint32_t>(1, context.site(site).sample_every);
+    if (r == 0) [[unlikely]]
+      r = std::max<std::uint32_t>(1, context.site(site).sample_every);
     return r;
   }
   // Whether any site seen had a rate above 1.
@@ -121,7 +123,8 @@ class ZoneTracker {
       std::vector<OpenZone>& stack = stack_for(e.thread);
       const std::uint64_t outer = stack.empty() ? 1 : stack.back().weight;
       std::uint64_t off = 0;
-      if (any_switches_) [[unlikely]] off = ran_at(e.thread, e.time_ns);
+      if (any_switches_) [[unlikely]]
+        off = ran_at(e.thread, e.time_ns);
       stack.push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0, outer * factor, off, 0});
     } else if (e.kind == EventKind::zone_end) {
       if (stack_for(e.thread).empty()) return;
@@ -157,9 +160,9 @@ class ZoneTracker {
         stack.back().child_ns += total;
         stack.back().child_off += off;
       }
-      const ClosedZone closed{e.thread, site, tag, static_cast<std::uint8_t>(flags | e.flags),
-                              value, begin_ns, e.time_ns, total, self,
-                              static_cast<std::uint32_t>(stack.size()), weight, off, self_off, known};
+      const ClosedZone closed{e.thread,  site,  tag,  static_cast<std::uint8_t>(flags | e.flags), value,  begin_ns,
+                              e.time_ns, total, self, static_cast<std::uint32_t>(stack.size()),   weight, off,
+                              self_off,  known};
       on_close(closed, std::span<const OpenZone>(stack.data(), stack.size()));
     } else if (is_switch(e.kind)) [[unlikely]] {
       feed_switch(e);
@@ -176,8 +179,14 @@ class ZoneTracker {
     for (ThreadId t = 0; t < stacks_.size(); ++t) {
       while (!stacks_[t].empty()) {
         const OpenZone& open = stacks_[t].back();
-        Event end{end_ns, open.site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0,
-                  static_cast<std::uint32_t>(stacks_[t].size() - 1), {}};
+        Event end{end_ns,
+                  open.site,
+                  t,
+                  EventKind::zone_end,
+                  EventFlags::closed_at_stop,
+                  0,
+                  static_cast<std::uint32_t>(stacks_[t].size() - 1),
+                  {}};
         end.value.i = open.value;
         feed(end, on_close);
       }
@@ -196,7 +205,8 @@ class ZoneTracker {
   // does at a zone boundary), for an exporter that must write that interval before its
   // own handling of the boundary. Nothing without switch events.
   void ran(ThreadId thread, std::uint64_t time_ns) {
-    if (any_switches_) [[unlikely]] ran_at(thread, time_ns);
+    if (any_switches_) [[unlikely]]
+      ran_at(thread, time_ns);
   }
   // Off-CPU intervals go to `sink` as they end (a switch_in, or a zone boundary).
   void on_off_cpu(std::function<void(const OffCpuInterval&)> sink) { interval_sink_ = std::move(sink); }
@@ -223,7 +233,8 @@ class ZoneTracker {
   };
 
   CpuState& cpu_for(ThreadId thread) {
-    if (thread >= cpu_.size()) [[unlikely]] cpu_.resize(thread + 1);
+    if (thread >= cpu_.size()) [[unlikely]]
+      cpu_.resize(thread + 1);
     return cpu_[thread];
   }
   // The thread's off-CPU time accumulated up to t.
@@ -234,7 +245,8 @@ class ZoneTracker {
   // The thread ran at t (it recorded a zone boundary): an interval it was in ends there.
   std::uint64_t ran_at(ThreadId thread, std::uint64_t t) {
     CpuState& c = cpu_for(thread);
-    if (c.out) [[unlikely]] end_interval(thread, c, t, true);
+    if (c.out) [[unlikely]]
+      end_interval(thread, c, t, true);
     return c.off_total;
   }
   void end_interval(ThreadId thread, CpuState& c, std::uint64_t t, bool count) {
@@ -260,7 +272,8 @@ class ZoneTracker {
   }
 
   std::vector<OpenZone>& stack_for(ThreadId thread) {
-    if (thread >= stacks_.size()) [[unlikely]] stacks_.resize(thread + 1);
+    if (thread >= stacks_.size()) [[unlikely]]
+      stacks_.resize(thread + 1);
     return stacks_[thread];
   }
   std::vector<std::vector<OpenZone>> stacks_;

@@ -58,11 +58,10 @@ RINGTRACE_API int main(int argc, char** argv);
 
 }  // namespace ringtrace::bench
 
-#define RINGTRACE_BENCHMARK(fn) \
-  BENCHMARK(fn)->Setup(::ringtrace::bench::setup)->Teardown(::ringtrace::bench::teardown)
+#define RINGTRACE_BENCHMARK(fn) BENCHMARK(fn)->Setup(::ringtrace::bench::setup)->Teardown(::ringtrace::bench::teardown)
 
 // As BENCHMARK_MAIN(), ending with a declaration so that `RINGTRACE_BENCHMARK_MAIN();`
 // leaves no stray semicolon.
-#define RINGTRACE_BENCHMARK_MAIN()                                          \
+#define RINGTRACE_BENCHMARK_MAIN()                                                 \
   int main(int argc, char** argv) { return ::ringtrace::bench::main(argc, argv); } \
   int main(int, char**)

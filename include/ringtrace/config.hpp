@@ -3,12 +3,12 @@
 
 #include "ringtrace/requires_cxx20.hpp"  // first: one clear error below C++20
 
-#include <chrono>   // drain interval and grace window
-#include <cstddef>  // std::size_t
-#include <cstdint>  // std::uint32_t
-#include <string>   // process name
+#include <chrono>    // drain interval and grace window
+#include <cstddef>   // std::size_t
+#include <cstdint>   // std::uint32_t
 #include <optional>  // schedule
-#include <vector>   // disabled categories
+#include <string>    // process name
+#include <vector>    // disabled categories
 
 namespace ringtrace {
 
@@ -28,7 +28,7 @@ struct Schedule {
 // `max_bytes`) in memory all the time, and Session::snapshot() or the trigger writes it
 // through the window exporter factories (Session::add_window_exporter).
 struct FlightRecorder {
-  std::chrono::milliseconds keep{0};   // 0: no flight recorder
+  std::chrono::milliseconds keep{0};              // 0: no flight recorder
   std::size_t max_bytes = std::size_t{64} << 20;  // events (32 bytes each) and texts kept
   // A snapshot also takes the stream's next `after` (0: it ends at its request).
   std::chrono::milliseconds after{0};

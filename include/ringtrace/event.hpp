@@ -14,8 +14,8 @@ enum class EventKind : std::uint8_t {
   zone_begin = 0,  // value: region id for region sites, else 0
   zone_end = 1,    // same site and value as the matching begin
   instant = 2,
-  counter = 3,     // value.i or value.d, see EventFlags::counter_double
-  dropped = 4,     // value.u events were lost on this thread just before this time
+  counter = 3,  // value.i or value.d, see EventFlags::counter_double
+  dropped = 4,  // value.u events were lost on this thread just before this time
   // A value or text on the innermost zone open on this thread (RINGTRACE_ZONE_VALUE,
   // RINGTRACE_ZONE_TEXT); the site's name is the key. value.i or value.d (flag
   // value_double), or with flag `text` the bytes TraceContext::text(event) returns.
@@ -60,25 +60,25 @@ inline constexpr std::uint64_t after_loss = 4;
 }  // namespace SwitchBits
 
 namespace EventFlags {
-inline constexpr std::uint8_t counter_double = 1;  // counter or arg value is value.d
-inline constexpr std::uint8_t value_double = 1;    // the same bit, by its general name
-inline constexpr std::uint8_t region = 2;          // zone of a RINGTRACE_REGION site
-inline constexpr std::uint8_t closed_at_stop = 4;  // end made up at stop(): zone still open
-inline constexpr std::uint8_t late = 8;            // time raised to keep the stream ordered
-inline constexpr std::uint8_t text = 16;           // arg: the value is text (TraceContext::text)
-inline constexpr std::uint8_t truncated = 32;      // arg text: cut to the recording limit
+inline constexpr std::uint8_t counter_double = 1;         // counter or arg value is value.d
+inline constexpr std::uint8_t value_double = 1;           // the same bit, by its general name
+inline constexpr std::uint8_t region = 2;                 // zone of a RINGTRACE_REGION site
+inline constexpr std::uint8_t closed_at_stop = 4;         // end made up at stop(): zone still open
+inline constexpr std::uint8_t late = 8;                   // time raised to keep the stream ordered
+inline constexpr std::uint8_t text = 16;                  // arg: the value is text (TraceContext::text)
+inline constexpr std::uint8_t truncated = 32;             // arg text: cut to the recording limit
 inline constexpr std::uint8_t closed_at_window_end = 64;  // end made up at a window's end (windows only)
 }  // namespace EventFlags
 
 // 32 bytes. Times are nanoseconds on the CLOCK_MONOTONIC timeline.
 struct Event {
   std::uint64_t time_ns;
-  SiteId site;       // for `dropped` events: 0, the built-in "ringtrace: dropped events" site
+  SiteId site;  // for `dropped` events: 0, the built-in "ringtrace: dropped events" site
   ThreadId thread;
   EventKind kind;
   std::uint8_t flags;
   std::uint16_t text_size;  // arg with flag text: bytes of its text; else 0
-  std::uint32_t depth;  // zones open on this thread outside this event (begin: 0 at top level)
+  std::uint32_t depth;      // zones open on this thread outside this event (begin: 0 at top level)
   union {
     std::int64_t i;
     double d;

@@ -11,16 +11,16 @@
 #include <vector>      // output paths
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
-#include "ringtrace/event.hpp"  // Event, SiteId, ThreadId
-#include "ringtrace/site.hpp"   // SiteInfo
-#include "ringtrace/stats.hpp"  // SessionStats, ClockInfo
+#include "ringtrace/event.hpp"            // Event, SiteId, ThreadId
+#include "ringtrace/site.hpp"             // SiteInfo
+#include "ringtrace/stats.hpp"            // SessionStats, ClockInfo
 
 namespace ringtrace {
 
 struct ThreadInfo {
   ThreadId id = 0;
   std::uint64_t os_tid = 0;
-  std::string name;        // "" until set_thread_name; may change during a session
+  std::string name;  // "" until set_thread_name; may change during a session
   // Place of the thread in every listing: by the time of its first event, ties by OS
   // thread id. Known when the thread's first event is delivered.
   std::uint32_t sort_index = 0;

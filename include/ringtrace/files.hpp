@@ -13,9 +13,9 @@
 
 #include "ringtrace/requires_cxx20.hpp"  // first: one clear error below C++20
 
-#include <filesystem>  // paths
+#include <filesystem>    // paths
 #include <system_error>  // error codes of weakly_canonical
-#include <vector>      // several temporaries
+#include <vector>        // several temporaries
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 

@@ -103,10 +103,10 @@ RINGTRACE_API void frame_mark() noexcept;
 
 // Every name a macro declares ends with a number of its own (__COUNTER__), so that any
 // number of macros may share a line (and a macro may expand another).
-#define RINGTRACE_SITE_FULL_(var, name, kind, options, category)                                      \
-  static constexpr ::ringtrace::SiteInfo var {                                                          \
+#define RINGTRACE_SITE_FULL_(var, name, kind, options, category)                                               \
+  static constexpr ::ringtrace::SiteInfo var {                                                                 \
     (name), __builtin_FUNCTION(), __FILE__, static_cast<std::uint32_t>(__LINE__), ::ringtrace::SiteKind::kind, \
-        (options), (category)                                                                           \
+        (options), (category)                                                                                  \
   }
 #define RINGTRACE_SITE_(var, name, kind) RINGTRACE_SITE_FULL_(var, name, kind, 0, "")
 #define RINGTRACE_ID_(prefix, id) RINGTRACE_CAT(prefix, id)
@@ -121,25 +121,23 @@ RINGTRACE_API void frame_mark() noexcept;
 // reservation of the ring (zone_open_args).
 #define RINGTRACE_ZONE(...) RINGTRACE_ZONE_N_(RINGTRACE_NARGS_(__VA_ARGS__), __COUNTER__, __VA_ARGS__)
 #define RINGTRACE_ZONE_N_(n, id, ...) RINGTRACE_CAT(RINGTRACE_ZONE_ARGS_, n)(id, __VA_ARGS__)
-#define RINGTRACE_ZONE_ARGS_1(id, name)                                  \
-  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), name, zone);        \
-  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {   \
-    &RINGTRACE_ID_(ringtrace_site_, id)                                   \
-  }
+#define RINGTRACE_ZONE_ARGS_1(id, name)                            \
+  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), name, zone); \
+  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) { &RINGTRACE_ID_(ringtrace_site_, id) }
 #define RINGTRACE_ZONE_KEY_(id, n, key) RINGTRACE_SITE_(RINGTRACE_CAT(RINGTRACE_ID_(ringtrace_key_, id), n), key, value)
 #define RINGTRACE_ZONE_ARG_(id, n, v) \
   ::ringtrace::detail::zone_arg(&RINGTRACE_CAT(RINGTRACE_ID_(ringtrace_key_, id), n), (v))
-#define RINGTRACE_ZONE_WITH_ARGS_(id, name, ...)                                                               \
-  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), name, zone);                                              \
-  const std::uint32_t RINGTRACE_ID_(ringtrace_epoch_, id) =                                                     \
-      ::ringtrace::detail::g_epoch.load(std::memory_order_relaxed);                                             \
-  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {                                         \
-    ::ringtrace::detail::ZoneToken {                                                                            \
-      RINGTRACE_ID_(ringtrace_epoch_, id) == 0                                                                  \
-          ? ::ringtrace::detail::kNoSession                                                                     \
-          : ::ringtrace::detail::zone_open_args(RINGTRACE_ID_(ringtrace_epoch_, id),                           \
-                                                &RINGTRACE_ID_(ringtrace_site_, id), __VA_ARGS__)              \
-    }                                                                                                           \
+#define RINGTRACE_ZONE_WITH_ARGS_(id, name, ...)                                                  \
+  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), name, zone);                                \
+  const std::uint32_t RINGTRACE_ID_(ringtrace_epoch_, id) =                                       \
+      ::ringtrace::detail::g_epoch.load(std::memory_order_relaxed);                               \
+  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {                            \
+    ::ringtrace::detail::ZoneToken {                                                              \
+      RINGTRACE_ID_(ringtrace_epoch_, id) == 0                                                    \
+          ? ::ringtrace::detail::kNoSession                                                       \
+          : ::ringtrace::detail::zone_open_args(RINGTRACE_ID_(ringtrace_epoch_, id),              \
+                                                &RINGTRACE_ID_(ringtrace_site_, id), __VA_ARGS__) \
+    }                                                                                             \
   }
 #define RINGTRACE_ZONE_ARGS_3(id, name, k1, v1) \
   RINGTRACE_ZONE_KEY_(id, 1, k1);               \
@@ -148,17 +146,17 @@ RINGTRACE_API void frame_mark() noexcept;
   RINGTRACE_ZONE_KEY_(id, 1, k1);                       \
   RINGTRACE_ZONE_KEY_(id, 2, k2);                       \
   RINGTRACE_ZONE_WITH_ARGS_(id, name, RINGTRACE_ZONE_ARG_(id, 1, v1), RINGTRACE_ZONE_ARG_(id, 2, v2))
-#define RINGTRACE_ZONE_ARGS_7(id, name, k1, v1, k2, v2, k3, v3)                                      \
-  RINGTRACE_ZONE_KEY_(id, 1, k1);                                                                    \
-  RINGTRACE_ZONE_KEY_(id, 2, k2);                                                                    \
-  RINGTRACE_ZONE_KEY_(id, 3, k3);                                                                    \
+#define RINGTRACE_ZONE_ARGS_7(id, name, k1, v1, k2, v2, k3, v3)                                       \
+  RINGTRACE_ZONE_KEY_(id, 1, k1);                                                                     \
+  RINGTRACE_ZONE_KEY_(id, 2, k2);                                                                     \
+  RINGTRACE_ZONE_KEY_(id, 3, k3);                                                                     \
   RINGTRACE_ZONE_WITH_ARGS_(id, name, RINGTRACE_ZONE_ARG_(id, 1, v1), RINGTRACE_ZONE_ARG_(id, 2, v2), \
                             RINGTRACE_ZONE_ARG_(id, 3, v3))
-#define RINGTRACE_ZONE_ARGS_9(id, name, k1, v1, k2, v2, k3, v3, k4, v4)                              \
-  RINGTRACE_ZONE_KEY_(id, 1, k1);                                                                    \
-  RINGTRACE_ZONE_KEY_(id, 2, k2);                                                                    \
-  RINGTRACE_ZONE_KEY_(id, 3, k3);                                                                    \
-  RINGTRACE_ZONE_KEY_(id, 4, k4);                                                                    \
+#define RINGTRACE_ZONE_ARGS_9(id, name, k1, v1, k2, v2, k3, v3, k4, v4)                               \
+  RINGTRACE_ZONE_KEY_(id, 1, k1);                                                                     \
+  RINGTRACE_ZONE_KEY_(id, 2, k2);                                                                     \
+  RINGTRACE_ZONE_KEY_(id, 3, k3);                                                                     \
+  RINGTRACE_ZONE_KEY_(id, 4, k4);                                                                     \
   RINGTRACE_ZONE_WITH_ARGS_(id, name, RINGTRACE_ZONE_ARG_(id, 1, v1), RINGTRACE_ZONE_ARG_(id, 2, v2), \
                             RINGTRACE_ZONE_ARG_(id, 3, v3), RINGTRACE_ZONE_ARG_(id, 4, v4))
 #define RINGTRACE_ZONE_BAD_ARGS_ static_assert(false, "RINGTRACE_ZONE takes a name, then up to four key/value pairs")
@@ -172,12 +170,12 @@ RINGTRACE_API void frame_mark() noexcept;
 // kMaxRuntimeName = 256 bytes; a longer one is cut and its begin flagged truncated),
 // and the drainer interns it into a site of its own (Config::max_runtime_names).
 #define RINGTRACE_ZONE_DYNAMIC(name) RINGTRACE_ZONE_DYNAMIC_(__COUNTER__, name)
-#define RINGTRACE_ZONE_DYNAMIC_(id, name)                                                                 \
-  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), "", zone);                                          \
-  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {                                   \
-    ::ringtrace::detail::ZoneToken {                                                                      \
-      ::ringtrace::detail::zone_open_named(&RINGTRACE_ID_(ringtrace_site_, id), std::string_view(name))  \
-    }                                                                                                     \
+#define RINGTRACE_ZONE_DYNAMIC_(id, name)                                                               \
+  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), "", zone);                                        \
+  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {                                  \
+    ::ringtrace::detail::ZoneToken {                                                                    \
+      ::ringtrace::detail::zone_open_named(&RINGTRACE_ID_(ringtrace_site_, id), std::string_view(name)) \
+    }                                                                                                   \
   }
 
 // RINGTRACE_ZONE_BEGIN(name) ... RINGTRACE_ZONE_END(): a zone begun and ended in
@@ -187,9 +185,9 @@ RINGTRACE_API void frame_mark() noexcept;
 // manual zone open is counted (SessionStats::unbalanced_ends); a zone still open at
 // stop() is closed at the stop time, flagged closed_at_stop.
 #define RINGTRACE_ZONE_BEGIN(name) RINGTRACE_ZONE_BEGIN_(__COUNTER__, name)
-#define RINGTRACE_ZONE_BEGIN_(id, name)                                   \
-  do {                                                                    \
-    RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), name, zone);      \
+#define RINGTRACE_ZONE_BEGIN_(id, name)                                          \
+  do {                                                                           \
+    RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), name, zone);             \
     ::ringtrace::detail::manual_zone_begin(&RINGTRACE_ID_(ringtrace_site_, id)); \
   } while (0)
 #define RINGTRACE_ZONE_END() ::ringtrace::detail::manual_zone_end()
@@ -198,9 +196,9 @@ RINGTRACE_API void frame_mark() noexcept;
 // literal or anything that converts to std::string_view), copied (cut at 1024 bytes,
 // marked).
 #define RINGTRACE_MESSAGE(text) RINGTRACE_MESSAGE_(__COUNTER__, text)
-#define RINGTRACE_MESSAGE_(id, text)                                                         \
-  do {                                                                                       \
-    RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), "message", instant);                 \
+#define RINGTRACE_MESSAGE_(id, text)                                                           \
+  do {                                                                                         \
+    RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, id), "message", instant);                   \
     ::ringtrace::detail::message(&RINGTRACE_ID_(ringtrace_site_, id), std::string_view(text)); \
   } while (0)
 
@@ -214,51 +212,55 @@ RINGTRACE_API void frame_mark() noexcept;
       RINGTRACE_ID_(ringtrace_function_, id){__PRETTY_FUNCTION__};                                               \
   RINGTRACE_ZONE_ARGS_1(id, RINGTRACE_ID_(ringtrace_function_, id).text)
 
-#define RINGTRACE_INSTANT(name)                                               \
-  do {                                                                        \
-    RINGTRACE_SITE_(ringtrace_site_, name, instant);                          \
-    ::ringtrace::detail::instant(&ringtrace_site_);                           \
+#define RINGTRACE_INSTANT(name)                      \
+  do {                                               \
+    RINGTRACE_SITE_(ringtrace_site_, name, instant); \
+    ::ringtrace::detail::instant(&ringtrace_site_);  \
   } while (0)
 
-#define RINGTRACE_COUNTER(name, value)                                        \
-  do {                                                                        \
-    RINGTRACE_SITE_(ringtrace_site_, name, counter);                          \
-    ::ringtrace::detail::counter(&ringtrace_site_, (value));                  \
+#define RINGTRACE_COUNTER(name, value)                       \
+  do {                                                       \
+    RINGTRACE_SITE_(ringtrace_site_, name, counter);         \
+    ::ringtrace::detail::counter(&ringtrace_site_, (value)); \
   } while (0)
 
 #define RINGTRACE_REGION(name, id) RINGTRACE_REGION_(__COUNTER__, name, id)
-#define RINGTRACE_REGION_(n, name, id)                                         \
-  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, n), name, region);            \
-  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, n) {          \
-    &RINGTRACE_ID_(ringtrace_site_, n), static_cast<std::int64_t>(id)          \
+#define RINGTRACE_REGION_(n, name, id)                                \
+  RINGTRACE_SITE_(RINGTRACE_ID_(ringtrace_site_, n), name, region);   \
+  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, n) { \
+    &RINGTRACE_ID_(ringtrace_site_, n), static_cast<std::int64_t>(id) \
   }
 
 #define RINGTRACE_ZONE_IN(category, name) RINGTRACE_ZONE_IN_(__COUNTER__, category, name)
-#define RINGTRACE_ZONE_IN_(id, category, name)                                                    \
-  RINGTRACE_SITE_FULL_(RINGTRACE_ID_(ringtrace_site_, id), name, zone, 0, category);              \
-  static constinit ::ringtrace::detail::CategorySlot RINGTRACE_ID_(ringtrace_category_, id){};    \
-  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {                            \
-    &RINGTRACE_ID_(ringtrace_site_, id), RINGTRACE_ID_(ringtrace_category_, id)                   \
+#define RINGTRACE_ZONE_IN_(id, category, name)                                                 \
+  RINGTRACE_SITE_FULL_(RINGTRACE_ID_(ringtrace_site_, id), name, zone, 0, category);           \
+  static constinit ::ringtrace::detail::CategorySlot RINGTRACE_ID_(ringtrace_category_, id){}; \
+  ::ringtrace::detail::ScopedZone RINGTRACE_ID_(ringtrace_zone_, id) {                         \
+    &RINGTRACE_ID_(ringtrace_site_, id), RINGTRACE_ID_(ringtrace_category_, id)                \
   }
 
 // A zone recorded one time in `every` (a constant; 0: the session's
 // Config::sample_every) per thread, the first recorded; a zone left out takes
 // everything its thread records inside it along (see zone_open_sampled).
 #define RINGTRACE_ZONE_SAMPLED(name, every) RINGTRACE_ZONE_SAMPLED_(__COUNTER__, name, every)
-#define RINGTRACE_ZONE_SAMPLED_(id, name, every)                                                       \
-  static constexpr ::ringtrace::SiteInfo RINGTRACE_ID_(ringtrace_site_, id) {                           \
-    (name), __builtin_FUNCTION(), __FILE__, static_cast<std::uint32_t>(__LINE__), ::ringtrace::SiteKind::zone, \
-        ::ringtrace::SiteOptions::sampled, "", static_cast<std::uint32_t>(every)                          \
-  };                                                                                                    \
-  static constinit thread_local ::ringtrace::detail::SampleCount RINGTRACE_ID_(ringtrace_sample_left_, id){}; \
-  ::ringtrace::detail::SampledZone RINGTRACE_ID_(ringtrace_zone_, id) {                                 \
-    &RINGTRACE_ID_(ringtrace_site_, id), RINGTRACE_ID_(ringtrace_sample_left_, id)                      \
+#define RINGTRACE_ZONE_SAMPLED_(id, name, every)                                                                  \
+  static constexpr ::ringtrace::SiteInfo RINGTRACE_ID_(ringtrace_site_, id){(name),                               \
+                                                                            __builtin_FUNCTION(),                 \
+                                                                            __FILE__,                             \
+                                                                            static_cast<std::uint32_t>(__LINE__), \
+                                                                            ::ringtrace::SiteKind::zone,          \
+                                                                            ::ringtrace::SiteOptions::sampled,    \
+                                                                            "",                                   \
+                                                                            static_cast<std::uint32_t>(every)};   \
+  static constinit thread_local ::ringtrace::detail::SampleCount RINGTRACE_ID_(ringtrace_sample_left_, id){};     \
+  ::ringtrace::detail::SampledZone RINGTRACE_ID_(ringtrace_zone_, id) {                                           \
+    &RINGTRACE_ID_(ringtrace_site_, id), RINGTRACE_ID_(ringtrace_sample_left_, id)                                \
   }
 
-#define RINGTRACE_ZONE_VALUE(key, number)                                     \
-  do {                                                                        \
-    RINGTRACE_SITE_(ringtrace_site_, key, value);                             \
-    ::ringtrace::detail::zone_value(&ringtrace_site_, (number));              \
+#define RINGTRACE_ZONE_VALUE(key, number)                        \
+  do {                                                           \
+    RINGTRACE_SITE_(ringtrace_site_, key, value);                \
+    ::ringtrace::detail::zone_value(&ringtrace_site_, (number)); \
   } while (0)
 
 // RINGTRACE_ZONE_TEXT(key, text): a literal, std::string, std::string_view (or a
@@ -270,42 +272,42 @@ RINGTRACE_API void frame_mark() noexcept;
     RINGTRACE_SITE_(ringtrace_site_, key, value);                             \
     ::ringtrace::detail::zone_text(&ringtrace_site_, std::string_view(text)); \
   } while (0)
-#define RINGTRACE_ZONE_TEXT_3(key, text, size)                                \
-  do {                                                                        \
-    RINGTRACE_SITE_(ringtrace_site_, key, value);                             \
+#define RINGTRACE_ZONE_TEXT_3(key, text, size)                                                \
+  do {                                                                                        \
+    RINGTRACE_SITE_(ringtrace_site_, key, value);                                             \
     ::ringtrace::detail::zone_text(&ringtrace_site_, (text), static_cast<std::size_t>(size)); \
   } while (0)
 
 #define RINGTRACE_FLOW_OUT(id)                                                                        \
   do {                                                                                                \
     RINGTRACE_SITE_(ringtrace_site_, "flow", flow_out);                                               \
-    ::ringtrace::detail::attach<::ringtrace::detail::record_arg_int>(&ringtrace_site_,              \
-                                                                       static_cast<std::uint64_t>(id)); \
+    ::ringtrace::detail::attach<::ringtrace::detail::record_arg_int>(&ringtrace_site_,                \
+                                                                     static_cast<std::uint64_t>(id)); \
   } while (0)
 
 #define RINGTRACE_FLOW_IN(id)                                                                         \
   do {                                                                                                \
     RINGTRACE_SITE_(ringtrace_site_, "flow", flow_in);                                                \
-    ::ringtrace::detail::attach<::ringtrace::detail::record_arg_int>(&ringtrace_site_,              \
-                                                                       static_cast<std::uint64_t>(id)); \
+    ::ringtrace::detail::attach<::ringtrace::detail::record_arg_int>(&ringtrace_site_,                \
+                                                                     static_cast<std::uint64_t>(id)); \
   } while (0)
 
-#define RINGTRACE_ASYNC_BEGIN(name, id)                                                \
-  do {                                                                                 \
-    RINGTRACE_SITE_(ringtrace_site_, name, async_begin);                               \
+#define RINGTRACE_ASYNC_BEGIN(name, id)                                                 \
+  do {                                                                                  \
+    RINGTRACE_SITE_(ringtrace_site_, name, async_begin);                                \
     ::ringtrace::detail::timed_value(&ringtrace_site_, static_cast<std::uint64_t>(id)); \
   } while (0)
 
-#define RINGTRACE_ASYNC_END(name, id)                                                  \
-  do {                                                                                 \
-    RINGTRACE_SITE_(ringtrace_site_, name, async_end);                                 \
+#define RINGTRACE_ASYNC_END(name, id)                                                   \
+  do {                                                                                  \
+    RINGTRACE_SITE_(ringtrace_site_, name, async_end);                                  \
     ::ringtrace::detail::timed_value(&ringtrace_site_, static_cast<std::uint64_t>(id)); \
   } while (0)
 
-#define RINGTRACE_COUNTER_PER_THREAD(name, value)                                                   \
-  do {                                                                                              \
+#define RINGTRACE_COUNTER_PER_THREAD(name, value)                                                         \
+  do {                                                                                                    \
     RINGTRACE_SITE_FULL_(ringtrace_site_, name, counter, ::ringtrace::SiteOptions::per_thread_track, ""); \
-    ::ringtrace::detail::counter(&ringtrace_site_, (value));                                        \
+    ::ringtrace::detail::counter(&ringtrace_site_, (value));                                              \
   } while (0)
 
 // With a site from ringtrace::intern(): names known only at run time.

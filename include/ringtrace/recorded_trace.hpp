@@ -3,12 +3,12 @@
 // on a recorded stream through the same interface).
 #pragma once
 
-#include <cstddef>  // batch sizes
-#include <cstdint>  // times
-#include <mutex>    // MemoryExporter is read from other threads
-#include <string>   // owned names
+#include <cstddef>      // batch sizes
+#include <cstdint>      // times
+#include <mutex>        // MemoryExporter is read from other threads
+#include <string>       // owned names
 #include <string_view>  // texts
-#include <vector>   // events, sites, threads
+#include <vector>       // events, sites, threads
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter, TraceContext, ThreadInfo
@@ -21,8 +21,8 @@ struct RecordedSite {
   std::string file;
   std::uint32_t line = 0;
   SiteKind kind = SiteKind::zone;
-  std::uint8_t options = 0;  // SiteOptions bits
-  std::string category;      // "" for none
+  std::uint8_t options = 0;        // SiteOptions bits
+  std::string category;            // "" for none
   std::uint32_t sample_every = 1;  // a sampled site's rate (SiteInfo::sample_every)
 };
 
@@ -30,10 +30,10 @@ struct RecordedSite {
 struct RecordedTrace {
   std::string process_name = "ringtrace";
   ClockInfo clock;
-  std::vector<RecordedSite> sites;   // index: SiteId
-  std::vector<ThreadInfo> threads;   // index: ThreadId
-  std::vector<Event> events;         // ordered by time_ns
-  std::string texts;                 // arg and message texts: an event's value.u is its offset here
+  std::vector<RecordedSite> sites;  // index: SiteId
+  std::vector<ThreadInfo> threads;  // index: ThreadId
+  std::vector<Event> events;        // ordered by time_ns
+  std::string texts;                // arg and message texts: an event's value.u is its offset here
   SessionStats stats;
 };
 
@@ -157,9 +157,9 @@ class RINGTRACE_API TraceBuilder {
   RecordedTrace trace_;
   std::vector<ThreadState> state_;
   TraceBuilder& add_switch(ThreadId thread, std::uint64_t time_ns, bool out, std::uint64_t bits);
-  SiteId flow_out_site_ = 0, flow_in_site_ = 0;  // made on first use
+  SiteId flow_out_site_ = 0, flow_in_site_ = 0;      // made on first use
   SiteId switch_out_site_ = 0, switch_in_site_ = 0;  // made on first use
-  std::vector<Event> pending_;  // in the order added; build() stable-sorts by time
+  std::vector<Event> pending_;                       // in the order added; build() stable-sorts by time
 };
 
 }  // namespace ringtrace

@@ -19,8 +19,8 @@ struct WindowInfo {
   std::uint64_t index = 0;       // 0 for the first window of the run
   std::uint64_t first_step = 0;  // steps counted from 0 over the whole run
   std::uint64_t last_step = 0;
-  std::uint64_t begin_ns = 0;    // CLOCK_MONOTONIC: the first active step's begin
-  std::uint64_t end_ns = 0;      // 0 when the factory is called (the window has just begun)
+  std::uint64_t begin_ns = 0;  // CLOCK_MONOTONIC: the first active step's begin
+  std::uint64_t end_ns = 0;    // 0 when the factory is called (the window has just begun)
   // A flight recorder's snapshot: why it was taken (snapshot()'s reason, or the
   // trigger's "zone 'request' took 2.345 ms"); empty for a schedule's window. A
   // snapshot's steps are 0 and begin_ns is the time of its first event.

@@ -12,10 +12,10 @@ namespace ringtrace {
 
 // What kind of call site a SiteInfo describes.
 enum class SiteKind : std::uint8_t {
-  zone = 0,     // RINGTRACE_ZONE / RINGTRACE_FUNCTION / an interned name
-  instant = 1,  // RINGTRACE_INSTANT
-  counter = 2,  // RINGTRACE_COUNTER
-  region = 3,   // RINGTRACE_REGION: a zone that marks a capture region
+  zone = 0,         // RINGTRACE_ZONE / RINGTRACE_FUNCTION / an interned name
+  instant = 1,      // RINGTRACE_INSTANT
+  counter = 2,      // RINGTRACE_COUNTER
+  region = 3,       // RINGTRACE_REGION: a zone that marks a capture region
   value = 4,        // RINGTRACE_ZONE_VALUE / RINGTRACE_ZONE_TEXT: the name is the argument's key
   flow_out = 5,     // RINGTRACE_FLOW_OUT
   flow_in = 6,      // RINGTRACE_FLOW_IN
@@ -50,7 +50,7 @@ struct alignas(32) SiteInfo {
   const char* file;      // source file, "" for interned names
   std::uint32_t line;    // source line, 0 for interned names
   SiteKind kind;
-  std::uint8_t options = 0;     // SiteOptions bits
+  std::uint8_t options = 0;   // SiteOptions bits
   const char* category = "";  // RINGTRACE_ZONE_IN's category; "" for none
   // A sampled site (SiteOptions::sampled) records one zone in this many, per thread; 0
   // in a call site means the session's Config::sample_every. What exporters see through

@@ -11,12 +11,12 @@
 namespace ringtrace {
 
 struct ClockInfo {
-  bool tsc = false;                 // true: invariant TSC; false: CLOCK_MONOTONIC on each event
-  double ticks_per_second = 1e9;    // calibrated TSC frequency (1e9 for the monotonic clock)
-  std::uint64_t start_ns = 0;       // session start on the CLOCK_MONOTONIC timeline
-  std::uint64_t stop_ns = 0;        // session stop (0 while running)
+  bool tsc = false;                  // true: invariant TSC; false: CLOCK_MONOTONIC on each event
+  double ticks_per_second = 1e9;     // calibrated TSC frequency (1e9 for the monotonic clock)
+  std::uint64_t start_ns = 0;        // session start on the CLOCK_MONOTONIC timeline
+  std::uint64_t stop_ns = 0;         // session stop (0 while running)
   std::uint32_t recalibrations = 0;  // times the drainer re-fit ticks to CLOCK_MONOTONIC
-  double max_correction_ns = 0;     // largest offset the re-fits corrected
+  double max_correction_ns = 0;      // largest offset the re-fits corrected
 };
 
 struct ThreadStats {
@@ -63,7 +63,7 @@ struct SessionStats {
   // Events of threads that had no ring in this session (it could not be allocated), and
   // of signal handlers that interrupted their thread while it was binding its ring.
   std::uint64_t dropped_without_ring = 0;
-  std::uint64_t late_events = 0;     // events whose time was raised to keep the order
+  std::uint64_t late_events = 0;  // events whose time was raised to keep the order
   // Zone ends with no open zone (ignored), and RINGTRACE_ZONE_ENDs with no
   // RINGTRACE_ZONE_BEGIN open on their thread.
   std::uint64_t unbalanced_ends = 0;
@@ -72,14 +72,14 @@ struct SessionStats {
   // given a site of their own, and the zones past Config::max_runtime_names of them,
   // which share the one site "ringtrace: run-time names past the limit".
   std::uint64_t runtime_names = 0;
-  std::uint64_t runtime_names_overflowed = 0;   // zones still open at stop(), closed at the stop time
+  std::uint64_t runtime_names_overflowed = 0;  // zones still open at stop(), closed at the stop time
   std::uint64_t drain_passes = 0;
   // Of `recorded`, the events their own threads packed into the binary file when they
   // found their ring full (Config::self_drain); the drainer handed over the rest.
   std::uint64_t self_drained = 0;
   std::uint64_t snapshots = 0;             // flight-recorder snapshots written
   std::uint64_t snapshots_suppressed = 0;  // requests and triggers the rate limit refused
-  FunctionStats functions;  // instrumented functions' calls not recorded as they ran
+  FunctionStats functions;                 // instrumented functions' calls not recorded as they ran
   // Config::context_switches. Empty when switches are recorded (or were not asked for);
   // else why they are missing, once for the session (the first refusal, e.g.
   // "perf_event_open: Permission denied (perf_event_paranoid 3)"): the session runs
@@ -87,11 +87,11 @@ struct SessionStats {
   // not be mapped: the locked-memory budget) is counted in threads_without_switches and
   // its message kept here too.
   std::string context_switches_unavailable;
-  std::uint64_t context_switches = 0;       // switch_out and switch_in events delivered
-  std::uint64_t context_switches_lost = 0;  // switch records the kernel could not keep (its ring was full)
+  std::uint64_t context_switches = 0;          // switch_out and switch_in events delivered
+  std::uint64_t context_switches_lost = 0;     // switch records the kernel could not keep (its ring was full)
   std::uint64_t threads_without_switches = 0;  // threads whose switches were asked for and not recorded
   ClockInfo clock;
-  std::string allocator;               // "mimalloc" or "system" (where ring memory came from)
+  std::string allocator;                     // "mimalloc" or "system" (where ring memory came from)
   std::vector<std::string> exporter_errors;  // an exporter that threw is listed and disabled
 };
 

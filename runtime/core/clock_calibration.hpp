@@ -56,7 +56,8 @@ class SegmentClock {
   // Inline for the decoder's per-event loop: events are almost always in the newest segment.
   std::uint64_t to_ns(std::uint64_t ticks) const noexcept {
     const ClockSegment& s = segments_[newest_];
-    if (ticks >= s.base_ticks) [[likely]] return s.base_ns + scale(ticks - s.base_ticks, s.mult);
+    if (ticks >= s.base_ticks) [[likely]]
+      return s.base_ns + scale(ticks - s.base_ticks, s.mult);
     return to_ns_older(ticks);
   }
   static std::uint64_t scale(std::uint64_t delta, std::uint64_t mult) noexcept {

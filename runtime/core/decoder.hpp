@@ -52,25 +52,25 @@ struct OpenRecordZone {
 // One thread's decoding state between calls.
 struct ThreadDecodeState {
   ThreadId thread = 0;
-  std::vector<OpenRecordZone> open;     // open[0, depth): the zones open, innermost last (slots above are kept)
+  std::vector<OpenRecordZone> open;  // open[0, depth): the zones open, innermost last (slots above are kept)
   std::size_t depth = 0;
-  std::uint64_t last_ticks = 0;   // the previous record's ticks, as the rules raised them
+  std::uint64_t last_ticks = 0;  // the previous record's ticks, as the rules raised them
   std::uint64_t last_ns = 0;
-  std::uint64_t recorded = 0;     // events decoded (drop markers are not events recorded)
+  std::uint64_t recorded = 0;        // events decoded (drop markers are not events recorded)
   std::uint64_t reported_drops = 0;  // the counts of the drop markers decoded
-  std::uint64_t first_ticks = 0;  // of the thread's first record decoded
-  bool started = false;           // first_ticks is known
-  bool past_stop = false;         // a record after the stop time was read: the rest are too
+  std::uint64_t first_ticks = 0;     // of the thread's first record decoded
+  bool started = false;              // first_ticks is known
+  bool past_stop = false;            // a record after the stop time was read: the rest are too
 };
 
 // The session's steps track (steps.hpp): its step zone, open or not, as of the latest
 // step marker decoded by time (threads are decoded one after the other, but markers are
 // recorded one at a time, so the latest by time is the last one recorded).
 struct StepTrack {
-  bool open = false;         // a step's zone is open
-  std::uint64_t number = 0;  // its step number
-  std::uint64_t last_ns = 0; // the latest marker's time
-  bool seen = false;         // a marker was decoded
+  bool open = false;          // a step's zone is open
+  std::uint64_t number = 0;   // its step number
+  std::uint64_t last_ns = 0;  // the latest marker's time
+  bool seen = false;          // a marker was decoded
 };
 
 // What a decoder keeps for the whole session, across threads.
@@ -93,12 +93,18 @@ enum class DecodeStop : std::uint8_t {
 // What value and async records become, by their site's kind.
 inline EventKind value_event_kind(SiteKind kind) {
   switch (kind) {
-    case SiteKind::value: return EventKind::arg;
-    case SiteKind::flow_out: return EventKind::flow_out;
-    case SiteKind::flow_in: return EventKind::flow_in;
-    case SiteKind::async_begin: return EventKind::async_begin;
-    case SiteKind::async_end: return EventKind::async_end;
-    default: return EventKind::counter;
+    case SiteKind::value:
+      return EventKind::arg;
+    case SiteKind::flow_out:
+      return EventKind::flow_out;
+    case SiteKind::flow_in:
+      return EventKind::flow_in;
+    case SiteKind::async_begin:
+      return EventKind::async_begin;
+    case SiteKind::async_end:
+      return EventKind::async_end;
+    default:
+      return EventKind::counter;
   }
 }
 
@@ -159,7 +165,8 @@ class RingDecoder {
     // The clock's newest segment in locals: the stores of events could alias the policy's.
     const ClockSegment line = clock_.fast();
     const auto to_ns = [&](std::uint64_t ticks) {
-      if (ticks >= line.base_ticks) [[likely]] return line.base_ns + SegmentClock::scale(ticks - line.base_ticks, line.mult);
+      if (ticks >= line.base_ticks) [[likely]]
+        return line.base_ns + SegmentClock::scale(ticks - line.base_ticks, line.mult);
       return clock_.to_ns(ticks);
     };
     // A record whose time is past `stop` (the until or the stop limit): which one.
@@ -390,8 +397,8 @@ class RingDecoder {
     if (!s.started && at != start) {
       s.started = true;
       const std::uint64_t first = load_header(start);
-      s.first_ticks = (first & kRecordEndBit) != 0 || kind_has_time(kind_of(first)) ? record_ticks(first, start, 0)
-                                                                                  : s.last_ticks;
+      s.first_ticks =
+          (first & kRecordEndBit) != 0 || kind_has_time(kind_of(first)) ? record_ticks(first, start, 0) : s.last_ticks;
     }
     records = std::span<const std::uint8_t>(at, end);
     s.last_ticks = last_ticks;
@@ -457,8 +464,14 @@ std::size_t close_zones(ThreadDecodeState& s, std::uint64_t ns, std::uint8_t fla
   while (s.depth > 0) {
     const OpenRecordZone zone = s.open[--s.depth];
     Event& e = next();
-    e = Event{ns, zone.site(), s.thread, EventKind::zone_end, static_cast<std::uint8_t>(zone.flags() | flags), 0,
-              static_cast<std::uint32_t>(s.depth), {}};
+    e = Event{ns,
+              zone.site(),
+              s.thread,
+              EventKind::zone_end,
+              static_cast<std::uint8_t>(zone.flags() | flags),
+              0,
+              static_cast<std::uint32_t>(s.depth),
+              {}};
     e.value.u = zone.value;
   }
   return closed;

@@ -39,7 +39,8 @@ class FunctionFilter {
   // What becomes of `site`'s zones: kept, excluded (a function the patterns leave out),
   // or timed (a function whose short calls are left out).
   Decision decide(SiteId site, const std::function<const SiteInfo&(SiteId)>& info) {
-    if (site < decisions_.size() && decisions_[site] != unknown) [[likely]] return static_cast<Decision>(decisions_[site]);
+    if (site < decisions_.size() && decisions_[site] != unknown) [[likely]]
+      return static_cast<Decision>(decisions_[site]);
     return decide_slow(site, info(site));
   }
 
@@ -57,7 +58,7 @@ class FunctionFilter {
   bool active_ = false;
   std::uint64_t min_ns_ = 0;
   std::vector<std::regex> include_, exclude_;
-  std::vector<std::uint8_t> decisions_;    // by SiteId
+  std::vector<std::uint8_t> decisions_;       // by SiteId
   std::vector<std::uint64_t> short_by_site_;  // by SiteId
   std::uint64_t short_calls_ = 0, excluded_ = 0;
 };
@@ -86,9 +87,9 @@ class FilteredThread {
   std::vector<Event> held_;            // held_[next_..] not released yet
   std::vector<std::uint8_t> removed_;  // beside held_
   std::size_t next_ = 0;
-  std::uint64_t first_seq_ = 0;        // the stream place of held_[0]
-  std::vector<Open> open_;             // the zones open at the last event added
-  std::uint32_t removed_depth_ = 0;    // zones left out that are open at the next event released
+  std::uint64_t first_seq_ = 0;      // the stream place of held_[0]
+  std::vector<Open> open_;           // the zones open at the last event added
+  std::uint32_t removed_depth_ = 0;  // zones left out that are open at the next event released
 };
 
 }  // namespace ringtrace::detail

@@ -18,20 +18,20 @@
 #include <string_view>
 
 #include "clock_calibration.hpp"  // ClockSegment
-#include "ringtrace/event.hpp"        // ThreadId
+#include "ringtrace/event.hpp"    // ThreadId
 
 namespace ringtrace::detail {
 
 struct RawSessionInfo {
-  bool tsc = false;                    // ticks are TSC cycles (else CLOCK_MONOTONIC ns)
+  bool tsc = false;  // ticks are TSC cycles (else CLOCK_MONOTONIC ns)
   double ticks_per_second = 0;
-  std::uint64_t start_ns = 0;          // CLOCK_MONOTONIC at start()
+  std::uint64_t start_ns = 0;             // CLOCK_MONOTONIC at start()
   std::uint64_t realtime_anchor_ns = 0;   // CLOCK_REALTIME read next to...
   std::uint64_t monotonic_anchor_ns = 0;  // ...this CLOCK_MONOTONIC reading
-  std::uint64_t merge_grace_ns = 0;    // how late a record may be published (Config::merge_grace)
-  std::uint64_t ring_bytes = 0;        // bytes per ring (Config::buffer_records * 16, rounded as the rings are)
-  std::uint64_t boundary_gap_ticks = 0;  // boundary_gap_ticks() of the session
-  bool per_thread_counters = false;      // Config::per_thread_counters
+  std::uint64_t merge_grace_ns = 0;       // how late a record may be published (Config::merge_grace)
+  std::uint64_t ring_bytes = 0;           // bytes per ring (Config::buffer_records * 16, rounded as the rings are)
+  std::uint64_t boundary_gap_ticks = 0;   // boundary_gap_ticks() of the session
+  bool per_thread_counters = false;       // Config::per_thread_counters
 };
 
 // Zone boundaries (begins and ends) of one thread are at least this many ticks apart

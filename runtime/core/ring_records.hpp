@@ -44,7 +44,8 @@ inline std::uint64_t word_at(const std::uint8_t* at, std::size_t index) noexcept
 // accesses to it are free of a report that the two mappings make up.
 inline void zero_slots(std::uint8_t* at, std::uint64_t bytes) noexcept {
 #if RINGTRACE_TSAN
-  for (std::uint64_t i = 0; i < bytes / 8; ++i) __atomic_store_n(reinterpret_cast<std::uint64_t*>(at) + i, 0, __ATOMIC_RELAXED);
+  for (std::uint64_t i = 0; i < bytes / 8; ++i)
+    __atomic_store_n(reinterpret_cast<std::uint64_t*>(at) + i, 0, __ATOMIC_RELAXED);
 #else
   __builtin_memset(at, 0, bytes);
 #endif
@@ -65,7 +66,7 @@ inline constexpr std::uint64_t text_bytes(std::uint64_t size_word) noexcept { re
 // The kind of a header (record_zone_end for an end slot).
 inline constexpr RecordKind kind_of(std::uint64_t header) noexcept {
   return (header & kRecordEndBit) != 0 ? record_zone_end
-                                        : static_cast<RecordKind>((header & kRecordKindMask) >> kRecordKindShift);
+                                       : static_cast<RecordKind>((header & kRecordKindMask) >> kRecordKindShift);
 }
 
 // An extended record's subtype and slots (header included), from its header.

@@ -32,7 +32,7 @@ std::uint32_t update_table(std::uint32_t state, const unsigned char* p, std::siz
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) std::uint32_t update_sse42(std::uint32_t state, const unsigned char* p,
-                                                              std::size_t n) noexcept {
+                                                             std::size_t n) noexcept {
   std::uint64_t s = state;
   for (; n >= 8; n -= 8, p += 8) {
     std::uint64_t word;

@@ -34,7 +34,8 @@ FileHeader read_file_header(std::FILE* file, std::uint64_t size) {
   h.minor = version & 0xFFFF;
   if (h.major != tf::kMajor) {
     throw std::runtime_error("file format " + std::to_string(h.major) + "." + std::to_string(h.minor) +
-                             ", this reader knows formats 1 and " + std::to_string(tf::kMajor) + " (a newer ringtrace wrote it)");
+                             ", this reader knows formats 1 and " + std::to_string(tf::kMajor) +
+                             " (a newer ringtrace wrote it)");
   }
   h.features = word;
   h.merged = (word & tf::kFeatureMerged) != 0;

@@ -15,7 +15,7 @@ namespace ringtrace::detail {
 struct FileHeader {
   std::uint32_t major = 0;  // 1 or 2
   std::uint32_t minor = 0;
-  bool merged = false;      // process sections
+  bool merged = false;         // process sections
   std::uint32_t features = 0;  // format 2: the header's feature bits
   std::uint32_t v1_flags = 0;  // format 1: which checksum its frames carry
 };

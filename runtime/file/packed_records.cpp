@@ -62,7 +62,8 @@ bool unpack(std::span<const unsigned char> packed, RingWords& ring, std::string&
 // A timed record's ticks: the chunk's previous timed record's plus the zigzag delta at `p`
 // (`last` moves on). False if the delta is cut short. Inlined, as unpack_rest(): the
 // reading position and the output stay in registers.
-RINGTRACE_ALWAYS_INLINE bool get_ticks(const unsigned char*& p, const unsigned char* end, std::uint64_t& last, std::uint64_t& ticks) {
+RINGTRACE_ALWAYS_INLINE bool get_ticks(const unsigned char*& p, const unsigned char* end, std::uint64_t& last,
+                                       std::uint64_t& ticks) {
   std::uint64_t delta = 0;
   if (!get_varint(p, end, delta)) return false;
   ticks = last + unzigzag(delta);
@@ -73,8 +74,9 @@ RINGTRACE_ALWAYS_INLINE bool get_ticks(const unsigned char*& p, const unsigned c
 // The rest of a record of ring kind `kind` (not record_extended) whose header, and time if
 // its kind has one (`ticks`), were read: its ring words, with its payload read at `p`.
 // `format1_text`: a text's size is followed by its size before truncation (not kept).
-RINGTRACE_ALWAYS_INLINE const char* unpack_rest(RecordKind kind, std::uint64_t index, std::uint64_t ticks, const unsigned char*& p,
-                        const unsigned char* end, Words& out, bool format1_text) {
+RINGTRACE_ALWAYS_INLINE const char* unpack_rest(RecordKind kind, std::uint64_t index, std::uint64_t ticks,
+                                                const unsigned char*& p, const unsigned char* end, Words& out,
+                                                bool format1_text) {
   if (kind == record_zone_end) {
     out.put(end_slot(ticks));
     return nullptr;
@@ -163,79 +165,97 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
 bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {
   return unpack(packed, ring, error,
                 [](const unsigned char*& p, const unsigned char* end, Words& out, std::uint64_t& last) -> const char* {
-    // The bulk of a trace first: a zone end, or a begin of one of the first seven call
-    // sites, whose header is one byte, its time delta one or two.
-    if (end - p >= 3 && ((p[1] & kVarintMore) == 0 || (p[2] & kVarintMore) == 0)) [[likely]] {
-      const unsigned h0 = p[0];
-      if (h0 == record_zone_end || ((h0 & (kVarintMore | kPackedKindMask)) == record_zone_begin && h0 > kPackedKindMask)) {
-        std::uint64_t d = p[1];
-        const unsigned char* q = p + 2;
-        if (d >= kVarintMore) d = (d & (kVarintMore - 1)) | (std::uint64_t{*q++} << 7);
-        const std::uint64_t ticks = last + unzigzag(d);
-        last = ticks;
-        p = q;
-        if (h0 == record_zone_end) {
-          out.put(end_slot(ticks));
-        } else {
-          out.put(unpacked_header(record_zone_begin, h0 >> kPackedIndexShift));
-          out.put(ticks);
-        }
-        return nullptr;
-      }
-    }
-    std::uint64_t h = 0;
-    if (!get_varint(p, end, h)) return "a header cut short";
-    const auto kind = static_cast<RecordKind>(h & kPackedKindMask);
-    const std::uint64_t index = h >> kPackedIndexShift;
-    if (!kind_assigned(kind)) return "a record kind this reader does not know (a newer format?)";
-    const bool has_site = kind != record_zone_end && kind != record_dropped && kind != record_extended;
-    if (has_site && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
-    if (kind == record_extended) {  // skippable: its length says how far
-      std::uint64_t bytes = 0;
-      if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p)) return "an extended record cut short";
-      out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1));
-      out.text(p, bytes);
-      p += bytes;
-      return nullptr;
-    }
-    std::uint64_t ticks = 0;
-    if (kind_has_time(kind) && !get_ticks(p, end, last, ticks)) return "a time cut short";
-    return unpack_rest(kind, index, ticks, p, end, out, false);
-  });
+                  // The bulk of a trace first: a zone end, or a begin of one of the first seven call
+                  // sites, whose header is one byte, its time delta one or two.
+                  if (end - p >= 3 && ((p[1] & kVarintMore) == 0 || (p[2] & kVarintMore) == 0)) [[likely]] {
+                    const unsigned h0 = p[0];
+                    if (h0 == record_zone_end ||
+                        ((h0 & (kVarintMore | kPackedKindMask)) == record_zone_begin && h0 > kPackedKindMask)) {
+                      std::uint64_t d = p[1];
+                      const unsigned char* q = p + 2;
+                      if (d >= kVarintMore) d = (d & (kVarintMore - 1)) | (std::uint64_t{*q++} << 7);
+                      const std::uint64_t ticks = last + unzigzag(d);
+                      last = ticks;
+                      p = q;
+                      if (h0 == record_zone_end) {
+                        out.put(end_slot(ticks));
+                      } else {
+                        out.put(unpacked_header(record_zone_begin, h0 >> kPackedIndexShift));
+                        out.put(ticks);
+                      }
+                      return nullptr;
+                    }
+                  }
+                  std::uint64_t h = 0;
+                  if (!get_varint(p, end, h)) return "a header cut short";
+                  const auto kind = static_cast<RecordKind>(h & kPackedKindMask);
+                  const std::uint64_t index = h >> kPackedIndexShift;
+                  if (!kind_assigned(kind)) return "a record kind this reader does not know (a newer format?)";
+                  const bool has_site = kind != record_zone_end && kind != record_dropped && kind != record_extended;
+                  if (has_site && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
+                  if (kind == record_extended) {  // skippable: its length says how far
+                    std::uint64_t bytes = 0;
+                    if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p))
+                      return "an extended record cut short";
+                    out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1));
+                    out.text(p, bytes);
+                    p += bytes;
+                    return nullptr;
+                  }
+                  std::uint64_t ticks = 0;
+                  if (kind_has_time(kind) && !get_ticks(p, end, last, ticks)) return "a time cut short";
+                  return unpack_rest(kind, index, ticks, p, end, out, false);
+                });
 }
 
 bool unpack_chunk_v1(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {
   // Format 1's kinds (its header's low three bits), bit 3 "no time", the index above.
-  enum : std::uint64_t { zone_begin = 0, zone_end = 1, instant = 2, value_int = 3, value_double = 4, region = 5,
-                         dropped = 6, text = 7 };
+  enum : std::uint64_t {
+    zone_begin = 0,
+    zone_end = 1,
+    instant = 2,
+    value_int = 3,
+    value_double = 4,
+    region = 5,
+    dropped = 6,
+    text = 7
+  };
   constexpr std::uint64_t kKindMask = 7, kNoTime = 8;
   // Its kinds as ring kinds: a value is timed or an argument by whether it has a time.
   const auto ring_kind = [](std::uint64_t kind, bool timed) {
     switch (kind) {
-      case zone_begin: return record_zone_begin;
-      case zone_end: return record_zone_end;
-      case instant: return record_instant;
-      case value_int: return timed ? record_timed_int : record_arg_int;
-      case value_double: return timed ? record_timed_double : record_arg_double;
-      case region: return record_region_begin;
-      case dropped: return record_dropped;
-      default: return record_arg_text;
+      case zone_begin:
+        return record_zone_begin;
+      case zone_end:
+        return record_zone_end;
+      case instant:
+        return record_instant;
+      case value_int:
+        return timed ? record_timed_int : record_arg_int;
+      case value_double:
+        return timed ? record_timed_double : record_arg_double;
+      case region:
+        return record_region_begin;
+      case dropped:
+        return record_dropped;
+      default:
+        return record_arg_text;
     }
   };
   return unpack(packed, ring, error,
                 [&](const unsigned char*& p, const unsigned char* end, Words& out, std::uint64_t& last) -> const char* {
-    std::uint64_t h = 0;
-    if (!get_varint(p, end, h)) return "a header cut short";
-    const std::uint64_t kind = h & kKindMask, index = h >> kPackedIndexShift;
-    const bool timed = (h & kNoTime) == 0;
-    // Every record but a drop marker has a call site, zone ends too.
-    if (kind != dropped && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
-    // A record marked "no time" has ticks 0 (a text, which has no time of its own, reads
-    // its delta all the same: it moves the chunk's previous ticks).
-    std::uint64_t ticks = 0;
-    if (timed && !get_ticks(p, end, last, ticks)) return "a time cut short";
-    return unpack_rest(ring_kind(kind, timed), index, ticks, p, end, out, true);
-  });
+                  std::uint64_t h = 0;
+                  if (!get_varint(p, end, h)) return "a header cut short";
+                  const std::uint64_t kind = h & kKindMask, index = h >> kPackedIndexShift;
+                  const bool timed = (h & kNoTime) == 0;
+                  // Every record but a drop marker has a call site, zone ends too.
+                  if (kind != dropped && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
+                  // A record marked "no time" has ticks 0 (a text, which has no time of its own, reads
+                  // its delta all the same: it moves the chunk's previous ticks).
+                  std::uint64_t ticks = 0;
+                  if (timed && !get_ticks(p, end, last, ticks)) return "a time cut short";
+                  return unpack_rest(ring_kind(kind, timed), index, ticks, p, end, out, true);
+                });
 }
 
 }  // namespace ringtrace::detail::trace_file

@@ -59,8 +59,8 @@ class ReplayTables final : public TraceContext {
   // A site of the file's (its strings owned here); returns its id.
   SiteId add_site(ReplaySite site, std::uint32_t line, SiteKind kind, std::uint8_t options, std::uint32_t every) {
     ReplaySite& s = sites.emplace_back(std::move(site));
-    s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), line, kind, options, s.category.c_str(),
-                      every == 0 ? 1u : every};
+    s.info = SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(),         line, kind,
+                      options,        s.category.c_str(), every == 0 ? 1u : every};
     return static_cast<SiteId>(sites.size() - 1);
   }
   // The site of switch_out (out) or switch_in events, made at the file's first switch.

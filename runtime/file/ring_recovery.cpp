@@ -63,7 +63,8 @@ void Section::recover() {
     std::memcpy(&value, at, sizeof value);
     return value;
   };
-  if (field(header + 8, std::uint32_t{}) != rf::kVersion) return ignored("a ring file version this reader does not know");
+  if (field(header + 8, std::uint32_t{}) != rf::kVersion)
+    return ignored("a ring file version this reader does not know");
   if (field(header + rf::kHeaderPidOffset, std::uint32_t{}) != meta_.pid ||
       field(header + rf::kHeaderStartOffset, std::uint64_t{}) != raw_start_ns_) {
     return ignored("it belongs to another recording");
@@ -193,8 +194,8 @@ void Section::recover() {
         std::snprintf(name, sizeof name, "(call site 0x%llx)", static_cast<unsigned long long>(address));
         ReplaySite s;
         s.name = name;
-        site_by_index_.push_back(tables_.add_site(std::move(s), 0, kind == record_instant ? SiteKind::instant : SiteKind::zone,
-                                                  0, 1));
+        site_by_index_.push_back(
+            tables_.add_site(std::move(s), 0, kind == record_instant ? SiteKind::instant : SiteKind::zone, 0, 1));
         index = site_by_index_.size();
         index_by_address_.emplace(address, index);
       } else {

@@ -82,7 +82,8 @@ bool Section::open_session() {
     has_stop_ = true;
   }
   if (!frames_->next(frame_)) {
-    meta_.problem = frames_->problem().empty() ? "no session frame: not a complete ringtrace trace" : frames_->problem();
+    meta_.problem =
+        frames_->problem().empty() ? "no session frame: not a complete ringtrace trace" : frames_->problem();
   } else if (frame_.type != tf::frame_session) {
     meta_.problem = "the first frame (byte " + std::to_string(frame_.offset) + ") is not the session's";
   } else if (apply(frame_)) {
@@ -156,13 +157,14 @@ SiteId Section::named(SiteId where, std::string_view name) {
 }
 
 SiteId Section::function_site(std::uint64_t address, std::uint32_t module, std::string name, std::string file,
-                               std::uint32_t line, bool named, bool resolved) {
+                              std::uint32_t line, bool named, bool resolved) {
   // Named from the module's file when the recording did not name it, or only as
   // `module+0x...` and there are other places to look (a debug file, a copy with symbols).
   if (module != 0 && (!named || (!resolved && !symbol_paths_.empty()))) {
     std::unique_ptr<symbols::Symbolizer>& symbolizer = symbolizers_[module - 1];
-    if (!symbolizer) symbolizer = std::make_unique<symbols::Symbolizer>(std::vector<symbols::Module>{modules_[module - 1]},
-                                                                       symbol_paths_);
+    if (!symbolizer)
+      symbolizer =
+          std::make_unique<symbols::Symbolizer>(std::vector<symbols::Module>{modules_[module - 1]}, symbol_paths_);
     const symbols::Symbol& symbol = symbolizer->resolve(address);
     if (!named || symbol.resolved) {
       name = symbol.function;
@@ -274,7 +276,8 @@ bool Section::apply(const Frame& frame) {
       if (f.bad() || module > modules_.size()) return malformed(frame, "function");
       if (index != function_by_index_.size() + 1) return malformed(frame, "function (out of order)");
       function_by_index_.push_back(function_site(address, module, std::move(name), std::move(file), line,
-                                                 (flags & tf::kFunctionNamed) != 0, (flags & tf::kFunctionResolved) != 0));
+                                                 (flags & tf::kFunctionNamed) != 0,
+                                                 (flags & tf::kFunctionResolved) != 0));
       function_index_by_address_.emplace(address, index);  // for records read from a ring file
       return true;
     }
@@ -432,8 +435,8 @@ bool Section::read_switches(const Frame& frame, std::string_view payload) {
     if (!tf::get_varint(p, end, record)) return malformed(frame, "switches");
     time += record >> tf::kSwitchTimeShift;
     const bool out = (record & 1) != 0;
-    t.switches.push(switch_event(shift(time), tables_.switch_site(out), t.state.thread, out,
-                                 (record >> 1) & tf::kSwitchBitsMask));
+    t.switches.push(
+        switch_event(shift(time), tables_.switch_site(out), t.state.thread, out, (record >> 1) & tf::kSwitchBitsMask));
   }
   if (p != end) return malformed(frame, "switches (bytes after its records)");
   return true;
@@ -491,8 +494,7 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
     Thread& t = threads_[i];
     Event* first = t.pending.data() + t.taken;
     Event* end = t.pending.data() + t.pending.size();
-    Event* cut =
-        std::upper_bound(first, end, watermark, [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
+    Event* cut = std::upper_bound(first, end, watermark, [](std::uint64_t w, const Event& e) { return w < e.time_ns; });
     if (cut != first) {
       runs_.push_back(MergeRun{first, cut, t.state.thread});
       run_threads_.push_back(i);
@@ -624,8 +626,14 @@ void Section::finish() {
     }
   }
   if (counts_.steps.open) {  // the step open at the stop: closed there
-    Event e{std::max(end_ns, counts_.steps.last_ns), step_site(), steps_thread(), EventKind::zone_end,
-            EventFlags::closed_at_stop, 0, 0, {}};
+    Event e{std::max(end_ns, counts_.steps.last_ns),
+            step_site(),
+            steps_thread(),
+            EventKind::zone_end,
+            EventFlags::closed_at_stop,
+            0,
+            0,
+            {}};
     e.value.u = counts_.steps.number;
     out.push_back(e);
     counts_.steps.open = false;
@@ -640,15 +648,21 @@ void Section::finish() {
   std::uint64_t dropped_total = 0;
   for (const Thread& t : threads_) {
     const ThreadInfo& info = tables_.threads[t.state.thread];
-    ThreadStats s{t.state.thread, info.os_tid, info.name, t.state.recorded,
-                  std::max(t.state.reported_drops, footer_drops(t)), info.pid, t.switches_delivered};
+    ThreadStats s{t.state.thread,
+                  info.os_tid,
+                  info.name,
+                  t.state.recorded,
+                  std::max(t.state.reported_drops, footer_drops(t)),
+                  info.pid,
+                  t.switches_delivered};
     stats.recorded += s.recorded;
     stats.context_switches += t.switches_delivered;
     stats.context_switches_lost += t.switches_lost;
     dropped_total += s.dropped;
     stats.threads.push_back(std::move(s));
   }
-  if (steps_thread_ != kNoThread && !steps_thread_in_file_) {  // a row as live (its events count on the threads that called step())
+  if (steps_thread_ != kNoThread &&
+      !steps_thread_in_file_) {  // a row as live (its events count on the threads that called step())
     stats.threads.push_back(ThreadStats{steps_thread_, 0, kStepsThreadName, 0, 0, assigned_pid_});
   }
   stats.dropped = dropped_total + (has_footer_ ? footer_.dropped_without_ring : 0);

@@ -17,15 +17,15 @@
 #include <vector>
 
 #include "clock_calibration.hpp"
-#include "symbolizer.hpp"  // symbols: naming functions the recording left unnamed
 #include "decoder.hpp"
 #include "frame_reader.hpp"
 #include "merge.hpp"
 #include "packed_records.hpp"
 #include "replay_tables.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "runtime_names.hpp"
 #include "switch_events.hpp"
-#include "ringtrace/exporters/binary_trace.hpp"
+#include "symbolizer.hpp"  // symbols: naming functions the recording left unnamed
 
 namespace ringtrace::detail {
 
@@ -185,12 +185,12 @@ class Section {
   ClockInfo clock_;
   SegmentClock segments_;
   std::uint32_t segments_read_ = 0;
-  std::vector<SiteId> site_by_index_;  // by site index - 1
+  std::vector<SiteId> site_by_index_;                                  // by site index - 1
   std::unordered_map<std::uint64_t, std::uint64_t> index_by_address_;  // call site address -> index
-  std::vector<symbols::Module> modules_;  // by module index - 1
-  std::vector<std::unique_ptr<symbols::Symbolizer>> symbolizers_;  // by module index - 1, made when first needed
+  std::vector<symbols::Module> modules_;                               // by module index - 1
+  std::vector<std::unique_ptr<symbols::Symbolizer>> symbolizers_;      // by module index - 1, made when first needed
   std::vector<std::string> symbol_paths_;
-  std::vector<SiteId> function_by_index_;  // by function index - 1
+  std::vector<SiteId> function_by_index_;                                       // by function index - 1
   std::unordered_map<std::uint64_t, std::uint64_t> function_index_by_address_;  // for a ring file's records
   std::string rings_path_;  // the ring file to read if the section is cut short
   std::string rings_note_;  // what reading it gave, for the problem line
@@ -205,10 +205,10 @@ class Section {
   RuntimeNames runtime_names_;  // zones named at run time: their sites (the live bound's default)
   SiteId runtime_overflow_ = kInvalidSite;
   std::uint64_t last_emitted_ = 0;
-  trace_file::RingWords ring_;  // a chunk unpacked into ring records
-  std::vector<MergeRun> runs_;       // deliver()'s: each thread's events up to the watermark
-  std::vector<std::size_t> run_threads_;  // their threads_ index
-  std::vector<std::uint8_t> run_lanes_;   // and lane (merge.hpp: records or switches)
+  trace_file::RingWords ring_;                  // a chunk unpacked into ring records
+  std::vector<MergeRun> runs_;                  // deliver()'s: each thread's events up to the watermark
+  std::vector<std::size_t> run_threads_;        // their threads_ index
+  std::vector<std::uint8_t> run_lanes_;         // and lane (merge.hpp: records or switches)
   std::uint64_t threads_without_switches_ = 0;  // the session's switches summary
   std::string switches_unavailable_;
   Merger merger_;

@@ -21,8 +21,8 @@ namespace ringtrace::detail::trace_file {
 
 // "\x89RTRACE\n": a non-ASCII first byte and a line end catch text-mode transfers.
 inline constexpr char kMagic[8] = {'\x89', 'R', 'T', 'R', 'A', 'C', 'E', '\n'};
-inline constexpr std::size_t kHeaderBytes = 16;       // magic, version, features
-inline constexpr std::size_t kFrameHeaderBytes = 16;  // type, payload bytes, CRC32C, flags
+inline constexpr std::size_t kHeaderBytes = 16;             // magic, version, features
+inline constexpr std::size_t kFrameHeaderBytes = 16;        // type, payload bytes, CRC32C, flags
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;  // a reader refuses longer frames
 
 // The header's u32 at offset 8: format 1 wrote 1 (one process) or 2 (merged); format 2
@@ -40,23 +40,23 @@ inline constexpr std::uint32_t kFeatureMerged = 1;  // process sections (`ringtr
 inline constexpr std::uint32_t kV1FlagChecksum2 = 1;
 
 enum FrameType : std::uint32_t {
-  frame_session = 1,   // once, first: process, host, clock, settings
-  frame_segment = 2,   // a clock segment (start, then every re-fit)
-  frame_site = 3,      // a call site, before the first chunk that refers to it
-  frame_thread = 4,    // a thread, before its first chunk; again when its name changes
-  frame_chunk = 5,     // records of one thread, as its ring held them, packed
-  frame_stop = 6,      // the stop time (ticks): records after it are not part of the capture
-  frame_stats = 7,     // the session's counts, at stop
-  frame_end = 8,       // the file is complete
-  frame_pass = 9,      // end of a drainer pass: records up to these ticks are all in the file above
-  frame_process = 10,  // merged files only: a process section's header; its frames follow
-  frame_metadata = 11, // format 2: a fact about the whole trace (key, value)
+  frame_session = 1,    // once, first: process, host, clock, settings
+  frame_segment = 2,    // a clock segment (start, then every re-fit)
+  frame_site = 3,       // a call site, before the first chunk that refers to it
+  frame_thread = 4,     // a thread, before its first chunk; again when its name changes
+  frame_chunk = 5,      // records of one thread, as its ring held them, packed
+  frame_stop = 6,       // the stop time (ticks): records after it are not part of the capture
+  frame_stats = 7,      // the session's counts, at stop
+  frame_end = 8,        // the file is complete
+  frame_pass = 9,       // end of a drainer pass: records up to these ticks are all in the file above
+  frame_process = 10,   // merged files only: a process section's header; its frames follow
+  frame_metadata = 11,  // format 2: a fact about the whole trace (key, value)
   // Assigned, written by later minor versions of format 2 (a reader that does not know a
   // frame type skips it, counts it and says so):
-  frame_module = 12,    // a loaded module (executable, shared object): index, load address, build id, path
-  frame_function = 13,  // an instrumented function: index, address, module, name, file, line
-  frame_switches = 14,  // minor 1: a thread's context switches (off-CPU intervals); see below
-  frame_functions = 15, // minor 2: the instrumented calls left out (SessionStats::functions), at stop
+  frame_module = 12,     // a loaded module (executable, shared object): index, load address, build id, path
+  frame_function = 13,   // an instrumented function: index, address, module, name, file, line
+  frame_switches = 14,   // minor 1: a thread's context switches (off-CPU intervals); see below
+  frame_functions = 15,  // minor 2: the instrumented calls left out (SessionStats::functions), at stop
 };
 
 // frame_functions payload: u64 unwound, too_deep, short_calls, excluded, inlined; u32 n;

@@ -47,9 +47,9 @@ struct Source {
   std::string path;
   std::uint64_t begin = 0, end = 0;
   ReplayProcess meta;
-  std::int64_t boot_ns = 0;           // CLOCK_REALTIME minus CLOCK_MONOTONIC at its anchor
-  std::uint64_t realtime_start = 0;   // its session's start on CLOCK_REALTIME
-  detail::FileHeader header;          // its file's
+  std::int64_t boot_ns = 0;          // CLOCK_REALTIME minus CLOCK_MONOTONIC at its anchor
+  std::uint64_t realtime_start = 0;  // its session's start on CLOCK_REALTIME
+  detail::FileHeader header;         // its file's
 };
 
 template <typename T>
@@ -144,7 +144,8 @@ void find_processes(const std::string& path, std::vector<Source>& out) {
 }
 
 void write_all(std::FILE* f, const void* data, std::size_t bytes, const std::string& path) {
-  if (bytes != 0 && std::fwrite(data, 1, bytes, f) != bytes) fail(path, std::string("write failed: ") + std::strerror(errno));
+  if (bytes != 0 && std::fwrite(data, 1, bytes, f) != bytes)
+    fail(path, std::string("write failed: ") + std::strerror(errno));
 }
 
 // A frame of the output's format: its header's checksum computed anew (format 2: CRC32C
@@ -191,7 +192,8 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
     for (const Source& s : sources) {
       if (s.header.major != major) {
         fail(s.path, "format " + std::to_string(s.header.major) + ", and " + sources.front().path + " format " +
-                         std::to_string(major) + ": merge files of one format (convert the older ones with "
+                         std::to_string(major) +
+                         ": merge files of one format (convert the older ones with "
                          "`ringtrace convert` and record again, or merge each format apart)");
       }
     }
@@ -209,7 +211,7 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
     };
     for (Source& s : sources) {
       if (same_clock(s, sources[ref])) continue;  // offset 0
-      const Source* group = &s;  // the first process of s's host and boot sets the offset
+      const Source* group = &s;                   // the first process of s's host and boot sets the offset
       for (const Source& o : sources) {
         if (same_clock(o, s)) {
           group = &o;
@@ -254,18 +256,21 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
         }
         if (frame.type == tf::frame_end) complete = true;
       }
-      if (s.meta.problem.empty() && !frames.problem().empty()) s.meta.problem = frames.problem() + "; merged up to there";
+      if (s.meta.problem.empty() && !frames.problem().empty())
+        s.meta.problem = frames.problem() + "; merged up to there";
       if (s.meta.problem.empty() && !complete) s.meta.problem = "the recording did not stop (no end frame)";
       s.meta.complete = s.meta.problem.empty();
       const long after = std::ftell(out.f);
       if (std::fseek(out.f, frame_at, SEEK_SET) != 0) fail(partial, "seek failed");
       write_frame(out.f, tf::frame_process, process_payload(bytes, s.meta), major, partial);
       if (std::fseek(out.f, after, SEEK_SET) != 0) fail(partial, "seek failed");
-      if (!s.meta.complete) result.problems.push_back(s.path + ": process " + std::to_string(s.meta.pid) + ": " + s.meta.problem);
+      if (!s.meta.complete)
+        result.problems.push_back(s.path + ": process " + std::to_string(s.meta.pid) + ": " + s.meta.problem);
       result.processes.push_back(s.meta);
     }
     if (progress) progress(total, total);
-    if (std::fflush(out.f) != 0 || out.close() != 0) fail(partial, std::string("write failed: ") + std::strerror(errno));
+    if (std::fflush(out.f) != 0 || out.close() != 0)
+      fail(partial, std::string("write failed: ") + std::strerror(errno));
     std::error_code ec;
     std::filesystem::rename(partial, output, ec);
     if (ec) fail(out_path, "cannot rename " + partial + ": " + ec.message());

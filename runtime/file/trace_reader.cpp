@@ -249,7 +249,8 @@ class FileReplay final : private Delivery {
   }
   void place_fresh() {
     std::sort(fresh_.begin(), fresh_.end(), [&](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : tables_.threads[a.second].os_tid < tables_.threads[b.second].os_tid;
+      return a.first != b.first ? a.first < b.first
+                                : tables_.threads[a.second].os_tid < tables_.threads[b.second].os_tid;
     });
     for (const auto& [time, id] : fresh_) tables_.threads[id].sort_index = next_sort_index_++;
   }
@@ -303,7 +304,8 @@ class FileReplay final : private Delivery {
         stats.context_switches += p.context_switches;
         stats.context_switches_lost += p.context_switches_lost;
         stats.threads_without_switches += p.threads_without_switches;
-        if (stats.context_switches_unavailable.empty()) stats.context_switches_unavailable = p.context_switches_unavailable;
+        if (stats.context_switches_unavailable.empty())
+          stats.context_switches_unavailable = p.context_switches_unavailable;
         add_function_stats(stats.functions, p.functions);
       }
       stop_ns = std::max(stop_ns, s->clock().stop_ns);
@@ -345,7 +347,7 @@ class FileReplay final : private Delivery {
   }
 
   std::string path_;
-  std::string rings_;  // the ring file to read if the file is cut short ("" never)
+  std::string rings_;                      // the ring file to read if the file is cut short ("" never)
   std::vector<std::string> symbol_paths_;  // ReplayOptions::symbol_paths
   std::span<Exporter* const> exporters_;
   ProgressFunction progress_;
@@ -357,9 +359,9 @@ class FileReplay final : private Delivery {
   std::vector<std::unique_ptr<Section>> sections_;
   std::vector<Event> batch_;
   std::vector<char> seen_;
-  std::size_t seen_count_ = 0;  // of seen_, set
+  std::size_t seen_count_ = 0;                             // of seen_, set
   std::vector<std::pair<std::uint64_t, ThreadId>> fresh_;  // place_threads(): threads first seen, by first event
-  std::vector<std::uint64_t> handed_texts_;  // texts of the events handed over in the batch so far
+  std::vector<std::uint64_t> handed_texts_;                // texts of the events handed over in the batch so far
   std::uint32_t next_sort_index_ = 0;
   ReplayResult result_;
 };

@@ -14,18 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "function_names.hpp"     // symbols: instrumented functions' names and modules
-#include "output.hpp"             // OutputSink
-#include "step_zones.hpp"         // StepSites
-#include "trace_file_format.hpp"  // frames
-#include "u64_map.hpp"            // addresses seen
 #include "crc32c.hpp"
+#include "function_names.hpp"  // symbols: instrumented functions' names and modules
+#include "output.hpp"          // OutputSink
 #include "packed_records.hpp"
 #include "raw_sink.hpp"
 #include "ring_records.hpp"
-#include "steps.hpp"  // step zones written as the step markers a ring holds
 #include "ringtrace/detail/writer.hpp"  // effective_options, effective_sample_every
 #include "ringtrace/site.hpp"
+#include "step_zones.hpp"         // StepSites
+#include "steps.hpp"              // step zones written as the step markers a ring holds
+#include "trace_file_format.hpp"  // frames
+#include "u64_map.hpp"            // addresses seen
 
 namespace ringtrace {
 namespace {
@@ -34,7 +34,7 @@ namespace tf = detail::trace_file;
 
 // A thread of a stream being encoded (BinaryTraceExporter::encode_stream).
 struct StreamThread {
-  std::string chunk;   // packed records not yet framed
+  std::string chunk;       // packed records not yet framed
   std::uint64_t last = 0;  // ticks of the chunk's last timed record
   bool described = false;
   std::vector<Event> switches;  // switch events not yet framed
@@ -45,7 +45,7 @@ struct StreamThread {
 // by one assignment at on_start: nothing of a run reaches the next. A base of the
 // writer, whose code names these members as its own.
 struct WriterRun {
-  detail::U64Map sites_;       // address -> index
+  detail::U64Map sites_;                          // address -> index
   std::uint64_t last_site_ = 0, last_index_ = 0;  // the last site packed, and its index
   std::uint64_t site_count_ = 0;
   detail::U64Map functions_;  // instrumented function address -> index
@@ -55,11 +55,11 @@ struct WriterRun {
   std::uint64_t module_count_ = 0;
   std::string process_name_;
   std::vector<TraceMetadata> start_metadata_;  // the context's at on_start
-  bool per_thread_counters_ = false;  // Config::per_thread_counters: counter sites written per-thread
-  bool raw_started_ = false;  // on_raw_start came: a live session, not a replayed stream
+  bool per_thread_counters_ = false;           // Config::per_thread_counters: counter sites written per-thread
+  bool raw_started_ = false;                   // on_raw_start came: a live session, not a replayed stream
   // Fed a stream (windows, snapshots, replay()): its encoding state.
   bool stream_started_ = false;
-  std::uint64_t stream_last_ = 0;  // the newest ticks written
+  std::uint64_t stream_last_ = 0;             // the newest ticks written
   std::vector<StreamThread> stream_threads_;  // by ThreadId
   std::vector<std::uint64_t> stream_sites_;   // SiteId -> index (0: not described yet)
   detail::StepSites stream_steps_;            // the step zones' site (ringtrace::is_step_site)
@@ -78,8 +78,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
         write_buffer();
         sink_->flush();
       }
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   std::vector<std::filesystem::path> output_paths() const override {
@@ -178,8 +177,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     std::string& p = begin_frame(tf::frame_functions);
     for (std::uint64_t v : {f.unwound, f.too_deep, f.short_calls, f.excluded, f.inlined}) tf::put_u64(p, v);
     tf::put_u32(p, static_cast<std::uint32_t>(f.short_by_function.size() + f.inlined_by_function.size()));
-    for (const auto& [list, entries] : {std::pair{tf::kListShort, &f.short_by_function},
-                                        std::pair{tf::kListInlined, &f.inlined_by_function}}) {
+    for (const auto& [list, entries] :
+         {std::pair{tf::kListShort, &f.short_by_function}, std::pair{tf::kListInlined, &f.inlined_by_function}}) {
       for (const auto& [name, calls] : *entries) {
         tf::put_u8(p, list);
         tf::put_u64(p, calls);
@@ -507,8 +506,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     for (const Event& e : switches) {
       const std::uint64_t time = std::max(e.time_ns, last);  // a thread's switches never go back
       const std::uint64_t bits = e.value.u & tf::kSwitchBitsMask;
-      tf::put_varint(p, (time - last) << tf::kSwitchTimeShift | bits << 1 |
-                            (e.kind == EventKind::switch_out ? 1u : 0u));
+      tf::put_varint(p,
+                     (time - last) << tf::kSwitchTimeShift | bits << 1 | (e.kind == EventKind::switch_out ? 1u : 0u));
       last = time;
     }
     end_frame();
@@ -609,10 +608,13 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     timespec real{}, mono{};
     clock_gettime(CLOCK_REALTIME, &real);
     clock_gettime(CLOCK_MONOTONIC, &mono);
-    info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
-    info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+    info.realtime_anchor_ns =
+        static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+    info.monotonic_anchor_ns =
+        static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
     info.boundary_gap_ticks = 0;
-    write_session_frame(context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()), info);
+    write_session_frame(context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()),
+                        info);
     on_raw_segment(detail::ClockSegment{1, 0, std::uint64_t{1} << 32});  // ns = ticks - 1
   }
 
@@ -658,7 +660,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       std::string_view text;
       bool has_text = false;
       std::uint64_t index = 0;  // the record's call site in the file (0: the event's own)
-      if ((e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) && stream_steps_.is_step(e.site, context)) {
+      if ((e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) &&
+          stream_steps_.is_step(e.site, context)) {
         // A step's zone (on the steps track): the marker Session::step() records, which
         // the reader turns back into this zone on its steps track (steps.hpp).
         if ((e.flags & (EventFlags::closed_at_stop | EventFlags::closed_at_window_end)) != 0) continue;
@@ -668,54 +671,54 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
         w = {header(rd::record_region_begin), ticks, marker};
         index = stream_marker_index();
       } else {
-      switch (e.kind) {
-        case EventKind::zone_begin:
-          if ((e.flags & EventFlags::region) != 0) {
-            w = {header(rd::record_region_begin), ticks, e.value.u};
-          } else {
-            w = {header(rd::record_zone_begin), ticks};
-          }
-          break;
-        case EventKind::zone_end:
-          if ((e.flags & (EventFlags::closed_at_stop | EventFlags::closed_at_window_end)) != 0) continue;
-          w = {rd::end_slot(ticks)};
-          break;
-        case EventKind::instant:
-          w = {header(rd::record_instant), ticks};
-          break;
-        case EventKind::counter:
-        case EventKind::async_begin:
-        case EventKind::async_end:
-          w = {header(is_double ? rd::record_timed_double : rd::record_timed_int), ticks, e.value.u};
-          break;
-        case EventKind::dropped:
-          w = {header(rd::record_dropped), ticks, e.value.u};
-          break;
-        case EventKind::arg:
-          if ((e.flags & EventFlags::text) == 0) {
-            w = {header(is_double ? rd::record_arg_double : rd::record_arg_int), e.value.u};
+        switch (e.kind) {
+          case EventKind::zone_begin:
+            if ((e.flags & EventFlags::region) != 0) {
+              w = {header(rd::record_region_begin), ticks, e.value.u};
+            } else {
+              w = {header(rd::record_zone_begin), ticks};
+            }
             break;
-          }
-          text = context.text(e);
-          has_text = true;
-          w = {header(rd::record_arg_text), 0};
-          break;
-        case EventKind::message:
-          text = context.text(e);
-          has_text = true;
-          w = {header(rd::record_message), ticks, 0};
-          break;
-        case EventKind::flow_out:
-        case EventKind::flow_in:
-          w = {header(rd::record_arg_int), e.value.u};
-          break;
-        case EventKind::switch_out:
-        case EventKind::switch_in:
-          t.switches.push_back(e);  // a switches frame of their own, before the pass frame
-          continue;
-        default:
-          continue;
-      }
+          case EventKind::zone_end:
+            if ((e.flags & (EventFlags::closed_at_stop | EventFlags::closed_at_window_end)) != 0) continue;
+            w = {rd::end_slot(ticks)};
+            break;
+          case EventKind::instant:
+            w = {header(rd::record_instant), ticks};
+            break;
+          case EventKind::counter:
+          case EventKind::async_begin:
+          case EventKind::async_end:
+            w = {header(is_double ? rd::record_timed_double : rd::record_timed_int), ticks, e.value.u};
+            break;
+          case EventKind::dropped:
+            w = {header(rd::record_dropped), ticks, e.value.u};
+            break;
+          case EventKind::arg:
+            if ((e.flags & EventFlags::text) == 0) {
+              w = {header(is_double ? rd::record_arg_double : rd::record_arg_int), e.value.u};
+              break;
+            }
+            text = context.text(e);
+            has_text = true;
+            w = {header(rd::record_arg_text), 0};
+            break;
+          case EventKind::message:
+            text = context.text(e);
+            has_text = true;
+            w = {header(rd::record_message), ticks, 0};
+            break;
+          case EventKind::flow_out:
+          case EventKind::flow_in:
+            w = {header(rd::record_arg_int), e.value.u};
+            break;
+          case EventKind::switch_out:
+          case EventKind::switch_in:
+            t.switches.push_back(e);  // a switches frame of their own, before the pass frame
+            continue;
+          default:
+            continue;
+        }
       }
       if (has_text) {  // its size in the record's last word, then its bytes
         const std::size_t bytes = std::min<std::size_t>(text.size(), 0xFFFF);  // what a reader takes
@@ -729,8 +732,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       if (index == 0 && kind != rd::record_zone_end && kind != rd::record_dropped) index = stream_site(e.site, context);
       const std::size_t used = t.chunk.size();
       t.chunk.resize(used + tf::kMaxPackedBytes + w.size() * 8);
-      char* const p = tf::pack_record(reinterpret_cast<const std::uint8_t*>(w.data()), index, t.last,
-                                      t.chunk.data() + used);
+      char* const p =
+          tf::pack_record(reinterpret_cast<const std::uint8_t*>(w.data()), index, t.last, t.chunk.data() + used);
       t.chunk.resize(static_cast<std::size_t>(p - t.chunk.data()));
       if (t.chunk.size() >= kChunkBytes) flush_stream_chunk(e.thread);
     }
@@ -779,7 +782,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
   std::string buffer_;
   std::size_t frame_at_ = 0;
   // The step marker site's address (Session::step()): its records count as their events.
-  const std::uint64_t step_marker_ = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(detail::step_marker_site()));
+  const std::uint64_t step_marker_ =
+      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(detail::step_marker_site()));
   std::uint64_t runs_ = 0;
   bool started_ = false;
   std::vector<std::uint64_t> stream_record_;  // the ring record of the event being encoded

@@ -12,7 +12,8 @@
 #include <regex>
 #include <utility>
 
-#include "environment.hpp"  // live: mark_environment_session
+#include "environment.hpp"              // live: mark_environment_session
+#include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
@@ -21,7 +22,6 @@
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/session.hpp"
-#include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
 
 namespace ringtrace::detail {
 
@@ -134,7 +134,8 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
   config.process_name = program_invocation_short_name;
   std::uint64_t n = 0;
   if (const char* buffer = get("RINGTRACE_BUFFER")) {
-    if (!parse_count(buffer, n) || n == 0) return fail(std::string("RINGTRACE_BUFFER: '") + buffer + "' is no count of records");
+    if (!parse_count(buffer, n) || n == 0)
+      return fail(std::string("RINGTRACE_BUFFER: '") + buffer + "' is no count of records");
     config.buffer_records = static_cast<std::size_t>(n);
   }
   if (const char* policy = get("RINGTRACE_POLICY")) {
@@ -159,7 +160,7 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
     config.functions.max_depth = static_cast<std::uint32_t>(n);
   }
   const std::pair<const char*, bool*> flags[] = {{"RINGTRACE_INLINED", &config.functions.inlined},
-                                                  {"RINGTRACE_CONTEXT_SWITCHES", &config.context_switches}};
+                                                 {"RINGTRACE_CONTEXT_SWITCHES", &config.context_switches}};
   for (const auto& [name, flag] : flags) {
     const char* value = get(name);
     if (value == nullptr) continue;

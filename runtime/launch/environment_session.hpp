@@ -35,10 +35,10 @@ struct EnvironmentOutput {
 };
 
 struct EnvironmentPlan {
-  bool wanted = false;          // RINGTRACE_OUTPUT is set (and not empty)
+  bool wanted = false;  // RINGTRACE_OUTPUT is set (and not empty)
   Config config;
   std::vector<EnvironmentOutput> outputs;
-  std::string error;            // non-empty: a variable is wrong, nothing is recorded
+  std::string error;  // non-empty: a variable is wrong, nothing is recorded
 };
 
 // The plan the variables describe, `get` reading one (nullptr: unset), `pid` for "%p".

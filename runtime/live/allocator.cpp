@@ -60,8 +60,6 @@ void runtime_free(void* p) noexcept {
   }
 }
 
-const char* runtime_allocator_name() noexcept {
-  return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system";
-}
+const char* runtime_allocator_name() noexcept { return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system"; }
 
 }  // namespace ringtrace::detail

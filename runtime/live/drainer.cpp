@@ -56,7 +56,8 @@ void drainer_fork_child() noexcept {
   // The parent's switch streams: the child's copies of their descriptors keep the
   // parent's threads traced while they are open. The drainer's structures are whole if
   // it was between passes (this thread's fork holds the pass lock) or is the forker.
-  if ((t_fork_holds_pass || t_drainer_thread) && g_switch_drainer != nullptr) g_switch_drainer->release_switches_in_child();
+  if ((t_fork_holds_pass || t_drainer_thread) && g_switch_drainer != nullptr)
+    g_switch_drainer->release_switches_in_child();
   g_switch_drainer = nullptr;
   // No thread of the child packs into the parent's file: its one thread has no ring
   // (unbind_thread_after_fork), so it never reads a ThreadBuffer::own_drain of the parent's.
@@ -153,8 +154,10 @@ void Drainer::start_exporters() {
   timespec real{}, mono{};
   clock_gettime(CLOCK_REALTIME, &real);
   clock_gettime(CLOCK_MONOTONIC, &mono);
-  info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
-  info.monotonic_anchor_ns = static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+  info.realtime_anchor_ns =
+      static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+  info.monotonic_anchor_ns =
+      static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
   info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
   info.ring_bytes = ring_bytes_for(config_.buffer_records);
   info.boundary_gap_ticks = boundary_gap_;
@@ -266,8 +269,7 @@ std::uint64_t Drainer::take_watermark(bool final, std::uint64_t requested) {
 // Decodes c's records (from its read position to what its thread had reserved at the
 // pass's start, stamped at or before `watermark`) into out[n, capacity) with the core's
 // decoder (runtime/core/decoder.hpp): every rule of turning records into events is there.
-DecodeStop Drainer::decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity,
-                           std::uint64_t watermark) {
+DecodeStop Drainer::decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark) {
   if (!filter_.active()) return decode_ring(c, out, n, capacity, watermark);
   const auto info = [this](SiteId id) -> const SiteInfo& { return sites_.site(id); };
   for (;;) {
@@ -432,8 +434,8 @@ void Drainer::retire_threads(bool final) {
 // The step open at the stop: closed there, as every thread's zones are.
 void Drainer::close_step_at_stop() {
   const std::uint64_t queued = batch_size_ != 0 ? batch_[batch_size_ - 1].time_ns : 0;
-  const std::uint64_t ns = std::max({converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed)), delivered_ns_,
-                                     queued, counts_.steps.last_ns});
+  const std::uint64_t ns = std::max(
+      {converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed)), delivered_ns_, queued, counts_.steps.last_ns});
   Event& e = next_event();
   e = Event{ns, sites_.step_site(), steps_thread(), EventKind::zone_end, EventFlags::closed_at_stop, 0, 0, {}};
   e.value.u = counts_.steps.number;
@@ -442,13 +444,15 @@ void Drainer::close_step_at_stop() {
 }
 
 Event& Drainer::next_event() {
-  if (batch_size_ == batch_capacity_) [[unlikely]] deliver();
+  if (batch_size_ == batch_capacity_) [[unlikely]]
+    deliver();
   return batch_[batch_size_++];
 }
 
 void Drainer::deliver() {
   if (batch_size_ == 0) return;
-  if (unsorted_threads_) [[unlikely]] assign_sort_indices();
+  if (unsorted_threads_) [[unlikely]]
+    assign_sort_indices();
   // Published later than the grace allows (merge.hpp): raised, flagged, counted.
   delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
   delivered_in_pass_ = true;

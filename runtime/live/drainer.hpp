@@ -105,7 +105,9 @@ class Drainer final : public TraceContext {
   struct LiveSites {
     SiteTable& table;
     Drainer& drainer;
-    SiteId site(std::uint64_t header) { return table.id_of(reinterpret_cast<const SiteInfo*>(header & kRecordSiteMask)); }
+    SiteId site(std::uint64_t header) {
+      return table.id_of(reinterpret_cast<const SiteInfo*>(header & kRecordSiteMask));
+    }
     const SiteInfo& info(SiteId id) const { return table.site(id); }
     SiteId step_site() { return table.step_site(); }
     ThreadId steps_thread() { return drainer.steps_thread(); }
@@ -267,8 +269,8 @@ class Drainer final : public TraceContext {
   std::uint64_t passes_ = 0;
   std::uint64_t late_ = 0;
   std::uint64_t closed_at_stop_ = 0;
-  std::uint64_t unreadable_ = 0;     // records of a kind or size this drainer cannot read (none, by construction)
-  std::uint64_t self_drained_ = 0;   // events the threads handed over themselves (SessionStats::self_drained)
+  std::uint64_t unreadable_ = 0;      // records of a kind or size this drainer cannot read (none, by construction)
+  std::uint64_t self_drained_ = 0;    // events the threads handed over themselves (SessionStats::self_drained)
   std::uint64_t inlined_let_go_ = 0;  // FunctionOptions::inlined: the left-out calls counted in the rings let go of
   InlinedTally inlined_let_go_by_function_;  // and per function
 

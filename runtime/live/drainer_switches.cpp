@@ -109,7 +109,8 @@ void Drainer::open_switches(RingCursor& c) {
   }
   push_switch(c, at, off, SwitchBits::stream_start);
   for (const switches::Switch& w : switch_scratch_) {
-    push_switch(c, w.time_ns, w.out, (w.preempted ? SwitchBits::preempted : 0) | (w.after_loss ? SwitchBits::after_loss : 0));
+    push_switch(c, w.time_ns, w.out,
+                (w.preempted ? SwitchBits::preempted : 0) | (w.after_loss ? SwitchBits::after_loss : 0));
   }
 }
 

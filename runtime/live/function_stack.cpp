@@ -30,8 +30,8 @@ std::atomic<std::uint64_t> g_too_deep{0};
 struct StackMemory {
   FunctionFrame* frames = nullptr;  // frames[0] is the sentinel, then `capacity` frames
   std::uint32_t capacity = 0;
-  std::uint32_t epoch = 0;           // the session whose frames these are (0: none)
-  std::uint32_t failed_epoch = 0;    // no memory for a stack in this session: record nothing
+  std::uint32_t epoch = 0;         // the session whose frames these are (0: none)
+  std::uint32_t failed_epoch = 0;  // no memory for a stack in this session: record nothing
   // Past the maximum depth: the stack pointer of the shallowest call not kept (0: none).
   // Nothing deeper is recorded until that call returns or is left by an exception.
   std::uintptr_t overflow_sp = 0;
@@ -50,7 +50,8 @@ thread_local StackMemory t_stack;
 
 StackMemory::~StackMemory() {
   t_stack_gone = true;
-  t_functions = FunctionStack{const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
+  t_functions =
+      FunctionStack{const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
   std::free(frames);
 }
 
@@ -283,7 +284,8 @@ void function_stack_forget() noexcept {
   if (set_up(t_functions) && !t_stack_gone) {
     empty_stack(t_stack, t_writer);
   } else {
-    t_functions = FunctionStack{const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
+    t_functions =
+        FunctionStack{const_cast<FunctionFrame*>(&kNoFunctionFrame), const_cast<FunctionFrame*>(&kNoFunctionFrame)};
   }
 }
 
@@ -319,8 +321,8 @@ void function_entry_slow(std::uintptr_t key, std::uintptr_t sp, std::uint32_t ep
   } else {
     // Binds the thread at its first event, makes room, or drops (counted) or leaves the
     // entry out: record_header() of this "site" is function_header(fn).
-    const std::uint32_t token = zone_open_slow(reinterpret_cast<const SiteInfo*>(fn << kRecordAddressShift),
-                                               record_function_entry, 0, epoch);
+    const std::uint32_t token =
+        zone_open_slow(reinterpret_cast<const SiteInfo*>(fn << kRecordAddressShift), record_function_entry, 0, epoch);
     state = token == epoch ? 0 : (token == kDroppedZone ? kFrameDropped : kFrameUnrecorded);
   }
   FunctionFrame* const top = s.top;

@@ -64,8 +64,8 @@ struct RingCursor {
   ThreadDecodeState state;  // the decoder's: open zones, times, counts
   FilteredThread filtered;  // with Config::functions' filters: events waiting for them
   std::uint32_t name_version = 0;
-  bool retired = false;       // its thread had exited at the pass's start
-  bool first_known = false;   // first_ticks holds the thread's first decoded record
+  bool retired = false;      // its thread had exited at the pass's start
+  bool first_known = false;  // first_ticks holds the thread's first decoded record
   std::uint64_t first_ticks = 0;
   // Config::self_drain: events the thread handed over itself since the last pass
   // (drain_own), counted in its row by the next pass.

@@ -28,8 +28,8 @@ int allocate(int fd, std::uint64_t offset, std::uint64_t bytes) {
 
 }  // namespace
 
-std::unique_ptr<RingFile> RingFile::create(const std::filesystem::path& path, std::uint32_t pid,
-                                           std::uint64_t start_ns, std::uint64_t ring_bytes) {
+std::unique_ptr<RingFile> RingFile::create(const std::filesystem::path& path, std::uint32_t pid, std::uint64_t start_ns,
+                                           std::uint64_t ring_bytes) {
   std::unique_ptr<RingFile> file(new RingFile());
   file->path_ = path;
   file->pid_ = pid;

@@ -33,8 +33,8 @@ class RingFile {
 
   // Creates (or truncates) `path` for rings of `ring_bytes` bytes. Throws
   // std::runtime_error naming the path and the system's reason.
-  static std::unique_ptr<RingFile> create(const std::filesystem::path& path, std::uint32_t pid,
-                                          std::uint64_t start_ns, std::uint64_t ring_bytes);
+  static std::unique_ptr<RingFile> create(const std::filesystem::path& path, std::uint32_t pid, std::uint64_t start_ns,
+                                          std::uint64_t ring_bytes);
   ~RingFile();  // closes the file; never removes it (a fork child's copy must not)
   RingFile(const RingFile&) = delete;
   RingFile& operator=(const RingFile&) = delete;
@@ -60,7 +60,7 @@ class RingFile {
   std::uint64_t slots_ = 0;
   std::uint64_t serial_ = 0;
   ring_file::FileHeader* header_ = nullptr;  // page 0, mapped
-  std::mutex mutex_;  // map_slot (the registry's mutex already orders binds; cheap insurance)
+  std::mutex mutex_;                         // map_slot (the registry's mutex already orders binds; cheap insurance)
 };
 
 // Unmaps a slot of a RingFile (possibly of a session that has ended).

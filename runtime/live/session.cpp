@@ -5,8 +5,8 @@
 
 #include <pthread.h>
 #include <semaphore.h>
-#include <sys/syscall.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +27,10 @@
 #include "environment.hpp"
 #include "flight_recorder.hpp"
 #include "function_stack.hpp"
-#include "ringtrace/detail/functions.hpp"  // g_keep_inlined
 #include "output_claims.hpp"
-#include "ring_file.hpp"
 #include "raw_sink.hpp"
+#include "ring_file.hpp"
+#include "ringtrace/detail/functions.hpp"  // g_keep_inlined
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "thread_registry.hpp"
@@ -84,13 +84,13 @@ struct Session::Impl {
   std::vector<std::shared_ptr<Exporter>> exporters;
   std::unique_ptr<detail::Drainer> drainer;
   SessionStats last_stats;
-  bool running = false;   // guarded by g_session_mutex
+  bool running = false;  // guarded by g_session_mutex
   bool use_tsc = false;
   pid_t pid = 0;          // the process that started the run (a fork child is another)
   std::mutex stop_mutex;  // one stop at a time; held while the drainer finishes
   // Steps and windows.
   std::vector<WindowExporterFactory> window_factories;
-  detail::FlightRecorderHandle recorder;  // the run's flight recorder (kept after stop for stats())
+  detail::FlightRecorderHandle recorder;        // the run's flight recorder (kept after stop for stats())
   std::unique_ptr<detail::RingFile> ring_file;  // the run's rings, when a binary file asks for a mapping
   // Config::context_switches: a stream of start()'s thread, kept open for the run and never
   // read. The kernel's first switch stream in a process switches its scheduler hooks on (8
@@ -101,8 +101,8 @@ struct Session::Impl {
   // instructions and one record while held), so that the markers' times are in the
   // order of their numbers whichever threads call.
   std::atomic_flag step_lock = ATOMIC_FLAG_INIT;
-  bool windows = false;     // a schedule or window exporters: step 0 is a zone from start()
-  bool recording = true;    // the current step records (else the epoch is paused)
+  bool windows = false;   // a schedule or window exporters: step 0 is a zone from start()
+  bool recording = true;  // the current step records (else the epoch is paused)
   // The current step's zone was begun. Atomic: a step() that cannot take the lock reads
   // it to count what it loses.
   std::atomic<bool> step_open{false};
@@ -384,8 +384,8 @@ void Session::start() {
       rings = asked;
     }
     if (!rings.empty()) {
-      ring_file = detail::RingFile::create(rings, static_cast<std::uint32_t>(::getpid()), clock.start_ns,
-                                           params.ring_bytes);
+      ring_file =
+          detail::RingFile::create(rings, static_cast<std::uint32_t>(::getpid()), clock.start_ns, params.ring_bytes);
       params.ring_file = ring_file.get();
       drainer->set_rings_in_file(true);
     }
@@ -517,8 +517,7 @@ void on_flush_signal(int signal) {
 
 void signal_watcher() {
   detail::mark_thread_untraced();
-  while (sem_wait(&g_signal_semaphore) != 0) {
-  }
+  while (sem_wait(&g_signal_semaphore) != 0) {}
   const int signal = g_signal_number.load();
   stop_active_at_exit();
   struct sigaction fallback {};
@@ -538,7 +537,7 @@ void after_fork_in_child() {
   detail::drainer_fork_child();
   if (g_active != nullptr) g_active->warm_switches.release_in_child();  // the parent's thread's
   detail::g_epoch.store(0, std::memory_order_relaxed);
-  detail::unbind_thread_after_fork();  // the parent's ring stays the parent's (not even mapped here)
+  detail::unbind_thread_after_fork();   // the parent's ring stays the parent's (not even mapped here)
   new (&g_session_mutex) std::mutex();  // another thread of the parent may have held it
   // The steps' lock too; and frame_mark() in the child finds no session.
   if (g_active != nullptr) g_active->step_lock.clear();

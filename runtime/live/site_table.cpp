@@ -13,7 +13,7 @@
 #include "function_names.hpp"  // symbols: the names of instrumented functions
 #include "ringtrace/instrument.hpp"
 #include "slow_scope.hpp"
-#include "steps.hpp"  // the step zones' site
+#include "steps.hpp"          // the step zones' site
 #include "switch_events.hpp"  // the switch sites' names
 
 namespace ringtrace::detail {
@@ -32,8 +32,8 @@ SiteId SiteTable::function_miss(std::uint64_t address, FunctionSlot& slot) {
     const symbols::Symbol& symbol = *function.symbol;
     it->second.module = function.module;
     Copy& copy = copies_.emplace_back(Copy{symbol.function, symbol.function, symbol.file, "", {}});
-    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), symbol.line, SiteKind::zone,
-                         SiteOptions::function, copy.category.c_str(), 1};
+    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(),     symbol.line,
+                         SiteKind::zone,    SiteOptions::function, copy.category.c_str(), 1};
   }
   slot = FunctionSlot{address, it->second.site};
   return it->second.site;
@@ -53,8 +53,13 @@ SiteId SiteTable::miss(const SiteInfo* site, Slot& slot) {
   auto [it, inserted] = ids_.try_emplace(site, static_cast<SiteId>(copies_.size()));
   if (inserted) {
     Copy& copy = copies_.emplace_back(Copy{site->name, site->function, site->file, site->category, {}});
-    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), site->line, site->kind,
-                         effective_options(*site, per_thread_counters_), copy.category.c_str(),
+    copy.info = SiteInfo{copy.name.c_str(),
+                         copy.function.c_str(),
+                         copy.file.c_str(),
+                         site->line,
+                         site->kind,
+                         effective_options(*site, per_thread_counters_),
+                         copy.category.c_str(),
                          effective_sample_every(*site)};
   }
   slot = Slot{site, it->second};
@@ -65,8 +70,8 @@ SiteId SiteTable::step_site() {
   if (step_site_ == 0) {
     step_site_ = static_cast<SiteId>(copies_.size());
     Copy& copy = copies_.emplace_back(Copy{kStepSiteName, "", "", "", {}});
-    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), 0, SiteKind::zone,
-                         SiteOptions::step, copy.category.c_str(), 1};
+    copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(),     0,
+                         SiteKind::zone,    SiteOptions::step,     copy.category.c_str(), 1};
   }
   return step_site_;
 }
@@ -87,7 +92,9 @@ SiteId SiteTable::named(SiteId where, std::string_view name) {
         if (overflow_ == 0xFFFFFFFFu) {
           overflow_ = static_cast<SiteId>(copies_.size());
           Copy& copy = copies_.emplace_back(Copy{kRuntimeNamesOverflow, "", "", "", {}});
-          copy.info = SiteInfo{copy.name.c_str(), copy.function.c_str(), copy.file.c_str(), 0, SiteKind::zone, 0,
+          copy.info = SiteInfo{copy.name.c_str(),     copy.function.c_str(),
+                               copy.file.c_str(),     0,
+                               SiteKind::zone,        0,
                                copy.category.c_str(), 1};
         }
         return overflow_;

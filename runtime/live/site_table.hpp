@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "ringtrace/event.hpp"
-#include "runtime_names.hpp"
 #include "ringtrace/site.hpp"
+#include "runtime_names.hpp"
 
 namespace ringtrace::detail {
 
@@ -32,7 +32,8 @@ class SiteTable {
   void set_per_thread_counters(bool on) { per_thread_counters_ = on; }
   SiteId id_of(const SiteInfo* site) {
     Slot& slot = cache_[(reinterpret_cast<std::uintptr_t>(site) >> 3) & (kCacheSize - 1)];
-    if (slot.site == site) [[likely]] return slot.id;
+    if (slot.site == site) [[likely]]
+      return slot.id;
     return miss(site, slot);
   }
   // The drainer's own copy: a call site's object may live in a plugin that is unloaded
@@ -52,7 +53,8 @@ class SiteTable {
   // SiteOptions::function.
   SiteId function_site(std::uint64_t address) {
     FunctionSlot& slot = function_cache_[(address >> 4) & (kCacheSize - 1)];
-    if (slot.address == address) [[likely]] return slot.id;
+    if (slot.address == address) [[likely]]
+      return slot.id;
     return function_miss(address, slot);
   }
   bool is_function(SiteId id) const { return (copies_[id].info.options & SiteOptions::function) != 0; }
@@ -88,7 +90,7 @@ class SiteTable {
   std::uint64_t module_generation_ = 0;
   bool per_thread_counters_ = false;
   std::unordered_map<const SiteInfo*, SiteId> ids_;
-  SiteId step_site_ = 0;  // 0: not made yet (0 is the dropped events' site)
+  SiteId step_site_ = 0;     // 0: not made yet (0 is the dropped events' site)
   std::deque<Copy> copies_;  // by SiteId; a deque, so that `info`'s pointers stay valid
   RuntimeNames runtime_names_;
   SiteId overflow_ = 0xFFFFFFFFu;  // the run-time names' overflow site, made on first use

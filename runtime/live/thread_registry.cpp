@@ -86,8 +86,7 @@ std::uint64_t free_bytes(ThreadBuffer& b) noexcept {
     // records that are not there). Nothing else moves `next` meanwhile (a nested call
     // reaches the slow path and drops); the loop is insurance.
     w.lap_base.store(w.lap_base.load(std::memory_order_relaxed) + capacity, std::memory_order_release);
-    while (!w.next.compare_exchange_weak(next, next - capacity, std::memory_order_release)) {
-    }
+    while (!w.next.compare_exchange_weak(next, next - capacity, std::memory_order_release)) {}
   }
   next = w.next.load(std::memory_order_relaxed);
   const std::uint64_t read = b.read_index.load(std::memory_order_acquire);
@@ -338,7 +337,8 @@ void Registry::reset_after_fork() {
   // The switch streams of registrations no drainer took are the parent's threads': the
   // child closes its copies (the kernel traces a thread while any copy is open) and
   // leaves their mappings (not in the child). One thread here: the list is still.
-  for (ThreadBuffer* b = slot()->registrations_.load(std::memory_order_relaxed); b != nullptr; b = b->next_registration) {
+  for (ThreadBuffer* b = slot()->registrations_.load(std::memory_order_relaxed); b != nullptr;
+       b = b->next_registration) {
     b->first_stream.release_in_child();
   }
   slot() = new Registry();
@@ -388,7 +388,7 @@ void Registry::retract_epoch() {
 
 void Registry::release(ThreadBuffer* buffer) {
   buffer->own_drain.store(nullptr, std::memory_order_relaxed);  // the cursor goes with the drainer's hold
-  buffer->forget_first_stream();  // a registration the stop let go of unread
+  buffer->forget_first_stream();                                // a registration the stop let go of unread
   const std::uint32_t old = buffer->flags.fetch_and(~kRegistered, std::memory_order_acq_rel);
   if ((old & kRetired) != 0) recycle(buffer);
 }
@@ -560,7 +560,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   t.inlined_calls = &b->inlined_calls;
   t.epoch = epoch;
   function_stack_bound(epoch);  // frames of an earlier session are not this ring's
-  return true;  // the fast path opens when the slow path leaves (reopen_fast_path)
+  return true;                  // the fast path opens when the slow path leaves (reopen_fast_path)
 }
 
 bool thread_untraced() noexcept { return t_untraced; }
@@ -582,7 +582,7 @@ std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind, std::uint64_
                              std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
   if (t.epoch == kSampledOut) return kNotRecorded;  // inside a sampled-out zone: left out with it
-  if (t.in_slow != 0) {  // nested in this thread's slow path: dropped whole, counted
+  if (t.in_slow != 0) {                             // nested in this thread's slow path: dropped whole, counted
     count_nested_drop(t);
     hidden_zone_begin(t, kHiddenDropped);
     return kDroppedZone;
@@ -791,7 +791,7 @@ std::uint32_t zone_open_named_slow(const SiteInfo* site, const char* name, std::
                                    std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
   if (t.epoch == kSampledOut) return kNotRecorded;  // inside a sampled-out zone: left out with it
-  if (t.in_slow != 0) {  // nested in this thread's slow path: dropped whole, counted
+  if (t.in_slow != 0) {                             // nested in this thread's slow path: dropped whole, counted
     count_nested_drop(t);
     hidden_zone_begin(t, kHiddenDropped);
     return kDroppedZone;

@@ -67,10 +67,10 @@ struct ThreadBuffer {
   alignas(128) std::atomic<std::uint32_t> flags{0};
   std::uint32_t epoch = 0;
   std::uint64_t os_tid = 0;
-  std::uint64_t high_water = 0;  // bytes; past this the thread wakes the drainer
-  bool block = false;            // overflow policy of the session it is bound to
-  bool use_tsc = false;          // the session's clock: else every event takes the slow path
-  RingMemory ring;               // `ring.capacity` bytes, mapped twice
+  std::uint64_t high_water = 0;        // bytes; past this the thread wakes the drainer
+  bool block = false;                  // overflow policy of the session it is bound to
+  bool use_tsc = false;                // the session's clock: else every event takes the slow path
+  RingMemory ring;                     // `ring.capacity` bytes, mapped twice
   WriterBlock* writer = &heap_writer;  // where the hot path's block is
   // The ring's slot in a ring file (RingFile), or null when the ring is on the heap.
   RingFile::Slot slot;
@@ -114,11 +114,11 @@ struct ThreadBuffer {
 
 // Parameters of the active session that the threads' slow path needs.
 struct ActiveParams {
-  std::uint64_t ring_bytes = 0;    // a power of two, at least kMinRingBytes
-  std::uint64_t high_water = 0;    // bytes
+  std::uint64_t ring_bytes = 0;  // a power of two, at least kMinRingBytes
+  std::uint64_t high_water = 0;  // bytes
   OverflowPolicy overflow = OverflowPolicy::drop;
   bool use_tsc = false;
-  std::uint64_t grace_ns = 0;  // the drainer holds back records younger than this
+  std::uint64_t grace_ns = 0;     // the drainer holds back records younger than this
   RingFile* ring_file = nullptr;  // rings in this file mapping (BinaryTraceOptions::rings_in_file), else the heap
   bool yield_to_drainer = true;   // Config::yield_to_drainer
   bool context_switches = false;  // Config::context_switches: threads open their streams at their first event
@@ -202,16 +202,17 @@ class Registry {
   std::mutex pool_mutex_;
   std::vector<ThreadBuffer*> pool_;  // buffers of exited threads, guarded by pool_mutex_
   std::atomic<std::uint64_t> buffers_created_{0};
-  std::atomic<std::uint32_t> wake_{0};  // futex word: 1 once woken in this pass
+  std::atomic<std::uint32_t> wake_{0};          // futex word: 1 once woken in this pass
   std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> pass_requests_{0};
   std::atomic<std::uint64_t> passes_served_{0};
   std::atomic<std::uint64_t> grace_ns_{0};
-  std::atomic<bool> yield_{true};  // Config::yield_to_drainer of the active session
+  std::atomic<bool> yield_{true};              // Config::yield_to_drainer of the active session
   std::atomic<bool> switches_refused_{false};  // reset when a session's epoch is published
 };
-static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) && std::atomic<std::uint32_t>::is_always_lock_free,
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                  std::atomic<std::uint32_t>::is_always_lock_free,
               "the wake word is used as a futex");
 
 // For tests, not for users: makes the running session's drainer run a pass now, one that

@@ -72,7 +72,7 @@ class ThreadRows {
   void forget(ThreadRow& row);  // before a folded row is erased
 
   std::uint32_t max_thread_rows_;
-  std::deque<ThreadRow> dense_;                       // ids below max_thread_rows_
+  std::deque<ThreadRow> dense_;                     // ids below max_thread_rows_
   std::unordered_map<ThreadId, ThreadRow> sparse_;  // later threads, while they live
   std::vector<ThreadRow*> placed_;
   std::vector<ThreadRow*> unplaced_;

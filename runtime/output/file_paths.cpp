@@ -30,12 +30,11 @@ constexpr std::size_t kAlphabetSize = sizeof(kAlphabet) - 1;
 }
 
 [[noreturn]] void not_regular(const std::string& what, const std::string& name, mode_t mode) {
-  const char* kind = S_ISFIFO(mode)                    ? "a FIFO"
+  const char* kind = S_ISFIFO(mode)                   ? "a FIFO"
                      : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
-                     : S_ISSOCK(mode)                  ? "a socket"
-                                                       : "not a regular file";
-  throw std::runtime_error("ringtrace: cannot " + what + " '" + name + "': it is " + kind +
-                           ", not a regular file" +
+                     : S_ISSOCK(mode)                 ? "a socket"
+                                                      : "not a regular file";
+  throw std::runtime_error("ringtrace: cannot " + what + " '" + name + "': it is " + kind + ", not a regular file" +
                            (what == "read" ? "" : " (write to standard output through '-' or a std::ostream)"));
 }
 
@@ -142,7 +141,8 @@ std::vector<std::filesystem::path> partial_files(const std::filesystem::path& ou
     if (!detail::is_rule_suffix(std::string_view(name).substr(prefix.size()))) continue;
     std::error_code time_error;
     const fs::file_time_type time = fs::last_write_time(it->path(), time_error);
-    found.emplace_back(time_error ? fs::file_time_type::min() : time, output.has_parent_path() ? dir / name : fs::path(name));
+    found.emplace_back(time_error ? fs::file_time_type::min() : time,
+                       output.has_parent_path() ? dir / name : fs::path(name));
   }
   std::sort(found.begin(), found.end());
   std::vector<fs::path> out;

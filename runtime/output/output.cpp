@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>   // rename
+#include <cstdio>  // rename
 #include <cstring>
 #include <ostream>
 #include <stdexcept>
@@ -135,8 +135,8 @@ class FileSink final : public OutputSink {
     // FIFO, a device node): leave it, the output stays in the temporary.
     struct stat st {};
     if (::lstat(name().c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-      throw std::runtime_error("ringtrace: cannot replace '" + name() + "': it is no longer a regular file; the output is in " +
-                               partial_);
+      throw std::runtime_error("ringtrace: cannot replace '" + name() +
+                               "': it is no longer a regular file; the output is in " + partial_);
     }
     // rename() replaces the path itself: a symbolic link there is replaced, its target
     // left alone.
@@ -150,8 +150,7 @@ class FileSink final : public OutputSink {
     if (owned() && !buffer_.empty()) {
       try {
         write_all(buffer_);
-      } catch (...) {
-      }
+      } catch (...) {}
     }
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -199,8 +198,7 @@ class GzipSink final : public OutputSink {
     if (!finished_ && open_ && ::getpid() == owner_) {
       try {
         flush();
-      } catch (...) {
-      }
+      } catch (...) {}
     }
     if (open_) deflateEnd(&stream_);
   }
@@ -283,13 +281,27 @@ void append_json_string(std::string& out, std::string_view s) {
     }
     const char c = valid[0];
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           static constexpr char kHex[] = "0123456789abcdef";
@@ -305,8 +317,8 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 void append_csv_field(std::string& out, std::string_view s) {
-  const bool quote = s.find_first_of(",\"\r\n") != std::string_view::npos ||
-                     (!s.empty() && (s.front() == ' ' || s.back() == ' '));
+  const bool quote =
+      s.find_first_of(",\"\r\n") != std::string_view::npos || (!s.empty() && (s.front() == ' ' || s.back() == ' '));
   if (!quote) {
     append_valid_utf8(out, s);
     return;

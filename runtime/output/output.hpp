@@ -72,8 +72,8 @@ class ReportOutput {
  public:
   explicit ReportOutput(std::string path);
   ReportOutput(std::ostream& stream, std::string name);
-  void start_run();                       // reopens the file if an earlier run closed it
-  void write_run(std::string_view text);  // writes, then closes the file or flushes the stream
+  void start_run();                                  // reopens the file if an earlier run closed it
+  void write_run(std::string_view text);             // writes, then closes the file or flushes the stream
   const std::string& path() const { return path_; }  // empty for a stream
 
  private:

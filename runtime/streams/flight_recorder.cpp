@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
-#include <cstdio>
 #include <ctime>
 #include <deque>
+#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -43,7 +43,8 @@ class FlightRecorderExporter final : public Exporter {
       : keep_ns_(static_cast<std::uint64_t>(std::chrono::nanoseconds(config.flight_recorder.keep).count())),
         max_bytes_(std::max<std::size_t>(config.flight_recorder.max_bytes, 4096)),
         after_ns_(static_cast<std::uint64_t>(std::chrono::nanoseconds(config.flight_recorder.after).count())),
-        min_interval_ns_(static_cast<std::uint64_t>(std::chrono::nanoseconds(config.flight_recorder.min_interval).count())),
+        min_interval_ns_(
+            static_cast<std::uint64_t>(std::chrono::nanoseconds(config.flight_recorder.min_interval).count())),
         trigger_zone_(config.trigger.zone),
         trigger_ns_(static_cast<std::uint64_t>(std::max<std::int64_t>(0, config.trigger.longer_than.count()))),
         trigger_measure_(config.trigger.measure),
@@ -103,12 +104,14 @@ class FlightRecorderExporter final : public Exporter {
       keep(e, context);
       if (active_) forward(back());
       // One compare per event, however many requests wait: the oldest one's time.
-      if (e.time_ns >= next_due_ns_.load(std::memory_order_relaxed)) [[unlikely]] serve_requests(e.time_ns);
+      if (e.time_ns >= next_due_ns_.load(std::memory_order_relaxed)) [[unlikely]]
+        serve_requests(e.time_ns);
       if (has_trigger_ && (e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) &&
           trigger_measure_ == Trigger::Measure::wall && is_trigger(e.site, context)) [[unlikely]] {
         trigger_zone(e);
       }
-      if (has_trigger_ && trigger_measure_ != Trigger::Measure::wall) [[unlikely]] cpu_trigger(e, context);
+      if (has_trigger_ && trigger_measure_ != Trigger::Measure::wall) [[unlikely]]
+        cpu_trigger(e, context);
     }
     if (active_) send_active();
     evict();
@@ -220,7 +223,8 @@ class FlightRecorderExporter final : public Exporter {
         evict_front();
       }
     }
-    if (e.thread >= threads_.size()) [[unlikely]] threads_.resize(e.thread + 1);  // evict() indexes it
+    if (e.thread >= threads_.size()) [[unlikely]]
+      threads_.resize(e.thread + 1);  // evict() indexes it
     Event& kept = at(size_++);
     kept = e;
     bytes_ += sizeof(Event);
@@ -233,9 +237,11 @@ class FlightRecorderExporter final : public Exporter {
   }
 
   RINGTRACE_ALWAYS_INLINE bool is_trigger(SiteId site, const TraceContext& context) {
-    if (site >= is_trigger_.size()) [[unlikely]] is_trigger_.resize(std::max<std::size_t>(site + 1, context.site_count()), -1);
+    if (site >= is_trigger_.size()) [[unlikely]]
+      is_trigger_.resize(std::max<std::size_t>(site + 1, context.site_count()), -1);
     std::int8_t& match = is_trigger_[site];
-    if (match < 0) [[unlikely]] match = trigger_zone_ == context.site(site).name ? 1 : 0;
+    if (match < 0) [[unlikely]]
+      match = trigger_zone_ == context.site(site).name ? 1 : 0;
     return match != 0;
   }
 
@@ -358,9 +364,14 @@ class FlightRecorderExporter final : public Exporter {
       while (!stack.empty()) {
         const Open o = stack.back();
         stack.pop_back();
-        Event end{end_ns, o.site, t, EventKind::zone_end,
-                  static_cast<std::uint8_t>((o.flags & EventFlags::region) | EventFlags::closed_at_window_end), 0,
-                  static_cast<std::uint32_t>(stack.size()), {}};
+        Event end{end_ns,
+                  o.site,
+                  t,
+                  EventKind::zone_end,
+                  static_cast<std::uint8_t>((o.flags & EventFlags::region) | EventFlags::closed_at_window_end),
+                  0,
+                  static_cast<std::uint32_t>(stack.size()),
+                  {}};
         end.value.u = o.value;
         a.batch.push_back(end);
       }
@@ -443,15 +454,13 @@ class FlightRecorderExporter final : public Exporter {
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};
   static constexpr std::size_t kMaxWaiting = 64;
   mutable std::mutex mutex_;
-  std::deque<Request> requests_;                // time order; at most kMaxWaiting
+  std::deque<Request> requests_;                    // time order; at most kMaxWaiting
   std::atomic<std::uint64_t> next_due_ns_{kNever};  // requests_.front().time_ns, or kNever
   std::atomic<std::uint64_t> snapshots_{0};
   std::atomic<std::uint64_t> suppressed_{0};
 };
 
-bool FlightRecorderHandle::request(std::string reason) {
-  return exporter && exporter->request(std::move(reason));
-}
+bool FlightRecorderHandle::request(std::string reason) { return exporter && exporter->request(std::move(reason)); }
 std::uint64_t FlightRecorderHandle::snapshots() const { return exporter ? exporter->snapshots() : 0; }
 std::uint64_t FlightRecorderHandle::suppressed() const { return exporter ? exporter->suppressed() : 0; }
 std::size_t FlightRecorderHandle::waiting() const { return exporter ? exporter->waiting() : 0; }

@@ -23,7 +23,8 @@ int create_owned_file(const std::filesystem::path& path, int access) {
 }
 
 bool remove_owned_file(const std::filesystem::path& path, int fd) {
-  struct stat named {}, mine {};
+  struct stat named {
+  }, mine{};
   if (::lstat(path.c_str(), &named) != 0 || ::fstat(fd, &mine) != 0) return false;
   if (named.st_dev != mine.st_dev || named.st_ino != mine.st_ino) return false;
   return ::unlink(path.c_str()) == 0;

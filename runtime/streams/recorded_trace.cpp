@@ -9,8 +9,8 @@ namespace ringtrace {
 namespace {
 
 RecordedSite copy_site(const SiteInfo& site) {
-  return RecordedSite{site.name,    site.function, site.file,     site.line,
-                      site.kind,    site.options,  site.category, site.sample_every < 1 ? 1 : site.sample_every};
+  return RecordedSite{site.name, site.function, site.file,     site.line,
+                      site.kind, site.options,  site.category, site.sample_every < 1 ? 1 : site.sample_every};
 }
 
 }  // namespace
@@ -18,9 +18,8 @@ RecordedSite copy_site(const SiteInfo& site) {
 RecordedTraceContext::RecordedTraceContext(const RecordedTrace& trace) : trace_(trace) {
   sites_.reserve(trace.sites.size());
   for (const RecordedSite& s : trace.sites) {
-    sites_.push_back(
-        SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind, s.options, s.category.c_str(),
-                 s.sample_every < 1 ? 1 : s.sample_every});
+    sites_.push_back(SiteInfo{s.name.c_str(), s.function.c_str(), s.file.c_str(), s.line, s.kind, s.options,
+                              s.category.c_str(), s.sample_every < 1 ? 1 : s.sample_every});
   }
 }
 
@@ -87,7 +86,8 @@ void MemoryExporter::on_finish(const TraceContext& context, const SessionStats& 
   for (SiteId id = 0; id < context.site_count(); ++id) trace_.sites.push_back(copy_site(context.site(id)));
   // The live identity where the context still has it (it carries later renames), the
   // copy from the thread's first event where its row was folded.
-  if (trace_.threads.size() < context.thread_count()) trace_.threads.resize(context.thread_count(), folded_placeholder());
+  if (trace_.threads.size() < context.thread_count())
+    trace_.threads.resize(context.thread_count(), folded_placeholder());
   for (ThreadId id = 0; id < context.thread_count(); ++id) {
     const ThreadInfo& live = context.thread(id);
     if (live.id == id) trace_.threads[id] = live;
@@ -110,9 +110,8 @@ TraceBuilder::TraceBuilder(std::string process_name) {
   trace_.sites.push_back(RecordedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant, 0, "", 1});
 }
 
-SiteId TraceBuilder::site(std::string name, SiteKind kind, std::string file, std::uint32_t line,
-                          std::string function, std::string category, std::uint8_t options,
-                          std::uint32_t sample_every) {
+SiteId TraceBuilder::site(std::string name, SiteKind kind, std::string file, std::uint32_t line, std::string function,
+                          std::string category, std::uint8_t options, std::uint32_t sample_every) {
   if (sample_every > 1) options |= SiteOptions::sampled;
   trace_.sites.push_back(RecordedSite{std::move(name), std::move(function), std::move(file), line, kind, options,
                                       std::move(category), sample_every < 1 ? 1 : sample_every});
@@ -127,8 +126,8 @@ ThreadId TraceBuilder::thread(std::string name, std::uint64_t os_tid) {
   info.sort_index = info.id;
   trace_.threads.push_back(std::move(info));
   state_.emplace_back();
-  trace_.stats.threads.push_back(ThreadStats{trace_.threads.back().id, trace_.threads.back().os_tid,
-                                             trace_.threads.back().name, 0, 0});
+  trace_.stats.threads.push_back(
+      ThreadStats{trace_.threads.back().id, trace_.threads.back().os_tid, trace_.threads.back().name, 0, 0});
   return trace_.threads.back().id;
 }
 
@@ -307,16 +306,16 @@ RecordedTrace TraceBuilder::build(std::uint64_t stop_ns) const {
     while (!open.empty()) {
       const auto [site, value] = open.back();
       open.pop_back();
-      Event e{last, site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0,
-              static_cast<std::uint32_t>(open.size()), {}};
+      Event e{
+          last, site, t, EventKind::zone_end, EventFlags::closed_at_stop, 0, static_cast<std::uint32_t>(open.size()),
+          {}};
       e.value.i = value;
       if (out.sites[site].kind == SiteKind::region) e.flags |= EventFlags::region;
       events.push_back(e);
       out.stats.closed_at_stop += 1;
     }
   }
-  std::stable_sort(events.begin(), events.end(),
-                   [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; });
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.time_ns < b.time_ns; });
   out.events = std::move(events);
   out.stats.recorded = 0;
   out.stats.dropped = 0;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "output_claims.hpp"  // a window never writes the session's files
+#include "ringtrace/instrument.hpp"
 #include "step_zones.hpp"   // Session::step()'s zones
 #include "thread_book.hpp"  // window stats name threads folded meanwhile
-#include "ringtrace/instrument.hpp"
 
 namespace ringtrace::detail {
 
@@ -58,7 +58,9 @@ class WindowRouter final : public Exporter {
  public:
   WindowRouter(std::optional<Schedule> schedule, std::vector<WindowExporterFactory> factories,
                std::vector<std::filesystem::path> session_outputs)
-      : schedule_(std::move(schedule)), factories_(std::move(factories)), session_outputs_(std::move(session_outputs)) {}
+      : schedule_(std::move(schedule)),
+        factories_(std::move(factories)),
+        session_outputs_(std::move(session_outputs)) {}
 
   void on_start(const TraceContext&) override {
     stacks_.clear();
@@ -192,8 +194,14 @@ class WindowRouter final : public Exporter {
       // The top forwarded_[t] zones, innermost first; depth counts the window's zones only.
       for (std::uint32_t depth = forwarded_[t]; depth-- > 0;) {
         Open& open = stack[stack.size() - forwarded_[t] + depth];
-        Event end{time_ns, open.site, t, EventKind::zone_end,
-                  static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_window_end), 0, depth, {}};
+        Event end{time_ns,
+                  open.site,
+                  t,
+                  EventKind::zone_end,
+                  static_cast<std::uint8_t>(open.flags | EventFlags::closed_at_window_end),
+                  0,
+                  depth,
+                  {}};
         end.value.u = open.value;
         out_.push_back(end);
         open.forwarded = false;  // its real end, later, belongs to no window
@@ -221,7 +229,8 @@ class WindowRouter final : public Exporter {
     if (out_.empty()) return;
     for (const Event& e : out_) {
       if (e.thread >= window_recorded_.size()) window_recorded_.resize(e.thread + 1, 0);
-      if ((e.flags & EventFlags::closed_at_window_end) == 0 && e.kind != EventKind::dropped) ++window_recorded_[e.thread];
+      if ((e.flags & EventFlags::closed_at_window_end) == 0 && e.kind != EventKind::dropped)
+        ++window_recorded_[e.thread];
     }
     for (const auto& x : window_) x->on_events(out_, context);
     out_.clear();
@@ -231,7 +240,7 @@ class WindowRouter final : public Exporter {
   std::vector<WindowExporterFactory> factories_;
   std::vector<std::filesystem::path> session_outputs_;
   std::vector<std::vector<Open>> stacks_;
-  std::vector<std::uint32_t> forwarded_;  // per thread: the window's zones open (the top of its stack)
+  std::vector<std::uint32_t> forwarded_;    // per thread: the window's zones open (the top of its stack)
   std::vector<std::int64_t> step_of_site_;  // -2 unknown, -1 not a step
   std::vector<std::shared_ptr<Exporter>> window_;
   WindowInfo window_info_;
@@ -250,9 +259,9 @@ std::shared_ptr<Exporter> make_window_router(std::optional<Schedule> schedule,
   return std::make_shared<WindowRouter>(std::move(schedule), std::move(factories), std::move(session_outputs));
 }
 
-std::vector<std::shared_ptr<Exporter>> make_window_exporters(const std::vector<WindowExporterFactory>& factories,
-                                                             const WindowInfo& info,
-                                                             const std::vector<std::filesystem::path>& session_outputs) {
+std::vector<std::shared_ptr<Exporter>> make_window_exporters(
+    const std::vector<WindowExporterFactory>& factories, const WindowInfo& info,
+    const std::vector<std::filesystem::path>& session_outputs) {
   OutputClaims claims;
   for (const auto& path : session_outputs) claims.claim_path(path);
   std::vector<std::shared_ptr<Exporter>> out;

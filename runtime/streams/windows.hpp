@@ -20,8 +20,8 @@ enum class StepPhase : std::uint8_t { skip, wait, warmup, active, done };
 
 struct StepPlan {
   StepPhase phase = StepPhase::active;
-  std::uint64_t window = 0;                  // active: which window
-  std::uint64_t first = 0, last = 0;         // active: the window's first and last step
+  std::uint64_t window = 0;           // active: which window
+  std::uint64_t first = 0, last = 0;  // active: the window's first and last step
   // The first step after this one's run of steps of the same phase (and window): until
   // then Session::step() needs no plan (no division) and switches nothing.
   std::uint64_t until = ~std::uint64_t{0};

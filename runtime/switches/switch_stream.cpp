@@ -116,15 +116,17 @@ std::string open_error(int error_number, pid_t tid, bool injected) {
 }
 
 std::string mmap_error(int error_number, std::size_t ring_pages) {
-  std::string text = "mmap of the perf ring (" + std::to_string(ring_pages) + " + 1 pages): " + errno_text(error_number);
+  std::string text =
+      "mmap of the perf ring (" + std::to_string(ring_pages) + " + 1 pages): " + errno_text(error_number);
   if (error_number == EPERM || error_number == ENOMEM) {
     rlimit limit{};
     getrlimit(RLIMIT_MEMLOCK, &limit);
     const std::string mlock_kb = trimmed_first_line(read_small_file("/proc/sys/kernel/perf_event_mlock_kb"));
-    text += " (the locked-memory budget is spent: perf_event_mlock_kb " + (mlock_kb.empty() ? std::string("?") : mlock_kb) +
-            " per user and CPU, then RLIMIT_MEMLOCK " +
-            (limit.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(limit.rlim_cur / 1024) + " KiB") +
-            "; use fewer or smaller rings)";
+    text +=
+        " (the locked-memory budget is spent: perf_event_mlock_kb " + (mlock_kb.empty() ? std::string("?") : mlock_kb) +
+        " per user and CPU, then RLIMIT_MEMLOCK " +
+        (limit.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(limit.rlim_cur / 1024) + " KiB") +
+        "; use fewer or smaller rings)";
   }
   return text;
 }

@@ -32,8 +32,8 @@ const std::vector<Spelling>& spellings() {
     struct CharType {
       const char *type, *prefix;
     };
-    static constexpr std::array<CharType, 5> kTypes{{
-        {"char", ""}, {"wchar_t", "w"}, {"char8_t", "u8"}, {"char16_t", "u16"}, {"char32_t", "u32"}}};
+    static constexpr std::array<CharType, 5> kTypes{
+        {{"char", ""}, {"wchar_t", "w"}, {"char8_t", "u8"}, {"char16_t", "u16"}, {"char32_t", "u32"}}};
     std::vector<Spelling> out;
     for (const CharType& c : kTypes) {
       const std::string traits = std::string("std::char_traits<") + c.type + ">";

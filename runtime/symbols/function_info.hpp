@@ -13,8 +13,8 @@
 namespace ringtrace::symbols {
 
 struct FunctionInfo {
-  std::string name;   // demangled and simplified; "" if neither DWARF nor a symbol names it
-  std::string file;   // absolute when the DWARF allows it; "" without DWARF
+  std::string name;  // demangled and simplified; "" if neither DWARF nor a symbol names it
+  std::string file;  // absolute when the DWARF allows it; "" without DWARF
   std::uint32_t line = 0;
 };
 

@@ -53,11 +53,11 @@ class LiveFunctions {
 
   std::mutex mutex_;
   std::uint64_t generation_ = ~std::uint64_t{0};
-  std::vector<Module> loaded_;        // the loader's list at generation_
-  std::vector<std::uint32_t> ids_;    // loaded_[i]'s id
-  std::deque<Known> known_;           // by id - 1; every module ever seen
+  std::vector<Module> loaded_;                                 // the loader's list at generation_
+  std::vector<std::uint32_t> ids_;                             // loaded_[i]'s id
+  std::deque<Known> known_;                                    // by id - 1; every module ever seen
   std::unordered_map<std::uint64_t, LiveFunction> functions_;  // by address, for the modules loaded
-  std::deque<Symbol> unknown_;        // names of addresses in no module
+  std::deque<Symbol> unknown_;                                 // names of addresses in no module
 };
 
 }  // namespace ringtrace::symbols

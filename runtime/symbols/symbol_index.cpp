@@ -36,9 +36,8 @@ void SymbolIndex::build() {
     if (section == SHN_UNDEF || address == 0) continue;  // imports
     entries_.push_back(Entry{address, address + symbol.st_size, name, binding_rank(symbol.st_info)});
   }
-  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-    return a.low != b.low ? a.low < b.low : a.rank < b.rank;
-  });
+  std::sort(entries_.begin(), entries_.end(),
+            [](const Entry& a, const Entry& b) { return a.low != b.low ? a.low < b.low : a.rank < b.rank; });
 }
 
 const char* SymbolIndex::name_at(std::uint64_t address) {

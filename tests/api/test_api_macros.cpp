@@ -52,7 +52,8 @@ void workload(const std::string& long_name) {
     const unsigned peer = 7;
     RINGTRACE_ZONE("send", "bytes", bytes, "peer", peer);
     // Two zones (each with arguments) on one line: unique names per use.
-    RINGTRACE_ZONE("ratio", "r", 0.5); RINGTRACE_ZONE("all4", "a", 1, "b", 2.5, "c", -3, "d", std::int64_t{1} << 40);  // NOLINT
+    RINGTRACE_ZONE("ratio", "r", 0.5);
+    RINGTRACE_ZONE("all4", "a", 1, "b", 2.5, "c", -3, "d", std::int64_t{1} << 40);  // NOLINT
   }
   begin_load();
   {
@@ -77,7 +78,7 @@ void workload(const std::string& long_name) {
   const auto lambda = [] { RINGTRACE_FUNCTION(); };
   lambda();
   Box<int>{}.get();
-  RINGTRACE_ZONE_END();  // no manual zone open: unbalanced, counted
+  RINGTRACE_ZONE_END();               // no manual zone open: unbalanced, counted
   RINGTRACE_ZONE_BEGIN("left open");  // closed at stop
 }
 
@@ -106,11 +107,21 @@ std::vector<std::string> lines_of(const RecordedTrace& t) {
   for (const Event& e : t.events) {
     std::string line;
     switch (e.kind) {
-      case EventKind::zone_begin: line = "begin "; break;
-      case EventKind::zone_end: line = "end "; break;
-      case EventKind::arg: line = "arg "; break;
-      case EventKind::message: line = "message "; break;
-      default: line = "kind" + std::to_string(static_cast<int>(e.kind)) + " "; break;
+      case EventKind::zone_begin:
+        line = "begin ";
+        break;
+      case EventKind::zone_end:
+        line = "end ";
+        break;
+      case EventKind::arg:
+        line = "arg ";
+        break;
+      case EventKind::message:
+        line = "message ";
+        break;
+      default:
+        line = "kind" + std::to_string(static_cast<int>(e.kind)) + " ";
+        break;
     }
     line += std::to_string(e.depth) + " " + t.sites[e.site].name;
     if (e.kind == EventKind::arg || e.kind == EventKind::message) {
@@ -219,8 +230,8 @@ Outputs record_everything(const fs::path& dir) {
 }
 
 const Outputs& outputs() {
-  static const Outputs o = record_everything(fs::temp_directory_path() /
-                                             ("ringtrace-api-" + std::to_string(::getpid())));
+  static const Outputs o =
+      record_everything(fs::temp_directory_path() / ("ringtrace-api-" + std::to_string(::getpid())));
   return o;
 }
 
@@ -296,7 +307,8 @@ TEST(ApiMacros, ChromeJson) {
   EXPECT_TRUE(has(text, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"message\",\"name\":\"cache flushed\"")) << text;
   EXPECT_TRUE(has(text, "\"args\":{\"message\":\"cache flushed\"")) << text;
   EXPECT_TRUE(has(text, "\"name\":\"user:42\",")) << text;
-  EXPECT_TRUE(has(text, "\"args\":{\"path\":\"/a/b\",\"literal\":\"xyz\",\"view\":\"view!\",\"sized\":\"abc\"}")) << text;
+  EXPECT_TRUE(has(text, "\"args\":{\"path\":\"/a/b\",\"literal\":\"xyz\",\"view\":\"view!\",\"sized\":\"abc\"}"))
+      << text;
   EXPECT_TRUE(has(text, "\"name\":\"load\",")) << text;
   EXPECT_TRUE(has(text, "\"name\":\"api_test::alpha::Widget::update\",")) << text;
   EXPECT_TRUE(has(text, "\"name\":\"api_test::beta::Widget::update\",")) << text;
@@ -341,7 +353,9 @@ Message decode(std::string_view in) {
     const std::uint64_t tag = varint();
     const auto field = static_cast<unsigned>(tag >> 3);
     switch (tag & 7) {
-      case 0: m.ints.emplace(field, varint()); break;
+      case 0:
+        m.ints.emplace(field, varint());
+        break;
       case 1: {
         std::uint64_t v;
         std::memcpy(&v, in.data() + i, 8);
@@ -355,7 +369,9 @@ Message decode(std::string_view in) {
         i += len;
         break;
       }
-      default: ADD_FAILURE() << "wire type " << (tag & 7); return m;
+      default:
+        ADD_FAILURE() << "wire type " << (tag & 7);
+        return m;
     }
   }
   return m;
@@ -437,9 +453,11 @@ TEST(ApiMacros, TableFoldedAndPstatsKeepSameNamedMethodsApart) {
   EXPECT_TRUE(has(o.table, "api_test::alpha::Widget::update")) << o.table;
   EXPECT_TRUE(has(o.table, "api_test::beta::Widget::update")) << o.table;
   // Folded stacks: a line per stack.
-  EXPECT_TRUE(has(o.folded, "\napi_test::alpha::Widget::update ") || o.folded.rfind("api_test::alpha::Widget::update ", 0) == 0)
+  EXPECT_TRUE(has(o.folded, "\napi_test::alpha::Widget::update ") ||
+              o.folded.rfind("api_test::alpha::Widget::update ", 0) == 0)
       << o.folded;
-  EXPECT_TRUE(has(o.folded, "\napi_test::beta::Widget::update ") || o.folded.rfind("api_test::beta::Widget::update ", 0) == 0)
+  EXPECT_TRUE(has(o.folded, "\napi_test::beta::Widget::update ") ||
+              o.folded.rfind("api_test::beta::Widget::update ", 0) == 0)
       << o.folded;
   EXPECT_TRUE(has(o.folded, "load;user:42 ")) << o.folded;
   EXPECT_TRUE(has(o.folded, "send;ratio;all4 ")) << o.folded;
@@ -487,8 +505,8 @@ TEST(ApiMacros, ManualZonesPerThread) {
   std::map<ThreadId, std::vector<std::string>> by_thread;
   for (const Event& e : t.events) {
     if (e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) {
-      by_thread[e.thread].push_back(std::string(e.kind == EventKind::zone_begin ? "+" : "-") +
-                                    t.sites[e.site].name + "@" + std::to_string(e.depth));
+      by_thread[e.thread].push_back(std::string(e.kind == EventKind::zone_begin ? "+" : "-") + t.sites[e.site].name +
+                                    "@" + std::to_string(e.depth));
     }
   }
   ASSERT_EQ(by_thread.size(), 4u);
@@ -560,7 +578,8 @@ TEST(ApiMacros, AZoneLeftOpenByAnExitedThreadClosesAtTheStopLiveAndInTheFile) {
     EXPECT_EQ(t->stats.closed_at_stop, 1u) << (t == &live ? "live" : "file");
   }
   ASSERT_EQ(live.events.size(), from_file.events.size());
-  for (std::size_t i = 0; i < live.events.size(); ++i) EXPECT_EQ(live.events[i].time_ns, from_file.events[i].time_ns) << i;
+  for (std::size_t i = 0; i < live.events.size(); ++i)
+    EXPECT_EQ(live.events[i].time_ns, from_file.events[i].time_ns) << i;
 }
 
 // Past Config::max_runtime_names distinct names, one overflow site and a count.

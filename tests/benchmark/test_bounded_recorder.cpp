@@ -59,8 +59,10 @@ TEST(BoundedRecorder, AnEventBoundCutsAtTheFirstEventPastItAndKeepsOpenZonesWhol
   replay(iterations(), recorder);
   // outer0 a0 b0 outer1 a1 kept; b1 is the sixth: cut there. outer1 ends at its real end.
   const std::vector<Zone> kept = zones(recorder.trace());
-  EXPECT_EQ(kept, (std::vector<Zone>{{"outer", 1000, 1090}, {"a", 1010, 1020}, {"b", 1030, 1040},
-                                     {"outer", 1100, 1190}, {"a", 1110, 1120}}));
+  EXPECT_EQ(
+      kept,
+      (std::vector<Zone>{
+          {"outer", 1000, 1090}, {"a", 1010, 1020}, {"b", 1030, 1040}, {"outer", 1100, 1190}, {"a", 1110, 1120}}));
   const Counts& n = recorder.counts();
   EXPECT_EQ(n.zones, 5u);
   EXPECT_EQ(n.untraced_zones, 25u);
@@ -99,8 +101,8 @@ TEST(BoundedRecorder, ValuesFollowTheirZoneAndOtherEventsStopAtTheCut) {
   const SiteId key = b.site("key", SiteKind::value), tick = b.site("tick", SiteKind::instant);
   const SiteId depth = b.site("depth", SiteKind::counter);
   b.begin(t, outer, 100).value(t, key, 100, std::int64_t{1}).instant(t, tick, 110);
-  b.begin(t, inner, 120).end(t, 130);  // items so far: outer, value, tick, inner = 4
-  b.begin(t, late, 140);               // the fifth item: cut
+  b.begin(t, inner, 120).end(t, 130);     // items so far: outer, value, tick, inner = 4
+  b.begin(t, late, 140);                  // the fifth item: cut
   b.value(t, key, 140, std::int64_t{2});  // on `late`, left out
   b.end(t, 150);
   b.value(t, key, 150, std::int64_t{3});  // on `outer`, kept
@@ -119,8 +121,8 @@ TEST(BoundedRecorder, ValuesFollowTheirZoneAndOtherEventsStopAtTheCut) {
   const Counts& n = recorder.counts();
   EXPECT_EQ(n.zones, 2u);
   EXPECT_EQ(n.untraced_zones, 1u);
-  EXPECT_EQ(n.events, 3u);            // value 1, the first tick, value 3
-  EXPECT_EQ(n.untraced_events, 3u);   // value 2, the counter, the second tick
+  EXPECT_EQ(n.events, 3u);           // value 1, the first tick, value 3
+  EXPECT_EQ(n.untraced_events, 3u);  // value 2, the counter, the second tick
 }
 
 // The cut is one moment of the merged stream for every thread: a zone another thread
@@ -135,8 +137,8 @@ TEST(BoundedRecorder, TheCutIsOneMomentForEveryThread) {
   BoundedRecorder recorder(0, 4);  // work, step x3; the fourth step cuts
   replay(b.build(), recorder);
   const RecordedTrace trace = recorder.trace();
-  EXPECT_EQ(zones(trace), (std::vector<Zone>{{"work", 100, 300}, {"step", 110, 115}, {"step", 120, 125},
-                                             {"step", 130, 135}}));
+  EXPECT_EQ(zones(trace),
+            (std::vector<Zone>{{"work", 100, 300}, {"step", 110, 115}, {"step", 120, 125}, {"step", 130, 135}}));
   EXPECT_EQ(recorder.counts().untraced_zones, 3u);
   EXPECT_EQ(recorder.counts().cut_ns, 140u);
 }

@@ -20,8 +20,6 @@
 #include <vector>
 
 #include "crc32c.hpp"
-#include "thread_registry.hpp"  // run_drainer_pass
-#include "trace_file_format.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
@@ -30,6 +28,8 @@
 #include "ringtrace/files.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
+#include "thread_registry.hpp"  // run_drainer_pass
+#include "trace_file_format.hpp"
 
 namespace ringtrace {
 namespace {
@@ -64,8 +64,7 @@ std::vector<std::string> describe(const RecordedTrace& t) {
     s << t.threads[e.thread].os_tid << ' ' << static_cast<int>(e.kind) << ' ' << t.sites[e.site].name << ' '
       << t.sites[e.site].category << ' '
       << (e.kind == EventKind::arg || e.kind == EventKind::flow_out || e.kind == EventKind::flow_in ? 0 : e.time_ns)
-      << ' ' << static_cast<int>(e.flags & ~EventFlags::late) << ' '
-      << e.depth << ' ';
+      << ' ' << static_cast<int>(e.flags & ~EventFlags::late) << ' ' << e.depth << ' ';
     if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) {
       s << "text:" << context.text(e);
     } else {
@@ -181,10 +180,10 @@ TEST(BinaryTrace, DropModeThreadsNeverPackTheirOwnRings) {
   const fs::path dir = temp_dir("self_drain_drop");
   Config config;
   config.overflow = OverflowPolicy::drop;
-  config.buffer_records = 256;   // 4 KiB rings: full at once
-  config.high_water = 1.0;       // only a full ring wakes the drainer
+  config.buffer_records = 256;  // 4 KiB rings: full at once
+  config.high_water = 1.0;      // only a full ring wakes the drainer
   config.drain_interval = std::chrono::seconds(10);
-  config.self_drain = true;      // allowed, and still not done under drop
+  config.self_drain = true;  // allowed, and still not done under drop
   Session session(config);
   session.add_exporter(binary_trace_exporter(dir / "drop.rtrace"));
   session.start();
@@ -214,8 +213,8 @@ TEST(BinaryTrace, ThreadsEmptyTheirOwnRingsIntoTheFile) {
     const RecordedTraceContext context(t);
     for (const Event& e : t.events) {
       std::ostringstream s;
-      s << static_cast<int>(e.kind) << ' ' << t.sites[e.site].name << ' ' << static_cast<int>(e.flags & ~EventFlags::late)
-        << ' ' << e.depth << ' ';
+      s << static_cast<int>(e.kind) << ' ' << t.sites[e.site].name << ' '
+        << static_cast<int>(e.flags & ~EventFlags::late) << ' ' << e.depth << ' ';
       if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) {
         s << context.text(e);
       } else {
@@ -521,7 +520,7 @@ TEST(BinaryTrace, DamagedFramesAreNamedByOffset) {
   EXPECT_FALSE(r.complete);
   EXPECT_NE(r.problem.find("checksum mismatch in the frame at byte " + std::to_string(chunk)), std::string::npos)
       << r.problem;
-  EXPECT_GT(t.events.size(), 0u);  // what came before converts
+  EXPECT_GT(t.events.size(), 0u);                             // what came before converts
   bytes[chunk + tf::kFrameHeaderBytes + length / 2] ^= 0x40;  // whole again
 
   // The CRC32C covers the frame's header and payload: any bit of either flipped is seen
@@ -776,9 +775,7 @@ TEST(BinaryTrace, KilledProcessesLeaveReadableFiles) {
       Session session;
       session.add_exporter(binary_trace_exporter(file));
       session.start();
-      {
-        RINGTRACE_ZONE("first");
-      }
+      { RINGTRACE_ZONE("first"); }
       if (!ringtrace::detail::run_drainer_pass()) ::_exit(3);  // a drainer pass has written the file
       (void)!::write(ready[1], "r", 1);
       for (std::uint64_t i = 0;; ++i) {
@@ -815,7 +812,6 @@ TEST(BinaryTrace, KilledProcessesLeaveReadableFiles) {
   EXPECT_GT(with_events, 10);
 }
 
-
 // ---- ringtrace merge: several processes' files on one timeline ---------------------
 
 // What a replay delivers, per event: its process, thread, site, kind and time; and the
@@ -833,8 +829,8 @@ class ProcessCensus final : public Exporter {
   void on_events(std::span<const Event> events, const TraceContext& context) override {
     for (const Event& e : events) {
       const ThreadInfo& t = context.thread(e.thread);
-      rows.push_back(Row{t.pid == 0 ? context.process_id() : t.pid, t.os_tid, context.site(e.site).name, e.kind,
-                         e.time_ns});
+      rows.push_back(
+          Row{t.pid == 0 ? context.process_id() : t.pid, t.os_tid, context.site(e.site).name, e.kind, e.time_ns});
       names[rows.back().pid] = context.process_name_of(rows.back().pid);
     }
   }
@@ -906,9 +902,8 @@ TEST(Merge, TwoProcessesRecordingTogetherShareOneTimeline) {
 
   const std::vector<fs::path> inputs = {dir / "child.rtrace", dir / "parent.rtrace"};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> copied;
-  const MergeResult merged = merge_files(inputs, dir / "both.rtrace", [&](std::uint64_t done, std::uint64_t total) {
-    copied.emplace_back(done, total);
-  });
+  const MergeResult merged = merge_files(
+      inputs, dir / "both.rtrace", [&](std::uint64_t done, std::uint64_t total) { copied.emplace_back(done, total); });
   ASSERT_FALSE(copied.empty());
   EXPECT_EQ(copied.back().first, copied.back().second);
   EXPECT_EQ(copied.back().second, fs::file_size(inputs[0]) + fs::file_size(inputs[1]) - 32);  // less the headers

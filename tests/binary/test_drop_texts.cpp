@@ -11,8 +11,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "raw_sink.hpp"
-#include "thread_registry.hpp"  // run_drainer_pass
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/files.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
+#include "thread_registry.hpp"  // run_drainer_pass
 
 namespace ringtrace {
 namespace {
@@ -207,9 +207,9 @@ TEST(DropTexts, TheFileWriterRefusesARecordItCannotRead) {
   raw->on_raw_start(info);
   static const SiteInfo* const site = intern("text", SiteKind::value);
   const std::uint64_t words[] = {
-      detail::end_slot(5),                                      // a zone end: whole
-      detail::record_header(site, detail::record_arg_text),     // a text whose size...
-      std::uint64_t{1} << 40,                                   // ...runs past what was handed
+      detail::end_slot(5),                                   // a zone end: whole
+      detail::record_header(site, detail::record_arg_text),  // a text whose size...
+      std::uint64_t{1} << 40,                                // ...runs past what was handed
       0,
   };
   const std::span<const std::uint8_t> records(reinterpret_cast<const std::uint8_t*>(words), sizeof words);

@@ -24,13 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "ring_layout.hpp"  // the ring file's header: its slot count
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
 #include "ringtrace/files.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"
-#include "ring_layout.hpp"      // the ring file's header: its slot count
 #include "thread_registry.hpp"  // ThreadBuffer, Registry::passes(), run_drainer_pass
 
 namespace ringtrace {
@@ -117,8 +117,8 @@ struct Shared {
 // writes every 2 ms; the rings hold what came since).
 TEST(RingFile, AKilledProcessLosesNothingItHadPublished) {
   const fs::path dir = temp_dir("killed");
-  auto* shared = static_cast<Shared*>(
-      ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* shared =
+      static_cast<Shared*>(::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(shared, MAP_FAILED);
   std::mt19937 random(4242);
   const int runs = std::max(6, static_cast<int>(50 * testing::test_scale()));
@@ -412,7 +412,8 @@ TEST(RingFile, ShortThreadsOneAfterAnotherReuseTheirSlots) {
     // Resident memory follows the file: what grew past the tenth thread is its new
     // slots (mapped and touched), and little else.
     if (!kSanitized) {
-      EXPECT_LT(resident, resident_at_checkpoint + (slots - slots_at_checkpoint) * slot_bytes + (std::uint64_t{16} << 20))
+      EXPECT_LT(resident,
+                resident_at_checkpoint + (slots - slots_at_checkpoint) * slot_bytes + (std::uint64_t{16} << 20))
           << "resident " << resident << " bytes, " << resident_at_checkpoint << " after " << n / 10 << " threads";
     }
     const SessionStats stats = session.stats();
@@ -626,7 +627,7 @@ TEST(RingFile, HostileRingFilesAreRefusedNamingThem) {
     std::thread([] {
       set_thread_name("recorder");
       mark(0);
-      wait_for_a_whole_pass();  // the thread and its call sites are in the trace file
+      wait_for_a_whole_pass();               // the thread and its call sites are in the trace file
       for (int i = 1; i <= 5; ++i) mark(i);  // in the ring only
       ::kill(::getpid(), SIGKILL);
     }).join();
@@ -704,10 +705,10 @@ TEST(RingFile, HostileRingFilesAreRefusedNamingThem) {
   const std::vector<Case> skipped = {
       {"a state that is neither 0 nor 1", with_field(rings, slot + rf::kSlotStateOffset, 7, 4),
        " (slot 0 at byte 4096: state 7)"},
-      {"a write position past its ring",
-       with_field(rings, slot + rf::kSlotNextOffset, std::uint64_t{1} << 40, 8),
+      {"a write position past its ring", with_field(rings, slot + rf::kSlotNextOffset, std::uint64_t{1} << 40, 8),
        " (slot 0 at byte 4096: its write position is outside its ring)"},
-      {"a lap of no whole number of rings", with_field(rings, slot + rf::kSlotLapBaseOffset, (std::uint64_t{1} << 63) + 1, 8),
+      {"a lap of no whole number of rings",
+       with_field(rings, slot + rf::kSlotLapBaseOffset, (std::uint64_t{1} << 63) + 1, 8),
        " (slot 0 at byte 4096: its lap (9223372036854775809) is not a whole number of rings)"},
       {"a lap at the end of the numbers", with_field(rings, slot + rf::kSlotLapBaseOffset, ~ring_bytes + 1, 8),
        " (slot 0 at byte 4096: its lap (18446744073709535232) is not a whole number of rings)"},

@@ -193,8 +193,7 @@ bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::Sess
       if (z.thread != t) continue;
       const std::size_t position = index.size();
       index[static_cast<std::int64_t>(i)] = position;
-      const std::int64_t parent =
-          z.parent < 0 ? -1 : static_cast<std::int64_t>(index.at(z.parent));
+      const std::int64_t parent = z.parent < 0 ? -1 : static_cast<std::int64_t>(index.at(z.parent));
       out += first ? "\n" : ",\n";
       first = false;
       // [name, begin_ns, duration_ns, parent (index in this list), closed_at_stop, self_ns]
@@ -225,10 +224,11 @@ bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::Sess
   for (const ringtrace::Event& e : trace.events) {
     instants += e.kind == ringtrace::EventKind::instant || e.kind == ringtrace::EventKind::dropped;
   }
-  out += std::string("],\n\"zone_count\":") + std::to_string(zones.size()) + ",\"self_total_ns\":" + std::to_string(self_total) +
+  out += std::string("],\n\"zone_count\":") + std::to_string(zones.size()) +
+         ",\"self_total_ns\":" + std::to_string(self_total) +
          ",\"top_level_total_ns\":" + std::to_string(ringtrace::testing::top_level_total(trace)) +
-         ",\"closed_at_stop\":" + std::to_string(stats.closed_at_stop) + ",\"recorded\":" +
-         std::to_string(stats.recorded) + ",\"instant_count\":" + std::to_string(instants) + "}\n";
+         ",\"closed_at_stop\":" + std::to_string(stats.closed_at_stop) +
+         ",\"recorded\":" + std::to_string(stats.recorded) + ",\"instant_count\":" + std::to_string(instants) + "}\n";
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr || std::fwrite(out.data(), 1, out.size(), file) != out.size() || std::fclose(file) != 0) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());

@@ -42,7 +42,7 @@ RecordedTrace golden_trace() {
   const SiteId tick = b.site("tick", SiteKind::instant, "src/main.cpp", 12);
   const SiteId depth = b.site("queue_depth", SiteKind::counter, "src/main.cpp", 13);
   const SiteId load = b.site("load", SiteKind::counter, "src/main.cpp", 14);
-  const SiteId weird = b.site(kWeirdZone);  // interned: no file, no line
+  const SiteId weird = b.site(kWeirdZone);                                 // interned: no file, no line
   const SiteId lex2 = b.site("lex", SiteKind::zone, "src/other.cpp", 50);  // same name, other site
 
   const ThreadId t0 = b.thread("main", 1001);
@@ -107,8 +107,8 @@ std::vector<RefZone> reference_zones(const RecordedTrace& trace) {
     auto& stack = open[e.thread];
     if (e.kind == EventKind::zone_begin) {
       const std::int64_t parent = stack.empty() ? -1 : static_cast<std::int64_t>(stack.back());
-      zones.push_back(RefZone{e.thread, e.site, e.time_ns, 0, parent, static_cast<std::uint32_t>(stack.size()),
-                              false, 0});
+      zones.push_back(
+          RefZone{e.thread, e.site, e.time_ns, 0, parent, static_cast<std::uint32_t>(stack.size()), false, 0});
       stack.push_back(zones.size() - 1);
     } else if (e.kind == EventKind::zone_end) {
       if (stack.empty()) throw std::logic_error("reference_zones: end without begin");

@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
       if ((e.flags & ringtrace::EventFlags::closed_at_stop) != 0) continue;
       std::string& out = zones[e.thread];
       out += out.empty() ? "\n[\"" : ",\n[\"";
-      out += trace.sites.at(b.site).name + "\"," + std::to_string(b.time_ns) + "," + std::to_string(e.time_ns - b.time_ns) + "]";
+      out += trace.sites.at(b.site).name + "\"," + std::to_string(b.time_ns) + "," +
+             std::to_string(e.time_ns - b.time_ns) + "]";
       ++count;
     }
   }

@@ -36,8 +36,9 @@ inline void expect_golden(const std::string& name, const std::string& actual) {
   if (expected != actual) {
     const std::filesystem::path out = test_out_dir() / name;
     std::ofstream(out, std::ios::binary) << actual;
-    ADD_FAILURE() << "output differs from " << golden << "; actual output written to " << out
-                  << "\n--- expected\n" << expected << "\n--- actual\n" << actual;
+    ADD_FAILURE() << "output differs from " << golden << "; actual output written to " << out << "\n--- expected\n"
+                  << expected << "\n--- actual\n"
+                  << actual;
   }
 }
 

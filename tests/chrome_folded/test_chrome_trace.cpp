@@ -95,8 +95,10 @@ TEST(ChromeTrace, KeyFactsOfTheGoldenStream) {
   EXPECT_NE(text.find(R"("name":"main","pid":7,"tid":1001,"ts":1.000,"dur":8.000,"args":{"closed_at_stop":true}})"),
             std::string::npos);
   // Dropped events: a marker on the thread, and the totals in the session's counts.
-  EXPECT_NE(text.find(R"({"ph":"i","s":"t","cat":"ringtrace","name":"ringtrace: dropped events","pid":7,"tid":1001,"ts":6.100,"args":{"count":3}})"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find(
+          R"({"ph":"i","s":"t","cat":"ringtrace","name":"ringtrace: dropped events","pid":7,"tid":1001,"ts":6.100,"args":{"count":3}})"),
+      std::string::npos);
   EXPECT_NE(text.find(R"("dropped_events":3,)"), std::string::npos);
   EXPECT_NE(text.find(R"("closed_at_stop":3,)"), std::string::npos);
   // Counters: integer and double, the name once (Perfetto's track is "<name> value").
@@ -132,8 +134,9 @@ TEST(ChromeTrace, ContextMetadataRidesWithTheSessionCounts) {
   ChromeTraceOptions options;
   options.pid = 7;
   auto exporter = chrome_trace_exporter(out, options);
-  replay_with_metadata(golden_trace(), *exporter,
-                       {{"max_ms", std::int64_t{100}}, {"left_out", std::int64_t{-1}}, {"benchmark", std::string("BM \"x\"/8")}});
+  replay_with_metadata(
+      golden_trace(), *exporter,
+      {{"max_ms", std::int64_t{100}}, {"left_out", std::int64_t{-1}}, {"benchmark", std::string("BM \"x\"/8")}});
   const std::string text = out.str();
   const std::string tail = R"(]},"ringtrace_metadata":{"max_ms":100,"left_out":-1,"benchmark":"BM \"x\"/8"}}}
 ]
@@ -401,7 +404,8 @@ TEST(ChromeTrace, DroppedEventsOfALiveSessionAreMarkedWithTheirCount) {
     marked += std::stoull(text.substr(c + 8));
   }
   EXPECT_EQ(marked, trace.stats.dropped);
-  EXPECT_NE(text.find(std::string("\"dropped_events\":") + std::to_string(trace.stats.dropped) + ","), std::string::npos);
+  EXPECT_NE(text.find(std::string("\"dropped_events\":") + std::to_string(trace.stats.dropped) + ","),
+            std::string::npos);
 }
 
 }  // namespace

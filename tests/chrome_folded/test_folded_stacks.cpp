@@ -110,10 +110,20 @@ TEST(FoldedStacks, GoldenTotalTime) {
 TEST(FoldedStacks, FrameNamesAreSanitized) {
   TraceBuilder b;
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"a;b", "a_b"},          {"x 12", "x_12"},      {"x 1.5", "x_1.5"},       {"x12", "x12"},
-      {"two  words", "two  words"}, {"", "(empty)"},  {"line\nbreak\r", "line_break_"},
-      {"tab\t7", "tab_7"},     {"v 1 x", "v 1 x"},     {"emoji \xF0\x9F\x98\x80", "emoji \xF0\x9F\x98\x80"},
-      {"bad \xC0\xAF", "bad \xEF\xBF\xBD\xEF\xBF\xBD"}, {"ends 9 ", "ends 9_"}, {" 9", "_9"}, {"sp  ", "sp__"},
+      {"a;b", "a_b"},
+      {"x 12", "x_12"},
+      {"x 1.5", "x_1.5"},
+      {"x12", "x12"},
+      {"two  words", "two  words"},
+      {"", "(empty)"},
+      {"line\nbreak\r", "line_break_"},
+      {"tab\t7", "tab_7"},
+      {"v 1 x", "v 1 x"},
+      {"emoji \xF0\x9F\x98\x80", "emoji \xF0\x9F\x98\x80"},
+      {"bad \xC0\xAF", "bad \xEF\xBF\xBD\xEF\xBF\xBD"},
+      {"ends 9 ", "ends 9_"},
+      {" 9", "_9"},
+      {"sp  ", "sp__"},
   };
   const ThreadId t = b.thread("t");
   std::uint64_t time = 0;
@@ -127,8 +137,10 @@ TEST(FoldedStacks, FrameNamesAreSanitized) {
   for (const auto& [raw, clean] : cases) EXPECT_EQ(lines.count(clean), 1u) << "frame for '" << raw << "'";
   // The golden stream's hostile names.
   const std::string text = folded_text(golden_trace(), FoldedStacksOptions{FoldedValue::self_ns, true});
-  EXPECT_NE(text.find("worker \"1\"_\\ \xF0\x9F\x9A\x80 \xEF\xBF\xBD(;q\"b\\s_l_x_ 12 \xF0\x9F\x99\x82 \xEF\xBF\xBD end_7 1200\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "worker \"1\"_\\ \xF0\x9F\x9A\x80 \xEF\xBF\xBD(;q\"b\\s_l_x_ 12 \xF0\x9F\x99\x82 \xEF\xBF\xBD end_7 1200\n"),
+      std::string::npos)
       << text;
 }
 
@@ -211,7 +223,10 @@ TEST(FoldedStacks, LiveSessionSelfTimeSumMatchesTheSession) {
       set_thread_name(std::string("sum-") + std::to_string(t));
       for (int i = 0; i < 50; ++i) {
         RINGTRACE_ZONE("step");
-        { RINGTRACE_ZONE("work"); fib(8 + t); }
+        {
+          RINGTRACE_ZONE("work");
+          fib(8 + t);
+        }
         RINGTRACE_REGION("region", i);
         { RINGTRACE_ZONE("work"); }
       }

@@ -33,28 +33,36 @@ TEST(RichEvents, ChromeGolden) {
   const std::string text = chrome(rich_trace());
   expect_golden("rich.json", text);
   // The values that matter, by hand, so that a golden update cannot hide them.
-  EXPECT_TRUE(has(text, "\"name\":\"request\",\"pid\":77,\"tid\":2001,\"ts\":1.000,\"dur\":1.000,\"args\":{"
-                        "\"bytes\":4096,\"ratio\":0.5,\"ratio\":null,\"q\\\"b\\\\s\\nl;x\\u0001 12 "))
+  EXPECT_TRUE(has(text,
+                  "\"name\":\"request\",\"pid\":77,\"tid\":2001,\"ts\":1.000,\"dur\":1.000,\"args\":{"
+                  "\"bytes\":4096,\"ratio\":0.5,\"ratio\":null,\"q\\\"b\\\\s\\nl;x\\u0001 12 "))
       << text;
-  EXPECT_TRUE(has(text, "\":\"cut here\",\"q\\\"b\\\\s\\nl;x\\u0001 12 \xF0\x9F\x99\x82 \xEF\xBF\xBD end 7.truncated\":true}"))
+  EXPECT_TRUE(
+      has(text, "\":\"cut here\",\"q\\\"b\\\\s\\nl;x\\u0001 12 \xF0\x9F\x99\x82 \xEF\xBF\xBD end 7.truncated\":true}"))
       << text;
-  EXPECT_TRUE(has(text, "{\"ph\":\"X\",\"cat\":\"net\",\"name\":\"recv\",\"pid\":77,\"tid\":2001,\"ts\":1.100,\"dur\":0.300,"
-                        "\"args\":{\"path\":\"/tmp/a \\\"b\\\"\\n\\u0001\xEF\xBF\xBD\"}}"))
+  EXPECT_TRUE(has(text,
+                  "{\"ph\":\"X\",\"cat\":\"net\",\"name\":\"recv\",\"pid\":77,\"tid\":2001,\"ts\":1.100,\"dur\":0.300,"
+                  "\"args\":{\"path\":\"/tmp/a \\\"b\\\"\\n\\u0001\xEF\xBF\xBD\"}}"))
       << text;
   // Flow events at their zones' begins; the end binds to its enclosing slice.
-  EXPECT_TRUE(has(text, "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"flow\",\"id\":\"0xabcdef0123456789\",\"pid\":77,"
-                        "\"tid\":2001,\"ts\":1.000}"))
+  EXPECT_TRUE(has(text,
+                  "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"flow\",\"id\":\"0xabcdef0123456789\",\"pid\":77,"
+                  "\"tid\":2001,\"ts\":1.000}"))
       << text;
-  EXPECT_TRUE(has(text, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"flow\",\"id\":\"0xabcdef0123456789\","
-                        "\"pid\":77,\"tid\":2002,\"ts\":2.500}"))
+  EXPECT_TRUE(has(text,
+                  "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"flow\",\"id\":\"0xabcdef0123456789\","
+                  "\"pid\":77,\"tid\":2002,\"ts\":2.500}"))
       << text;
-  EXPECT_TRUE(has(text, "{\"ph\":\"b\",\"cat\":\"async\",\"name\":\"upload\",\"id\":\"0x2a\",\"pid\":77,\"tid\":2001,"
-                        "\"ts\":1.500}"))
+  EXPECT_TRUE(has(text,
+                  "{\"ph\":\"b\",\"cat\":\"async\",\"name\":\"upload\",\"id\":\"0x2a\",\"pid\":77,\"tid\":2001,"
+                  "\"ts\":1.500}"))
       << text;
-  EXPECT_TRUE(has(text, "{\"ph\":\"e\",\"cat\":\"async\",\"name\":\"upload\",\"id\":\"0x2a\",\"pid\":77,\"tid\":2002,"
-                        "\"ts\":2.600}"))
+  EXPECT_TRUE(has(text,
+                  "{\"ph\":\"e\",\"cat\":\"async\",\"name\":\"upload\",\"id\":\"0x2a\",\"pid\":77,\"tid\":2002,"
+                  "\"ts\":2.600}"))
       << text;
-  EXPECT_TRUE(has(text, "\"name\":\"handle\",\"pid\":77,\"tid\":2002,\"ts\":2.500,\"dur\":0.500,\"args\":{\"bytes\":-7}}"))
+  EXPECT_TRUE(
+      has(text, "\"name\":\"handle\",\"pid\":77,\"tid\":2002,\"ts\":2.500,\"dur\":0.500,\"args\":{\"bytes\":-7}}"))
       << text;
   EXPECT_TRUE(has(text, "\"args_without_zone\":1,")) << text;
 }

@@ -183,7 +183,7 @@ TEST(Capture, EventsAfterStopAreIgnoredAndOpenZonesClosedAtStop) {
     RINGTRACE_INSTANT("after stop");
     RINGTRACE_ZONE("after stop zone");
     RINGTRACE_COUNTER("after stop counter", 1);
-  }  // the end of "spans stop" comes after stop(): ignored
+  }                // the end of "spans stop" comes after stop(): ignored
   session.stop();  // a second stop does nothing
   const RecordedTrace trace = memory->trace();
   ASSERT_EQ(trace.events.size(), 3u);

@@ -158,7 +158,8 @@ TEST(Concurrency, ThousandsOfShortLivedThreadsLoseNothingAndReuseBuffers) {
       });
     }
     for (auto& w : workers) w.join();
-    ASSERT_TRUE(ringtrace::detail::run_drainer_pass());  // the drainer empties the exited threads' rings and recycles them
+    ASSERT_TRUE(
+        ringtrace::detail::run_drainer_pass());  // the drainer empties the exited threads' rings and recycles them
   }
   session.stop();
   const std::uint64_t created = ringtrace::detail::Registry::instance().buffers_created() - created_before;

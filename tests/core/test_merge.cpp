@@ -29,7 +29,8 @@ constexpr ringtrace::SiteInfo kInstant{"merge_instant", "f", "test_merge.cpp", 4
 
 // Writes one record (and its payload) at `ticks` into this thread's ring, as the hot path
 // does (include/ringtrace/detail/record.hpp).
-void put(std::uint64_t ticks, const ringtrace::SiteInfo* site, rd::RecordKind kind, const std::uint64_t* payload = nullptr) {
+void put(std::uint64_t ticks, const ringtrace::SiteInfo* site, rd::RecordKind kind,
+         const std::uint64_t* payload = nullptr) {
   const std::uint32_t epoch = rd::g_epoch.load(std::memory_order_relaxed);
   if (rd::t_writer.epoch != epoch) {
     ASSERT_TRUE(rd::bind_thread(epoch));
@@ -106,9 +107,15 @@ TEST_P(InterleavedMerge, ThreadsComeOutInExactTimeOrder) {
               put(ticks, &kZone, rd::record_zone_begin);
             }
             break;
-          case 1: put(ticks, &kCounter, rd::record_timed_int, &j); break;
-          case 2: put(ticks, &kZone, rd::record_zone_end); break;
-          case 3: put(ticks, &kInstant, rd::record_instant); break;
+          case 1:
+            put(ticks, &kCounter, rd::record_timed_int, &j);
+            break;
+          case 2:
+            put(ticks, &kZone, rd::record_zone_end);
+            break;
+          case 3:
+            put(ticks, &kInstant, rd::record_instant);
+            break;
         }
       }
       written.fetch_add(1);
@@ -199,7 +206,7 @@ TEST(Merge, LateEventsAreRaisedFlaggedAndCounted) {
       ready.fetch_add(1);
       while (!go.load()) std::this_thread::yield();
       put(old_ticks + static_cast<std::uint64_t>(t), &kZone, rd::record_zone_begin);  // older than "delivered"
-      put(rd::read_ticks(writer_uses_tsc()), &kZone, rd::record_zone_end);           // now: on time
+      put(rd::read_ticks(writer_uses_tsc()), &kZone, rd::record_zone_end);            // now: on time
     });
   }
   while (ready.load() < 2) std::this_thread::yield();

@@ -36,12 +36,23 @@ Counts count(const RecordedTrace& t) {
   for (const Event& e : t.events) {
     const std::string& name = t.sites[e.site].name;
     switch (e.kind) {
-      case EventKind::zone_begin: ++c.begins[name]; break;
-      case EventKind::zone_end: ++c.ends[name]; break;
-      case EventKind::instant: ++c.instants[name]; break;
-      case EventKind::counter: ++c.counters[name]; break;
-      case EventKind::arg: ++c.args[name]; break;
-      default: break;
+      case EventKind::zone_begin:
+        ++c.begins[name];
+        break;
+      case EventKind::zone_end:
+        ++c.ends[name];
+        break;
+      case EventKind::instant:
+        ++c.instants[name];
+        break;
+      case EventKind::counter:
+        ++c.counters[name];
+        break;
+      case EventKind::arg:
+        ++c.args[name];
+        break;
+      default:
+        break;
     }
   }
   for (const RecordedSite& s : t.sites) c.rate[s.name] = s.sample_every;
@@ -163,7 +174,6 @@ TEST(Sampling, TheSessionsDefaultRateAndTheBinaryFile) {
     EXPECT_EQ(c.rate.at("inner"), 1u);
   }
 }
-
 
 // Three recorded zones of a site sampled one in ten, each holding a region with an op,
 // and one zone of a site not sampled: with estimates, every aggregator counts what is

@@ -76,16 +76,17 @@ TEST(ThreadOrder, ByFirstEventInStatsAndEveryExporter) {
   text << in.rdbuf();
   for (const ringtrace::ThreadStats& row : stats.threads) {
     const std::string want = "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + std::to_string(::getpid()) +
-                             ",\"tid\":" + std::to_string(row.os_tid) + ",\"args\":{\"sort_index\":" +
-                             std::to_string(index_by_name[row.name]) + "}}";
+                             ",\"tid\":" + std::to_string(row.os_tid) +
+                             ",\"args\":{\"sort_index\":" + std::to_string(index_by_name[row.name]) + "}}";
     EXPECT_NE(text.str().find(want), std::string::npos) << want;
   }
 
   // Chrome: thread metadata appears in the same order (each thread's at its first event).
   std::size_t previous = 0;
   for (const ringtrace::ThreadStats& row : stats.threads) {
-    const std::size_t at = text.str().find("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" +
-                                           std::to_string(::getpid()) + ",\"tid\":" + std::to_string(row.os_tid) + ",");
+    const std::size_t at =
+        text.str().find("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(::getpid()) +
+                        ",\"tid\":" + std::to_string(row.os_tid) + ",");
     ASSERT_NE(at, std::string::npos) << row.name;
     EXPECT_GT(at, previous) << row.name << " named out of order";
     previous = at;

@@ -30,30 +30,69 @@ sigjmp_buf g_abort_jump;
 COMPILED_DRIVER inline void count(Function f) { ++g_calls[static_cast<int>(f)]; }
 }  // namespace
 
-[[gnu::noinline]] void tick() { count(Function::tick); g_sink = g_sink + 1; }
-[[gnu::noinline]] void tick_twice() { count(Function::tick_twice); tick(); tick(); }
+[[gnu::noinline]] void tick() {
+  count(Function::tick);
+  g_sink = g_sink + 1;
+}
+[[gnu::noinline]] void tick_twice() {
+  count(Function::tick_twice);
+  tick();
+  tick();
+}
 
-[[gnu::noinline]] int plus(int a, int b) { count(Function::plus); g_sink = a; return g_sink + b; }
-[[gnu::noinline]] int add_one(int v) { count(Function::add_one); return plus(v, 1); }
+[[gnu::noinline]] int plus(int a, int b) {
+  count(Function::plus);
+  g_sink = a;
+  return g_sink + b;
+}
+[[gnu::noinline]] int add_one(int v) {
+  count(Function::add_one);
+  return plus(v, 1);
+}
 
 // The inner calls share one key (the same function called from the same call site): only
 // the stack pointers tell a level's own tail exit from a deeper level's. No recursive call
 // here is in a tail position: clang would make a loop of it (no calls left to record).
-[[gnu::noinline]] void countdown(int n) { count(Function::countdown); if (n > 1) countdown(n - 1); g_sink = n; }
-[[gnu::noinline]] int sum_down(int n) { count(Function::sum_down); if (n <= 1) return n; const int below = sum_down(n - 1); g_sink = below + n; return g_sink; }
+[[gnu::noinline]] void countdown(int n) {
+  count(Function::countdown);
+  if (n > 1) countdown(n - 1);
+  g_sink = n;
+}
+[[gnu::noinline]] int sum_down(int n) {
+  count(Function::sum_down);
+  if (n <= 1) return n;
+  const int below = sum_down(n - 1);
+  g_sink = below + n;
+  return g_sink;
+}
 
-[[gnu::always_inline]] inline void inlined_step(int v) { count(Function::inlined_step); g_sink = v; }
-[[gnu::noinline]] void steps(int n) { count(Function::steps); for (int i = 0; i < n; ++i) inlined_step(i); }
+[[gnu::always_inline]] inline void inlined_step(int v) {
+  count(Function::inlined_step);
+  g_sink = v;
+}
+[[gnu::noinline]] void steps(int n) {
+  count(Function::steps);
+  for (int i = 0; i < n; ++i) inlined_step(i);
+}
 
 // quiet() is not instrumented; g++ still calls quiet_step()'s hooks, inlined into it, and
 // its exit hook is quiet()'s last call: a tail call from a frame that has no frame of its
 // own on the shadow stack.
-[[gnu::always_inline]] inline void quiet_step() { count(Function::quiet_step); g_sink = 7; }
-[[gnu::noinline]] COMPILED_DRIVER void quiet() { g_sink = 6; quiet_step(); }
+[[gnu::always_inline]] inline void quiet_step() {
+  count(Function::quiet_step);
+  g_sink = 7;
+}
+[[gnu::noinline]] COMPILED_DRIVER void quiet() {
+  g_sink = 6;
+  quiet_step();
+}
 
 // Hot/cold: g++ -O2 moves the unlikely branch into `checked(int) [clone .cold]` (the tests
 // check the symbol is there), a part of the same function with the same frame.
-[[gnu::noinline, gnu::cold]] void rare(int v) { count(Function::rare); g_sink = -v; }
+[[gnu::noinline, gnu::cold]] void rare(int v) {
+  count(Function::rare);
+  g_sink = -v;
+}
 [[gnu::noinline]] int checked(int v) {
   count(Function::checked);
   if (__builtin_expect(v % 8 == 0, 0)) {
@@ -74,8 +113,15 @@ COMPILED_DRIVER inline void count(Function f) { ++g_calls[static_cast<int>(f)]; 
   g_sink = v;
 }
 
-[[noreturn, gnu::noinline]] void fail(int level) { count(Function::fail); g_sink = level; throw std::runtime_error("fail"); }
-[[gnu::noinline]] void after_catch() { count(Function::after_catch); g_sink = 0; }
+[[noreturn, gnu::noinline]] void fail(int level) {
+  count(Function::fail);
+  g_sink = level;
+  throw std::runtime_error("fail");
+}
+[[gnu::noinline]] void after_catch() {
+  count(Function::after_catch);
+  g_sink = 0;
+}
 [[gnu::noinline]] void descend(int level, int bottom, int catch_level, int rethrow_level, bool then) {
   count(Function::descend);
   g_sink = level;
@@ -93,8 +139,15 @@ COMPILED_DRIVER inline void count(Function f) { ++g_calls[static_cast<int>(f)]; 
   g_sink = level;
 }
 
-[[noreturn, gnu::noinline]] void jump_out(int level) { count(Function::jump_out); g_sink = level; std::longjmp(g_jump, 1); }
-[[gnu::noinline]] void hop() { count(Function::hop); jump_out(0); }
+[[noreturn, gnu::noinline]] void jump_out(int level) {
+  count(Function::jump_out);
+  g_sink = level;
+  std::longjmp(g_jump, 1);
+}
+[[gnu::noinline]] void hop() {
+  count(Function::hop);
+  jump_out(0);
+}
 [[gnu::noinline]] void roomy() {
   count(Function::roomy);
   volatile char room[512];
@@ -121,7 +174,11 @@ void rebound_catch(int level, int bottom);
   g_sink = level;
 }
 
-[[noreturn, gnu::noinline]] void give_up(int level) { count(Function::give_up); g_sink = level; std::abort(); }
+[[noreturn, gnu::noinline]] void give_up(int level) {
+  count(Function::give_up);
+  g_sink = level;
+  std::abort();
+}
 [[gnu::noinline]] void leap(int level, int bottom, bool abort) {
   count(Function::leap);
   g_sink = level;
@@ -140,15 +197,26 @@ void rebound_catch(int level, int bottom);
   g_sink = 0;
 }
 
-[[gnu::noinline]] void on_abort(int) { count(Function::on_abort); siglongjmp(g_abort_jump, 1); }
+[[gnu::noinline]] void on_abort(int) {
+  count(Function::on_abort);
+  siglongjmp(g_abort_jump, 1);
+}
 [[gnu::noinline]] void abort_landing(int depth) {
   count(Function::abort_landing);
   if (sigsetjmp(g_abort_jump, 1) == 0) leap(1, depth, true);
   g_sink = 0;
 }
 
-[[gnu::noinline]] void on_signal(int) { count(Function::on_signal); tick(); tick(); }
-[[gnu::noinline]] void raiser(int signo, int times) { count(Function::raiser); for (int i = 0; i < times; ++i) raise(signo); g_sink = times; }
+[[gnu::noinline]] void on_signal(int) {
+  count(Function::on_signal);
+  tick();
+  tick();
+}
+[[gnu::noinline]] void raiser(int signo, int times) {
+  count(Function::raiser);
+  for (int i = 0; i < times; ++i) raise(signo);
+  g_sink = times;
+}
 
 // A generator: its frame is on the heap; each resume() calls the resume function, which
 // g++ and clang both leave through the exit hook (g++ by a tail call).
@@ -158,7 +226,10 @@ struct Generator {
     Generator get_return_object() { return Generator{std::coroutine_handle<promise_type>::from_promise(*this)}; }
     std::suspend_always initial_suspend() noexcept { return {}; }
     std::suspend_always final_suspend() noexcept { return {}; }
-    std::suspend_always yield_value(int v) noexcept { value = v; return {}; }
+    std::suspend_always yield_value(int v) noexcept {
+      value = v;
+      return {};
+    }
     void return_void() noexcept {}
     void unhandled_exception() { std::terminate(); }
   };
@@ -172,47 +243,77 @@ struct Generator {
 
 COMPILED_DRIVER const char* name(Function f) {
   switch (f) {
-    case Function::tick: return "compiled::tick()";
-    case Function::tick_twice: return "compiled::tick_twice()";
-    case Function::plus: return "compiled::plus(int, int)";
-    case Function::add_one: return "compiled::add_one(int)";
-    case Function::countdown: return "compiled::countdown(int)";
-    case Function::sum_down: return "compiled::sum_down(int)";
-    case Function::steps: return "compiled::steps(int)";
-    case Function::inlined_step: return "compiled::inlined_step(int)";
-    case Function::quiet_step: return "compiled::quiet_step()";
-    case Function::checked: return "compiled::checked(int)";
-    case Function::checked_void: return "compiled::checked_void(int)";
-    case Function::rare: return "compiled::rare(int)";
-    case Function::fail: return "compiled::fail(int)";
-    case Function::descend: return "compiled::descend(int, int, int, int, bool)";
-    case Function::after_catch: return "compiled::after_catch()";
-    case Function::jump_out: return "compiled::jump_out(int)";
-    case Function::leap: return "compiled::leap(int, int, bool)";
-    case Function::land: return "compiled::land(int)";
-    case Function::hop: return "compiled::hop()";
-    case Function::roomy: return "compiled::roomy()";
-    case Function::hop_home: return "compiled::hop_home()";
-    case Function::rebound: return "compiled::rebound(int, int)";
-    case Function::give_up: return "compiled::give_up(int)";
-    case Function::on_abort: return "compiled::on_abort(int)";
-    case Function::abort_landing: return "compiled::abort_landing(int)";
-    case Function::on_signal: return "compiled::on_signal(int)";
-    case Function::raiser: return "compiled::raiser(int, int)";
-    case Function::numbers: return "compiled::numbers(int)";
+    case Function::tick:
+      return "compiled::tick()";
+    case Function::tick_twice:
+      return "compiled::tick_twice()";
+    case Function::plus:
+      return "compiled::plus(int, int)";
+    case Function::add_one:
+      return "compiled::add_one(int)";
+    case Function::countdown:
+      return "compiled::countdown(int)";
+    case Function::sum_down:
+      return "compiled::sum_down(int)";
+    case Function::steps:
+      return "compiled::steps(int)";
+    case Function::inlined_step:
+      return "compiled::inlined_step(int)";
+    case Function::quiet_step:
+      return "compiled::quiet_step()";
+    case Function::checked:
+      return "compiled::checked(int)";
+    case Function::checked_void:
+      return "compiled::checked_void(int)";
+    case Function::rare:
+      return "compiled::rare(int)";
+    case Function::fail:
+      return "compiled::fail(int)";
+    case Function::descend:
+      return "compiled::descend(int, int, int, int, bool)";
+    case Function::after_catch:
+      return "compiled::after_catch()";
+    case Function::jump_out:
+      return "compiled::jump_out(int)";
+    case Function::leap:
+      return "compiled::leap(int, int, bool)";
+    case Function::land:
+      return "compiled::land(int)";
+    case Function::hop:
+      return "compiled::hop()";
+    case Function::roomy:
+      return "compiled::roomy()";
+    case Function::hop_home:
+      return "compiled::hop_home()";
+    case Function::rebound:
+      return "compiled::rebound(int, int)";
+    case Function::give_up:
+      return "compiled::give_up(int)";
+    case Function::on_abort:
+      return "compiled::on_abort(int)";
+    case Function::abort_landing:
+      return "compiled::abort_landing(int)";
+    case Function::on_signal:
+      return "compiled::on_signal(int)";
+    case Function::raiser:
+      return "compiled::raiser(int, int)";
+    case Function::numbers:
+      return "compiled::numbers(int)";
 #if defined(__clang__)
     // clang's resume and destroy functions (symbols `_ZN8compiled7numbersEi.resume`,
     // `.destroy`) carry the ramp's name in the debug information: ringtrace names all
     // three alike.
     case Function::numbers_resume:
-    case Function::numbers_destroy: return "compiled::numbers(int)";
+    case Function::numbers_destroy:
+      return "compiled::numbers(int)";
 #else
     case Function::numbers_resume:
       return "compiled::numbers(compiled::numbers(int)::_ZN8compiled7numbersEi.Frame*) [clone .actor]";
     case Function::numbers_destroy:
       return "compiled::numbers(compiled::numbers(int)::_ZN8compiled7numbersEi.Frame*) [clone .destroy]";
 #endif
-    case Function::function_count: break;
+    case Function::function_count:
+      break;
   }
   return "";
 }

@@ -14,36 +14,36 @@ namespace compiled {
 
 // The functions compiled.cpp counts.
 enum class Function : int {
-  tick,            // void: g++ leaves it by `jmp __cyg_profile_func_exit`
-  tick_twice,      // void: two calls of tick(), then the same tail exit
-  plus,            // int
-  add_one,         // `return plus(v, 1)`: a sibling call in the source
-  countdown,       // void recursion: every level left by a tail exit, the inner calls under one key
-  sum_down,        // int recursion, no tail position
-  steps,           // void: inlined_step() n times, inlined into it
-  inlined_step,    // always_inline: g++ calls its hooks from steps()' frame; clang does not instrument it
-  quiet_step,      // always_inline into quiet() (not instrumented): with g++ its exit is quiet()'s tail call
-  checked,         // int, hot/cold split: its rare path is in g++'s `checked(int) [clone .cold]`
-  checked_void,    // void, hot/cold split, left by a tail exit from either part
-  rare,            // called on the cold paths
-  fail,            // [[noreturn]]: throws
-  descend,         // void recursion down to fail(); one level may catch, one may rethrow
-  after_catch,     // called by the level that caught, when asked to
-  jump_out,        // [[noreturn]]: longjmp back to land()
-  leap,            // void recursion down to jump_out()
-  land,            // void: setjmp, leap() down, lands back here
-  hop,             // void: jump_out() from one level down, back to hop_home()
-  roomy,           // void with a large frame, called after hop() was left (below its stale frames)
-  hop_home,        // void: setjmp, hop(), then roomy() and tick()
-  rebound,         // void recursion; level 2 calls it on through code of the program's that longjmps back
-  give_up,         // [[noreturn]]: std::abort(); the SIGABRT handler jumps back to abort_landing()
-  on_abort,        // the SIGABRT handler (instrumented), left by siglongjmp
-  abort_landing,   // void: sigsetjmp, leap()s down to give_up()
-  on_signal,       // a signal handler (instrumented) that calls tick() twice
-  raiser,          // void: raises the signal n times
-  numbers,         // a C++20 generator's ramp: numbers(n) yields 0 .. n-1
-  numbers_resume,  // its resume function (g++: `[clone .actor]`, clang: `.resume`)
-  numbers_destroy, // its destroy function (g++: `[clone .destroy]`, clang: `.destroy`)
+  tick,             // void: g++ leaves it by `jmp __cyg_profile_func_exit`
+  tick_twice,       // void: two calls of tick(), then the same tail exit
+  plus,             // int
+  add_one,          // `return plus(v, 1)`: a sibling call in the source
+  countdown,        // void recursion: every level left by a tail exit, the inner calls under one key
+  sum_down,         // int recursion, no tail position
+  steps,            // void: inlined_step() n times, inlined into it
+  inlined_step,     // always_inline: g++ calls its hooks from steps()' frame; clang does not instrument it
+  quiet_step,       // always_inline into quiet() (not instrumented): with g++ its exit is quiet()'s tail call
+  checked,          // int, hot/cold split: its rare path is in g++'s `checked(int) [clone .cold]`
+  checked_void,     // void, hot/cold split, left by a tail exit from either part
+  rare,             // called on the cold paths
+  fail,             // [[noreturn]]: throws
+  descend,          // void recursion down to fail(); one level may catch, one may rethrow
+  after_catch,      // called by the level that caught, when asked to
+  jump_out,         // [[noreturn]]: longjmp back to land()
+  leap,             // void recursion down to jump_out()
+  land,             // void: setjmp, leap() down, lands back here
+  hop,              // void: jump_out() from one level down, back to hop_home()
+  roomy,            // void with a large frame, called after hop() was left (below its stale frames)
+  hop_home,         // void: setjmp, hop(), then roomy() and tick()
+  rebound,          // void recursion; level 2 calls it on through code of the program's that longjmps back
+  give_up,          // [[noreturn]]: std::abort(); the SIGABRT handler jumps back to abort_landing()
+  on_abort,         // the SIGABRT handler (instrumented), left by siglongjmp
+  abort_landing,    // void: sigsetjmp, leap()s down to give_up()
+  on_signal,        // a signal handler (instrumented) that calls tick() twice
+  raiser,           // void: raises the signal n times
+  numbers,          // a C++20 generator's ramp: numbers(n) yields 0 .. n-1
+  numbers_resume,   // its resume function (g++: `[clone .actor]`, clang: `.resume`)
+  numbers_destroy,  // its destroy function (g++: `[clone .destroy]`, clang: `.destroy`)
   function_count
 };
 
@@ -72,7 +72,7 @@ int add_one_n(int n);
 void countdown_from(int depth);
 int sum_down_from(int depth);
 void steps_of(int n);
-void quiet_n(int n);  // quiet() n times: not instrumented, quiet_step() inlined into it
+void quiet_n(int n);      // quiet() n times: not instrumented, quiet_step() inlined into it
 int checked_each(int n);  // checked(i) for i < n: every 8th takes the cold path
 void checked_void_each(int n);
 

@@ -48,7 +48,7 @@
 // would make the struct no aggregate). own_code_test.sh allows those members of these
 // types only, read from the lines below, and each type must stay an aggregate: one that
 // stops being one can declare its members with RINGTRACE_NO_INSTRUMENT, and must.
-#define OWN_CODE_AGGREGATE(type)                  \
+#define OWN_CODE_AGGREGATE(type)                      \
   static_assert(std::is_aggregate_v<ringtrace::type>, \
                 #type ": not an aggregate, so its special members can carry the attribute");
 OWN_CODE_AGGREGATE(Schedule)
@@ -209,8 +209,14 @@ class Context final : public ringtrace::TraceContext {
 // members the headers declare, each used.
 std::uint64_t every_helper(int seed) {
   namespace d = ringtrace::detail;
-  const ringtrace::SiteInfo site{"helper", "every_helper", "own_code.cpp", 1, ringtrace::SiteKind::counter,
-                                 ringtrace::SiteOptions::sampled, "", static_cast<std::uint32_t>(seed)};
+  const ringtrace::SiteInfo site{"helper",
+                                 "every_helper",
+                                 "own_code.cpp",
+                                 1,
+                                 ringtrace::SiteKind::counter,
+                                 ringtrace::SiteOptions::sampled,
+                                 "",
+                                 static_cast<std::uint32_t>(seed)};
   std::uint64_t sum = d::record_header(&site, d::record_instant) + d::function_header(seed) +
                       d::extended_header(d::extended_padding, seed) + d::end_slot(seed) + d::text_record_slots(3, seed);
   sum += d::effective_sample_every(site) + d::effective_options(site, seed != 0);

@@ -14,13 +14,26 @@
 namespace app {
 volatile int g_sink = 0;
 struct Tokenizer {
-  [[gnu::noinline]] int next(int v) { g_sink = v; return g_sink % 7; }
+  [[gnu::noinline]] int next(int v) {
+    g_sink = v;
+    return g_sink % 7;
+  }
 };
 // Inlined into work(): g++ calls its hooks there (left out and listed by default), clang's
 // flags never instrument it.
-[[gnu::always_inline]] inline int widen(int v) { g_sink = v; return g_sink - v; }
-[[gnu::noinline]] int work(int v) { Tokenizer t; return t.next(v) + t.next(v + 1) + widen(v); }
-[[gnu::noinline]] int run(int calls) { int total = 0; for (int i = 0; i < calls; ++i) total += work(i); return total; }
+[[gnu::always_inline]] inline int widen(int v) {
+  g_sink = v;
+  return g_sink - v;
+}
+[[gnu::noinline]] int work(int v) {
+  Tokenizer t;
+  return t.next(v) + t.next(v + 1) + widen(v);
+}
+[[gnu::noinline]] int run(int calls) {
+  int total = 0;
+  for (int i = 0; i < calls; ++i) total += work(i);
+  return total;
+}
 }  // namespace app
 
 int main(int argc, char** argv) {

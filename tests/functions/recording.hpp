@@ -28,7 +28,7 @@ struct Call {
   std::uint32_t depth = 0;
   std::string parent;  // "" at the top
   std::uint64_t begin = 0, end = 0;
-  bool unwound = false;  // the argument "unwound" = 1
+  bool unwound = false;   // the argument "unwound" = 1
   bool function = false;  // a SiteOptions::function site
   ringtrace::ThreadId thread = 0;
 };

@@ -47,7 +47,8 @@ std::uint64_t expected_calls(Function f, bool keep_inlined) {
 // not at all); the calls closed "unwound" are exactly `unwound` (per function), nothing
 // else, and nothing was left open at the stop. Counted per name: clang's coroutine
 // functions share one.
-void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& unwound = {}, bool keep_inlined = false) {
+void expect_calls(const Recording& r, const std::map<Function, std::uint64_t>& unwound = {},
+                  bool keep_inlined = false) {
   std::map<std::string, std::uint64_t> recorded, marked, expected, expected_marked;
   for (const Call& c : r.calls) {
     ++recorded[c.name];

@@ -19,8 +19,7 @@ std::vector<SiteInfo> sites() {
   return {SiteInfo{"dropped", "", "", 0, SiteKind::instant, 0, ""},
           SiteInfo{"ns::f()", "ns::f()", "f.cpp", 1, SiteKind::zone, SiteOptions::function, ""},
           SiteInfo{"ns::g()", "ns::g()", "g.cpp", 2, SiteKind::zone, SiteOptions::function, ""},
-          SiteInfo{"zone", "", "z.cpp", 3, SiteKind::zone, 0, ""},
-          SiteInfo{"arg", "", "", 0, SiteKind::value, 0, ""}};
+          SiteInfo{"zone", "", "z.cpp", 3, SiteKind::zone, 0, ""}, SiteInfo{"arg", "", "", 0, SiteKind::value, 0, ""}};
 }
 
 Event begin(std::uint64_t t, SiteId site, std::uint32_t depth) {
@@ -132,8 +131,9 @@ EnvironmentPlan plan(std::map<std::string, std::string> vars) {
 TEST(EnvironmentSession, OutputsFormatsAndSettings) {
   EXPECT_FALSE(plan({}).wanted);
   EXPECT_FALSE(plan({{"RINGTRACE_OUTPUT", ""}}).wanted);
-  EnvironmentPlan p = plan({{"RINGTRACE_OUTPUT", "run.rtrace,t.json.gz,pstats:out/%p.data,x.perfetto-trace,f.folded,"
-                                                 "table:t.txt,summary:s.txt,chrome:a:b.json"},
+  EnvironmentPlan p = plan({{"RINGTRACE_OUTPUT",
+                             "run.rtrace,t.json.gz,pstats:out/%p.data,x.perfetto-trace,f.folded,"
+                             "table:t.txt,summary:s.txt,chrome:a:b.json"},
                             {"RINGTRACE_BUFFER", "4096"},
                             {"RINGTRACE_POLICY", "block"},
                             {"RINGTRACE_MIN_DURATION", "1.5us"},
@@ -169,8 +169,9 @@ TEST(EnvironmentSession, WhatIsWrongIsSaid) {
             std::string::npos);
   EXPECT_NE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_EXCLUDE", "(x"}}).error.find("regular expression"),
             std::string::npos);
-  EXPECT_NE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "yes"}}).error.find("neither 1 nor 0"),
-            std::string::npos);
+  EXPECT_NE(
+      plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "yes"}}).error.find("neither 1 nor 0"),
+      std::string::npos);
   std::chrono::nanoseconds d{};
   EXPECT_TRUE(parse_duration("100", d));
   EXPECT_EQ(d.count(), 100);

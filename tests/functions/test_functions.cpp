@@ -9,8 +9,8 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "../support/attempts.hpp"  // up_to_three_runs
+#include "recording.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
-#include "recording.hpp"
 #include "workload.hpp"
 
 namespace {
@@ -57,8 +57,12 @@ TEST(Functions, EveryCallCountedNamedAndNested) {
                     middle = workload::middle_function().name, inner = workload::inner_function().name;
   // Nothing but the workload's functions: the test's own code, gtest and ringtrace's are
   // not instrumented, and neither is the standard library.
-  EXPECT_EQ(n, (std::map<std::string, int>{{parse, 1}, {leaf, 5}, {fib, static_cast<int>(workload::fib_calls(10))},
-                                           {outer, 1}, {middle, 3}, {inner, 6}}));
+  EXPECT_EQ(n, (std::map<std::string, int>{{parse, 1},
+                                           {leaf, 5},
+                                           {fib, static_cast<int>(workload::fib_calls(10))},
+                                           {outer, 1},
+                                           {middle, 3},
+                                           {inner, 6}}));
   for (const auto& f : {workload::leaf_function(), workload::parse_function(), workload::fib_function(),
                         workload::outer_function(), workload::middle_function(), workload::inner_function()}) {
     expect_named(r.calls, f);
@@ -251,7 +255,8 @@ void inlined_into_another(bool keep) {
   EXPECT_EQ(n.at(workload::inliner_function().name), 1);
   EXPECT_EQ(n.at(workload::leaf_function().name), 1);
   EXPECT_EQ(r.stats.functions.unwound, 0u);
-  const int inlined = n.count(workload::inlined_step_function().name) ? n.at(workload::inlined_step_function().name) : 0;
+  const int inlined =
+      n.count(workload::inlined_step_function().name) ? n.at(workload::inlined_step_function().name) : 0;
   const bool hooks = workload::hooks_in_inlined_functions();
   EXPECT_EQ(inlined, hooks && keep ? 5 : 0);
   EXPECT_EQ(r.stats.functions.inlined, hooks && !keep ? 5u : 0u);
@@ -303,7 +308,7 @@ void short_calls_left_out_once() {
   config.functions.min_duration = std::chrono::microseconds(200);
   const Recording r = record(
       [] {
-        workload::outer(4);               // 13 calls, each far shorter than 200 us but for a preemption
+        workload::outer(4);  // 13 calls, each far shorter than 200 us but for a preemption
         for (int i = 0; i < 3; ++i) workload::spin(2'000'000);  // 2 ms each: always kept
       },
       config);
@@ -336,14 +341,16 @@ TEST(Functions, NameFiltersDecideOncePerFunction) {
   config.functions.exclude = {"::inner\\("};
   Recording r = record([] { workload::outer(3); }, config);
   auto n = counts(r.calls);
-  EXPECT_EQ(n, (std::map<std::string, int>{{workload::outer_function().name, 1}, {workload::middle_function().name, 3}}));
+  EXPECT_EQ(n,
+            (std::map<std::string, int>{{workload::outer_function().name, 1}, {workload::middle_function().name, 3}}));
   EXPECT_EQ(r.stats.functions.excluded, 6u);
 
   config = {};
   config.functions.include = {"^workload::(middle|inner)"};
   r = record([] { workload::outer(2); }, config);
   n = counts(r.calls);
-  EXPECT_EQ(n, (std::map<std::string, int>{{workload::middle_function().name, 2}, {workload::inner_function().name, 4}}));
+  EXPECT_EQ(n,
+            (std::map<std::string, int>{{workload::middle_function().name, 2}, {workload::inner_function().name, 4}}));
   for (const Call& c : r.calls) {
     if (c.name == workload::middle_function().name) {
       EXPECT_EQ(c.depth, 0u);  // its caller left out

@@ -43,14 +43,14 @@ class Parser {
   int parse(std::string_view text);  // leaf() per byte
 };
 int leaf(int value);
-int fib(int n);                       // fib(n) makes fib_calls(n) calls
+int fib(int n);  // fib(n) makes fib_calls(n) calls
 std::uint64_t fib_calls(int n);
-int outer(int n);                     // outer -> middle x n -> inner x 2 each
-int catcher(int depth);               // thrower nested `depth` deep throws; catcher catches, then leaf()
-int landing(int depth);               // jumper nested `depth` deep longjmps back here, then leaf()
-int recurse(int depth);               // recurse() nested `depth` deep
-void spin(std::uint64_t ns);          // busy for about `ns`
-void call_back(void (*callback)());   // calls `callback` (uninstrumented code of the test's)
-int inliner(int n);                   // inlined_step() x n, inlined into it; then leaf()
+int outer(int n);                    // outer -> middle x n -> inner x 2 each
+int catcher(int depth);              // thrower nested `depth` deep throws; catcher catches, then leaf()
+int landing(int depth);              // jumper nested `depth` deep longjmps back here, then leaf()
+int recurse(int depth);              // recurse() nested `depth` deep
+void spin(std::uint64_t ns);         // busy for about `ns`
+void call_back(void (*callback)());  // calls `callback` (uninstrumented code of the test's)
+int inliner(int n);                  // inlined_step() x n, inlined into it; then leaf()
 
 }  // namespace workload

@@ -37,7 +37,9 @@ Expected ev_int(Kind kind, std::string name, std::int64_t v) {
   e.value = static_cast<std::uint64_t>(v);
   return e;
 }
-Expected ev_u(Kind kind, std::string name, std::uint64_t v) { return ev_int(kind, std::move(name), static_cast<std::int64_t>(v)); }
+Expected ev_u(Kind kind, std::string name, std::uint64_t v) {
+  return ev_int(kind, std::move(name), static_cast<std::int64_t>(v));
+}
 Expected ev_double(Kind kind, std::string name, double v) {
   Expected e = ev(kind, std::move(name));
   e.has_value = true;
@@ -113,7 +115,8 @@ std::vector<Expected> expected_framer_flow(std::uint64_t marks) {
   std::vector<Expected> out;
   out.push_back(ev_int(Kind::counter, kHello, kFramerSlot));
   for (std::uint64_t n = 0; n + 1 < marks; ++n) {
-    for (std::uint64_t k = 0; k < kFrameFill; ++k) out.push_back(ev_text(Kind::message, "message", fill_text_of(n * kFrameFill + k)));
+    for (std::uint64_t k = 0; k < kFrameFill; ++k)
+      out.push_back(ev_text(Kind::message, "message", fill_text_of(n * kFrameFill + k)));
   }
   return out;
 }
@@ -225,7 +228,8 @@ struct Failures {
 std::string slot_name(const Manifest& m, int slot) {
   auto it = m.slots.find(slot);
   if (it == m.slots.end()) return "slot " + std::to_string(slot);
-  std::string s = "slot " + std::to_string(slot) + " (" + name_of(it->second.role) + ", tid " + std::to_string(it->second.tid);
+  std::string s =
+      "slot " + std::to_string(slot) + " (" + name_of(it->second.role) + ", tid " + std::to_string(it->second.tid);
   if (!it->second.comm.empty() && it->second.comm != "-") s += ", '" + it->second.comm + "'";
   return s + ")";
 }
@@ -240,7 +244,8 @@ std::uint64_t match_subsequence(const std::vector<const StreamEvent*>& arrived, 
     std::size_t found = at;
     while (found < expected.size() && !matches(e, expected[found])) ++found;
     if (found == expected.size()) {
-      std::string want = at < expected.size() ? describe(expected[at]) : std::string("nothing (all expected events arrived)");
+      std::string want =
+          at < expected.size() ? describe(expected[at]) : std::string("nothing (all expected events arrived)");
       f.add("unexpected event", who + ": arrived event #" + std::to_string(k) + " " + describe(e) +
                                     " is not among what the thread produced from there on (expected next: " + want +
                                     ")");
@@ -253,9 +258,10 @@ std::uint64_t match_subsequence(const std::vector<const StreamEvent*>& arrived, 
     at = found + 1;
   }
   if (all_present && at < expected.size()) {
-    f.add("missing event", who + ": " + std::to_string(expected.size() - at) + " expected events at the end did not arrive "
-                               "(block policy: nothing may be lost); first: #" + std::to_string(at) + " " +
-                               describe(expected[at]));
+    f.add("missing event", who + ": " + std::to_string(expected.size() - at) +
+                               " expected events at the end did not arrive "
+                               "(block policy: nothing may be lost); first: #" +
+                               std::to_string(at) + " " + describe(expected[at]));
   }
   return arrived.size();
 }
@@ -287,8 +293,8 @@ Manifest read_manifest(const std::filesystem::path& file) {
       s.blocks_signal = blocks != 0;
       std::getline(words, s.comm);
       if (!s.comm.empty() && s.comm[0] == ' ') s.comm.erase(0, 1);
-      s.role = role == "main" ? Role::main
-               : role == "long_worker" ? Role::long_worker
+      s.role = role == "main"           ? Role::main
+               : role == "long_worker"  ? Role::long_worker
                : role == "short_worker" ? Role::short_worker
                : role == "framer"       ? Role::framer
                                         : Role::other;
@@ -327,7 +333,8 @@ std::vector<std::string> check_manifest(const Manifest& m, const MatrixConfig& c
                   " (the workload ends every zone it begins)");
   }
   const bool tsc = stat("tsc") != 0;
-  if (config.clock == Clock::monotonic && tsc) out.push_back("session: ClockSource::monotonic asked, stats().clock.tsc is true");
+  if (config.clock == Clock::monotonic && tsc)
+    out.push_back("session: ClockSource::monotonic asked, stats().clock.tsc is true");
   if (config.clock == Clock::tsc && tsc_available && !tsc) {
     out.push_back("session: ClockSource::tsc asked on a CPU with an invariant TSC, stats().clock.tsc is false");
   }
@@ -335,7 +342,8 @@ std::vector<std::string> check_manifest(const Manifest& m, const MatrixConfig& c
   for (const ThreadRow& r : m.threads) rows_dropped += r.dropped;
   if (rows_dropped + stat("dropped_without_ring") != stat("dropped")) {
     out.push_back("session: stats().dropped (" + std::to_string(stat("dropped")) + ") is not the threads' drops (" +
-                  std::to_string(rows_dropped) + ") plus dropped_without_ring (" + std::to_string(stat("dropped_without_ring")) + ")");
+                  std::to_string(rows_dropped) + ") plus dropped_without_ring (" +
+                  std::to_string(stat("dropped_without_ring")) + ")");
   }
   if (config.policy == Policy::block) {
     // Only handlers that interrupt their thread inside the recording path may drop.
@@ -346,12 +354,14 @@ std::vector<std::string> check_manifest(const Manifest& m, const MatrixConfig& c
       }
       if (r.dropped != 0 && !signalled) {
         out.push_back("session: block policy, yet stats() counts " + std::to_string(r.dropped) +
-                      " dropped events on thread " + std::to_string(r.os_tid) + " (" + r.name + "), which no signal handler interrupts");
+                      " dropped events on thread " + std::to_string(r.os_tid) + " (" + r.name +
+                      "), which no signal handler interrupts");
       }
     }
   }
   if (!config.switches && stat("context_switches") != 0) {
-    out.push_back("session: context switches not asked for, yet " + std::to_string(stat("context_switches")) + " delivered");
+    out.push_back("session: context switches not asked for, yet " + std::to_string(stat("context_switches")) +
+                  " delivered");
   }
   if (config.switches && m.switches_unavailable.empty() && stat("context_switches") == 0) {
     out.push_back("session: context switches asked for and available, yet none delivered");
@@ -361,8 +371,9 @@ std::vector<std::string> check_manifest(const Manifest& m, const MatrixConfig& c
       out.push_back("note: " + slot_name(m, slot) + " blocks the workload's signal (or exited): no handler runs there");
     }
     if (s.role == Role::other && s.handler_runs < s.signals_sent) {
-      out.push_back("workload: " + std::to_string(s.signals_sent - s.handler_runs) + " of " + std::to_string(s.signals_sent) +
-                    " signals sent to " + slot_name(m, slot) + " were never handled (the thread did not run for 2 s?)");
+      out.push_back("workload: " + std::to_string(s.signals_sent - s.handler_runs) + " of " +
+                    std::to_string(s.signals_sent) + " signals sent to " + slot_name(m, slot) +
+                    " were never handled (the thread did not run for 2 s?)");
     }
   }
   return out;
@@ -392,15 +403,17 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
   for (std::size_t k = 0; k < stream.events.size(); ++k) {
     const StreamEvent& e = stream.events[k];
     if (e.time < last_time) {
-      f.add("stream order", "event #" + std::to_string(k) + " " + describe(e) + " on thread " + std::to_string(e.os_tid) +
-                                " comes after an event at " + std::to_string(last_time) + " ns (the stream goes back in time)");
+      f.add("stream order", "event #" + std::to_string(k) + " " + describe(e) + " on thread " +
+                                std::to_string(e.os_tid) + " comes after an event at " + std::to_string(last_time) +
+                                " ns (the stream goes back in time)");
     }
     last_time = std::max(last_time, e.time);
     if (is_switch(e)) ++summary.switches;
     if (e.late) ++summary.late;
     PerKey& t = keys[e.thread];
     if (is_step_event(e)) t.steps = true;
-    const std::string who = "thread " + std::to_string(e.os_tid) + (e.thread_name.empty() ? "" : " '" + e.thread_name + "'");
+    const std::string who =
+        "thread " + std::to_string(e.os_tid) + (e.thread_name.empty() ? "" : " '" + e.thread_name + "'");
     if (e.time < t.last_time) {
       f.add("thread order", who + ": " + describe(e) + " is earlier than the thread's previous event at " +
                                 std::to_string(t.last_time) + " ns");
@@ -409,8 +422,9 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     const bool boundary = e.kind == Kind::zone_begin || e.kind == Kind::zone_end;
     if (boundary && !t.steps && !e.late && !e.closed_at_stop) {
       if (t.any_boundary && e.time <= t.last_boundary) {
-        f.add("boundaries apart", who + ": " + describe(e) + " shares the nanosecond of the thread's previous zone boundary "
-                                        "(docs/reliability.md: zone boundaries never share a nanosecond)");
+        f.add("boundaries apart", who + ": " + describe(e) +
+                                      " shares the nanosecond of the thread's previous zone boundary "
+                                      "(docs/reliability.md: zone boundaries never share a nanosecond)");
       }
       t.any_boundary = true;
       t.last_boundary = e.time;
@@ -429,9 +443,9 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
         const bool valued = b.region || is_step_event(b);
         if (is_step_event(b) && is_step_event(e) && b.value != e.value) {
           f.add("nesting", "steps track: the end of step " + std::to_string(e.value) + " at " + std::to_string(e.time) +
-                               " ns arrived while step " + std::to_string(b.value) + " (begun at " + std::to_string(b.time) +
-                               " ns) is the open one; the stream has no begin of step " + std::to_string(e.value) +
-                               " (the step zones do not nest)");
+                               " ns arrived while step " + std::to_string(b.value) + " (begun at " +
+                               std::to_string(b.time) + " ns) is the open one; the stream has no begin of step " +
+                               std::to_string(e.value) + " (the step zones do not nest)");
         } else if (b.name != e.name || (valued && b.value != e.value)) {
           f.add("nesting", who + ": " + describe(e) + " does not end the innermost open zone, " + describe(b));
         }
@@ -505,20 +519,23 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
   std::map<int, int> lives_of_slot;
   const std::uint64_t marks = m.frame_marks;
   for (LogicalThread& life : lives) {
-    const std::string who_tid = "thread " + std::to_string(life.os_tid) +
-                                (life.thread_name.empty() ? "" : " '" + life.thread_name + "'");
+    const std::string who_tid =
+        "thread " + std::to_string(life.os_tid) + (life.thread_name.empty() ? "" : " '" + life.thread_name + "'");
     if (life.what == LogicalThread::What::steps) {
       // The steps track: the framer's frame marks. Only step zones here.
       for (const StreamEvent* e : life.events) {
         if (!is_step_event(*e)) f.add("steps track", "the steps track holds " + describe(*e));
       }
-      if (life.closed_at_stop > 1) f.add("steps track", std::to_string(life.closed_at_stop) + " step zones closed at stop");
-      if (life.dropped != 0) f.add("steps track", "the steps track has drops of its own: " + std::to_string(life.dropped));
+      if (life.closed_at_stop > 1)
+        f.add("steps track", std::to_string(life.closed_at_stop) + " step zones closed at stop");
+      if (life.dropped != 0)
+        f.add("steps track", "the steps track has drops of its own: " + std::to_string(life.dropped));
       delivered_by_slot[kFramerSlot] += life.events.size();
       dropped_by_slot[kFramerSlot] += life.dropped;
       if (block && life.events.size() != 2 * marks - 1) {
         f.add("missing event", "block policy: " + std::to_string(marks) + " frame marks should give " +
-                                   std::to_string(2 * marks - 1) + " step events (the last step closed at stop aside), " +
+                                   std::to_string(2 * marks - 1) +
+                                   " step events (the last step closed at stop aside), " +
                                    std::to_string(life.events.size()) + " arrived");
       }
       continue;
@@ -528,7 +545,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
                                   " zones closed at stop (the workload ends every zone before stop())");
     }
     if (life.what == LogicalThread::What::unknown) {
-      f.add("identity", who_tid + ": its first event " + (life.events.empty() ? std::string("(none)") : describe(*life.events.front())) +
+      f.add("identity", who_tid + ": its first event " +
+                            (life.events.empty() ? std::string("(none)") : describe(*life.events.front())) +
                             " is neither a hello, a step nor a handler's: a thread the workload cannot name");
       delivered_unplaced += life.events.size();
       dropped_unplaced += life.dropped;
@@ -557,7 +575,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
       continue;
     }
     const SlotManifest& slot = slot_it->second;
-    if (++lives_of_slot[life.slot] > 1) f.add("identity", slot_name(m, life.slot) + " appears as two threads in the stream");
+    if (++lives_of_slot[life.slot] > 1)
+      f.add("identity", slot_name(m, life.slot) + " appears as two threads in the stream");
     if (life.os_tid != 0 && life.os_tid != slot.tid) {
       f.add("identity", slot_name(m, life.slot) + " arrived on thread " + std::to_string(life.os_tid));
     }
@@ -566,7 +585,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     for (const StreamEvent* e : life.events) (is_handler_event(*e) ? handler_flow : main_flow).push_back(e);
     const std::string who = slot_name(m, life.slot);
     if (slot.role == Role::other && !main_flow.empty()) {
-      f.add("identity", who + ": a runtime thread delivered events of a workload thread, first " + describe(*main_flow.front()));
+      f.add("identity",
+            who + ": a runtime thread delivered events of a workload thread, first " + describe(*main_flow.front()));
     }
     if (slot.role != Role::other) match_subsequence(main_flow, expected_of(slot), who + " main flow", f, block);
     match_subsequence(handler_flow, expected_handler_flow(life.slot, slot.handler_runs), who + " handler", f, false);
@@ -603,7 +623,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     if (block || (slot.role != Role::framer && slot.role != Role::main)) continue;
     std::uint64_t produced = kHandlerEvents * slot.handler_runs + expected_of(slot).size();
     if (slot.role == Role::framer) produced += 2 * marks - 1;
-    const auto delta = static_cast<std::int64_t>(delivered_by_slot[n] + dropped_by_slot[n]) - static_cast<std::int64_t>(produced);
+    const auto delta =
+        static_cast<std::int64_t>(delivered_by_slot[n] + dropped_by_slot[n]) - static_cast<std::int64_t>(produced);
     (slot.role == Role::framer ? framer_delta : main_delta) += delta;
   }
   const bool stop_counted_the_open_step = framer_delta == -1 && main_delta == 1;
@@ -611,7 +632,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
   std::vector<std::string> unaccounted;
   for (const auto& [n, slot] : m.slots) {
     std::uint64_t produced = kHandlerEvents * slot.handler_runs + expected_of(slot).size();
-    if (slot.role == Role::framer) produced += 2 * marks - 1;  // a frame mark ends a step and begins one; the first only begins
+    if (slot.role == Role::framer)
+      produced += 2 * marks - 1;  // a frame mark ends a step and begins one; the first only begins
     produced_total += produced;
     const std::uint64_t delivered = delivered_by_slot[n];
     const std::uint64_t dropped = dropped_by_slot[n];
@@ -621,7 +643,8 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     if (!seen) {
       if (produced != 0) {
         unaccounted.push_back(slot_name(m, n) + ": produced " + std::to_string(produced) + " events (" +
-                              std::to_string(slot.handler_runs) + " signal handler runs there), none arrived, none counted "
+                              std::to_string(slot.handler_runs) +
+                              " signal handler runs there), none arrived, none counted "
                               "as dropped (on a thread, or in dropped_without_ring): lost uncounted");
       }
       continue;
@@ -629,20 +652,22 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     if (delivered + dropped != produced &&
         !(stop_counted_the_open_step && (slot.role == Role::framer || slot.role == Role::main))) {
       std::string detail;
-      if (slot.role == Role::framer) detail = " (its messages, and its " + std::to_string(marks) + " frame marks' step events on the steps track)";
-      f.add("count identity", slot_name(m, n) + ": recorded " + std::to_string(delivered) + " + dropped " +
-                                  std::to_string(dropped) + " = " + std::to_string(delivered + dropped) + ", produced " +
-                                  std::to_string(produced) + detail + ": " +
-                                  (delivered + dropped < produced ? std::to_string(produced - delivered - dropped) + " events lost uncounted"
-                                                                   : std::to_string(delivered + dropped - produced) + " events counted that were never lost"));
+      if (slot.role == Role::framer)
+        detail = " (its messages, and its " + std::to_string(marks) + " frame marks' step events on the steps track)";
+      f.add("count identity",
+            slot_name(m, n) + ": recorded " + std::to_string(delivered) + " + dropped " + std::to_string(dropped) +
+                " = " + std::to_string(delivered + dropped) + ", produced " + std::to_string(produced) + detail + ": " +
+                (delivered + dropped < produced
+                     ? std::to_string(produced - delivered - dropped) + " events lost uncounted"
+                     : std::to_string(delivered + dropped - produced) + " events counted that were never lost"));
     }
   }
   summary.produced = produced_total;
   const std::uint64_t without_ring = stat("dropped_without_ring");
   if (delivered_total + dropped_total + without_ring != produced_total) {
     std::string text = "whole run: recorded " + std::to_string(delivered_total) + " + dropped in the stream " +
-                       std::to_string(dropped_total) + " + dropped_without_ring " + std::to_string(without_ring) + " = " +
-                       std::to_string(delivered_total + dropped_total + without_ring) + ", produced " +
+                       std::to_string(dropped_total) + " + dropped_without_ring " + std::to_string(without_ring) +
+                       " = " + std::to_string(delivered_total + dropped_total + without_ring) + ", produced " +
                        std::to_string(produced_total);
     f.add("count identity", text);
   }
@@ -656,24 +681,27 @@ std::vector<std::string> check_stream(const Stream& stream, const Manifest& m, c
     if (e.kind == Kind::dropped) stream_dropped += e.value;
   }
   if (m.stats.count("dropped") != 0 && stream_dropped + without_ring != stat("dropped")) {
-    f.add("stats", "the stream's dropped markers count " + std::to_string(stream_dropped) + " (+ dropped_without_ring " +
-                       std::to_string(without_ring) + "), the session's stats().dropped " + std::to_string(stat("dropped")));
+    f.add("stats", "the stream's dropped markers count " + std::to_string(stream_dropped) +
+                       " (+ dropped_without_ring " + std::to_string(without_ring) +
+                       "), the session's stats().dropped " + std::to_string(stat("dropped")));
   }
   // Per thread: the session's row (os_tid) against what the stream delivered for its slot.
   std::uint64_t delivered_all = 0;
   for (const auto& [n, d] : delivered_by_slot) delivered_all += d;
   if (m.stats.count("recorded") != 0 && delivered_all + delivered_unplaced != stat("recorded")) {
-    f.add("stats", "the stream delivered " + std::to_string(delivered_all + delivered_unplaced) +
-                       " events (dropped markers, switches and zones closed at stop aside), the session's stats().recorded is " +
-                       std::to_string(stat("recorded")));
+    f.add("stats",
+          "the stream delivered " + std::to_string(delivered_all + delivered_unplaced) +
+              " events (dropped markers, switches and zones closed at stop aside), the session's stats().recorded is " +
+              std::to_string(stat("recorded")));
   }
   for (const ThreadRow& row : m.threads) {
     for (const auto& [n, slot] : m.slots) {
       if (slot.tid != row.os_tid) continue;
       if (row.recorded != delivered_by_slot[n] || row.dropped != dropped_by_slot[n]) {
-        f.add("stats", slot_name(m, n) + ": the session's row says recorded " + std::to_string(row.recorded) + ", dropped " +
-                           std::to_string(row.dropped) + "; the stream has " + std::to_string(delivered_by_slot[n]) +
-                           " events and drops of " + std::to_string(dropped_by_slot[n]));
+        f.add("stats", slot_name(m, n) + ": the session's row says recorded " + std::to_string(row.recorded) +
+                           ", dropped " + std::to_string(row.dropped) + "; the stream has " +
+                           std::to_string(delivered_by_slot[n]) + " events and drops of " +
+                           std::to_string(dropped_by_slot[n]));
       }
     }
   }

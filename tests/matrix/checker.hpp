@@ -46,12 +46,12 @@ struct Manifest {
 Manifest read_manifest(const std::filesystem::path& file);
 
 struct CheckSummary {
-  std::uint64_t events = 0;      // delivered, dropped markers and switches aside
+  std::uint64_t events = 0;  // delivered, dropped markers and switches aside
   std::uint64_t produced = 0;
-  std::uint64_t dropped = 0;     // the dropped markers' counts
+  std::uint64_t dropped = 0;  // the dropped markers' counts
   std::uint64_t switches = 0;
   std::uint64_t late = 0;
-  std::uint64_t threads = 0;     // logical threads identified
+  std::uint64_t threads = 0;  // logical threads identified
 };
 
 // Checks one stream against the manifest; each failure one line, prefixed by the

@@ -37,11 +37,16 @@ inline const char* name_of(Clock c) { return c == Clock::tsc ? "tsc" : "monotoni
 inline const char* name_of(Policy p) { return p == Policy::drop ? "drop" : "block"; }
 inline const char* name_of(Outputs o) {
   switch (o) {
-    case Outputs::exporter: return "exporter";
-    case Outputs::file_selfdrain: return "file_selfdrain";
-    case Outputs::file_noselfdrain: return "file_noselfdrain";
-    case Outputs::ringfile: return "ringfile";
-    case Outputs::all: return "all";
+    case Outputs::exporter:
+      return "exporter";
+    case Outputs::file_selfdrain:
+      return "file_selfdrain";
+    case Outputs::file_noselfdrain:
+      return "file_noselfdrain";
+    case Outputs::ringfile:
+      return "ringfile";
+    case Outputs::all:
+      return "all";
   }
   return "?";
 }
@@ -94,15 +99,19 @@ inline constexpr int kFirstOtherSlot = 48;
 enum class Role { main, long_worker, short_worker, framer, other };
 inline const char* name_of(Role r) {
   switch (r) {
-    case Role::main: return "main";
-    case Role::long_worker: return "long_worker";
-    case Role::short_worker: return "short_worker";
-    case Role::framer: return "framer";
-    case Role::other: return "other";
+    case Role::main:
+      return "main";
+    case Role::long_worker:
+      return "long_worker";
+    case Role::short_worker:
+      return "short_worker";
+    case Role::framer:
+      return "framer";
+    case Role::other:
+      return "other";
   }
   return "?";
 }
-
 
 // --- What each thread records (the main flow) ---
 //
@@ -112,10 +121,14 @@ inline const char* name_of(Role r) {
 // then the end of an async span left open.
 
 // (slot, i) in one value: the checker can tell exactly which iteration an event is from.
-inline std::int64_t key(int slot, std::uint64_t i) { return (static_cast<std::int64_t>(slot) << 32) | static_cast<std::int64_t>(i); }
+inline std::int64_t key(int slot, std::uint64_t i) {
+  return (static_cast<std::int64_t>(slot) << 32) | static_cast<std::int64_t>(i);
+}
 inline double dkey(int slot, std::uint64_t i) { return static_cast<double>(key(slot, i)) + 0.5; }  // exact in a double
 inline double dcounter(int slot, std::uint64_t i) { return static_cast<double>(i) * 0.25 + slot; }
-inline std::uint64_t flow_id(int slot, std::uint64_t i) { return (std::uint64_t{1} << 60) | static_cast<std::uint64_t>(key(slot, i)); }
+inline std::uint64_t flow_id(int slot, std::uint64_t i) {
+  return (std::uint64_t{1} << 60) | static_cast<std::uint64_t>(key(slot, i));
+}
 
 inline constexpr std::size_t kTextLimit = 1024;  // texts and messages are cut here (docs/guide.md)
 
@@ -151,7 +164,7 @@ inline std::string dynamic_name_of(int slot, std::uint64_t i) {
   return s;
 }
 inline int recursion_of(std::uint64_t i) { return static_cast<int>(i % 4); }  // extra nesting levels
-inline bool sampled_in(std::uint64_t i) { return i % 3 == 0; }               // RINGTRACE_ZONE_SAMPLED(…, 3)
+inline bool sampled_in(std::uint64_t i) { return i % 3 == 0; }                // RINGTRACE_ZONE_SAMPLED(…, 3)
 inline bool async_begins(std::uint64_t i) { return i % 4 == 0; }
 inline bool async_ends(std::uint64_t i) { return i % 4 == 3; }
 

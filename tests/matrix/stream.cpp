@@ -22,9 +22,9 @@ extern char** environ;
 namespace matrix {
 
 const char* name_of(Kind kind) {
-  static constexpr const char* kNames[] = {"zone_begin", "zone_end",    "instant",  "counter",   "dropped",
-                                           "arg",        "flow_out",    "flow_in",  "async_begin", "async_end",
-                                           "message",    "switch_out",  "switch_in", "other"};
+  static constexpr const char* kNames[] = {"zone_begin", "zone_end",   "instant",   "counter",     "dropped",
+                                           "arg",        "flow_out",   "flow_in",   "async_begin", "async_end",
+                                           "message",    "switch_out", "switch_in", "other"};
   return kNames[static_cast<int>(kind)];
 }
 
@@ -33,19 +33,32 @@ namespace {
 Kind kind_of(ringtrace::EventKind k) {
   using EK = ringtrace::EventKind;
   switch (k) {
-    case EK::zone_begin: return Kind::zone_begin;
-    case EK::zone_end: return Kind::zone_end;
-    case EK::instant: return Kind::instant;
-    case EK::counter: return Kind::counter;
-    case EK::dropped: return Kind::dropped;
-    case EK::arg: return Kind::arg;
-    case EK::flow_out: return Kind::flow_out;
-    case EK::flow_in: return Kind::flow_in;
-    case EK::async_begin: return Kind::async_begin;
-    case EK::async_end: return Kind::async_end;
-    case EK::message: return Kind::message;
-    case EK::switch_out: return Kind::switch_out;
-    case EK::switch_in: return Kind::switch_in;
+    case EK::zone_begin:
+      return Kind::zone_begin;
+    case EK::zone_end:
+      return Kind::zone_end;
+    case EK::instant:
+      return Kind::instant;
+    case EK::counter:
+      return Kind::counter;
+    case EK::dropped:
+      return Kind::dropped;
+    case EK::arg:
+      return Kind::arg;
+    case EK::flow_out:
+      return Kind::flow_out;
+    case EK::flow_in:
+      return Kind::flow_in;
+    case EK::async_begin:
+      return Kind::async_begin;
+    case EK::async_end:
+      return Kind::async_end;
+    case EK::message:
+      return Kind::message;
+    case EK::switch_out:
+      return Kind::switch_out;
+    case EK::switch_in:
+      return Kind::switch_in;
   }
   return Kind::other;
 }
@@ -79,7 +92,8 @@ StreamEvent from_event(const ringtrace::Event& e, const ringtrace::TraceContext&
   s.os_tid = info.os_tid;
   s.thread_name = info.name;
   s.kind = kind_of(e.kind);
-  s.is_double = (e.flags & F::value_double) != 0 && (e.kind == ringtrace::EventKind::counter || e.kind == ringtrace::EventKind::arg);
+  s.is_double = (e.flags & F::value_double) != 0 &&
+                (e.kind == ringtrace::EventKind::counter || e.kind == ringtrace::EventKind::arg);
   s.is_text = (e.flags & F::text) != 0;
   s.truncated = (e.flags & F::truncated) != 0;
   s.closed_at_stop = (e.flags & F::closed_at_stop) != 0;
@@ -126,7 +140,8 @@ void CollectingExporter::on_events(std::span<const ringtrace::Event> events, con
     put_string(out, s.text);
     put_string(out, s.thread_name);
   }
-  if (std::fwrite(out.data(), 1, out.size(), file_) != out.size()) throw std::runtime_error("collected stream: write failed");
+  if (std::fwrite(out.data(), 1, out.size(), file_) != out.size())
+    throw std::runtime_error("collected stream: write failed");
 }
 
 void CollectingExporter::on_finish(const ringtrace::TraceContext&, const ringtrace::SessionStats&) {
@@ -207,9 +222,13 @@ Stream read_with_replay_file(const std::filesystem::path& file) {
   CollectingExporter collector;
   try {
     const ringtrace::ReplayResult r = ringtrace::replay_file(file, collector);
-    if (!r.complete) stream.problems.push_back("replay_file: the file is not complete: " + r.problem);
-    else if (!r.problem.empty()) stream.problems.push_back("replay_file: " + r.problem);
-    if (r.recovered != 0) stream.problems.push_back("replay_file: " + std::to_string(r.recovered) + " events recovered from a ring file of a stopped session");
+    if (!r.complete)
+      stream.problems.push_back("replay_file: the file is not complete: " + r.problem);
+    else if (!r.problem.empty())
+      stream.problems.push_back("replay_file: " + r.problem);
+    if (r.recovered != 0)
+      stream.problems.push_back("replay_file: " + std::to_string(r.recovered) +
+                                " events recovered from a ring file of a stopped session");
   } catch (const std::exception& ex) {
     stream.problems.push_back(std::string("replay_file threw: ") + ex.what());
   }
@@ -275,11 +294,15 @@ bool parse_line(const std::string& line, StreamEvent& e) {
       const std::size_t space = line.find(' ', at);
       if (eq == std::string::npos || (space != std::string::npos && space < eq)) {
         const std::string flag = word();
-        if (flag == "late") e.late = true;
-        else if (flag == "closed_at_stop") e.closed_at_stop = true;
-        else if (flag == "truncated") e.truncated = true;
-        else if (flag == "closed_at_window_end") {}
-        else return false;
+        if (flag == "late")
+          e.late = true;
+        else if (flag == "closed_at_stop")
+          e.closed_at_stop = true;
+        else if (flag == "truncated")
+          e.truncated = true;
+        else if (flag == "closed_at_window_end") {
+        } else
+          return false;
         continue;
       }
       const std::string key = line.substr(at, eq - at);
@@ -350,8 +373,9 @@ Stream read_with_rtrace_py(const std::string& python, const std::string& script,
   std::ifstream errors(err);
   std::string error_text((std::istreambuf_iterator<char>(errors)), std::istreambuf_iterator<char>());
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    stream.problems.push_back("rtrace.py exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                              ": " + error_text.substr(0, 400));
+    stream.problems.push_back("rtrace.py exited with status " +
+                              std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ": " +
+                              error_text.substr(0, 400));
   }
   std::ifstream in(out);
   std::string line;
@@ -360,7 +384,9 @@ Stream read_with_rtrace_py(const std::string& python, const std::string& script,
     ++number;
     StreamEvent e;
     if (!parse_line(line, e)) {
-      if (stream.problems.size() < 20) stream.problems.push_back("rtrace.py line " + std::to_string(number) + " not understood: " + line.substr(0, 200));
+      if (stream.problems.size() < 20)
+        stream.problems.push_back("rtrace.py line " + std::to_string(number) +
+                                  " not understood: " + line.substr(0, 200));
       continue;
     }
     stream.events.push_back(std::move(e));

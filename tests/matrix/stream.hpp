@@ -63,7 +63,7 @@ StreamEvent from_event(const ringtrace::Event& e, const ringtrace::TraceContext&
 // read_collected() reads back.
 class CollectingExporter final : public ringtrace::Exporter {
  public:
-  CollectingExporter() = default;                       // into memory: events()
+  CollectingExporter() = default;                                  // into memory: events()
   explicit CollectingExporter(const std::filesystem::path& file);  // into a file
   ~CollectingExporter() override;
   void on_events(std::span<const ringtrace::Event> events, const ringtrace::TraceContext& context) override;

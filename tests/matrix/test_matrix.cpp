@@ -5,9 +5,9 @@
 // making progress is killed and fails, naming the phase it was in.
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -174,16 +174,17 @@ TEST_P(Matrix, EveryStreamPassesTheChecker) {
 
   // Bounded: a run normally takes well under a second (seconds under the sanitizers).
   const double slow = scale < 1 ? 4 : 1;
-  const ChildRun run = run_child(config, dir, std::chrono::duration<double>(5 * slow), std::chrono::duration<double>(40 * slow));
+  const ChildRun run =
+      run_child(config, dir, std::chrono::duration<double>(5 * slow), std::chrono::duration<double>(40 * slow));
   std::vector<std::string> failures;
   std::printf("[matrix] %s: workload %.2f s\n", name.c_str(), run.seconds);
   if (!run.started) {
     FAIL() << name << ": the workload could not be started: " << run.phase;
   }
   if (run.hung) {
-    failures.push_back("HUNG: no progress for " + std::to_string(run.stalled_for).substr(0, 4) + " s in phase '" + run.phase +
-                       "' (" + std::to_string(run.progress) + " iterations done); the workload was killed. Its log: " +
-                       tail_of(dir / kChildLog, 600));
+    failures.push_back("HUNG: no progress for " + std::to_string(run.stalled_for).substr(0, 4) + " s in phase '" +
+                       run.phase + "' (" + std::to_string(run.progress) +
+                       " iterations done); the workload was killed. Its log: " + tail_of(dir / kChildLog, 600));
   } else if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
     failures.push_back(std::string("the workload ") +
                        (WIFSIGNALED(run.status) ? "died of signal " + std::to_string(WTERMSIG(run.status))
@@ -199,11 +200,14 @@ TEST_P(Matrix, EveryStreamPassesTheChecker) {
       if (!manifest.switches_unavailable.empty() && config.switches) {
         std::string why;
         if (switches_allowed(why)) {
-          failures.push_back("session: context switches unavailable (stats: '" + manifest.switches_unavailable +
-                             "'), yet this machine allows them (a perf_event_open of this process's switch records succeeds)");
+          failures.push_back(
+              "session: context switches unavailable (stats: '" + manifest.switches_unavailable +
+              "'), yet this machine allows them (a perf_event_open of this process's switch records succeeds)");
         } else {
-          std::printf("[matrix] %s: context switches unavailable on this machine (%s; the test's own probe: %s): the run "
-                      "checks the rest\n", name.c_str(), manifest.switches_unavailable.c_str(), why.c_str());
+          std::printf(
+              "[matrix] %s: context switches unavailable on this machine (%s; the test's own probe: %s): the run "
+              "checks the rest\n",
+              name.c_str(), manifest.switches_unavailable.c_str(), why.c_str());
         }
       }
       for (const std::string& line : check_manifest(manifest, config, cpu_has_invariant_tsc())) {
@@ -227,19 +231,22 @@ TEST_P(Matrix, EveryStreamPassesTheChecker) {
       for (const fs::path& file : files) timed([&] { return read_with_replay_file(file); });
 #ifdef MATRIX_PYTHON
       // The independent reader; on one file per configuration (it is slow).
-      if (!files.empty()) timed([&] { return read_with_rtrace_py(MATRIX_PYTHON, MATRIX_RTRACE_PY, files.back(), dir); });
+      if (!files.empty())
+        timed([&] { return read_with_rtrace_py(MATRIX_PYTHON, MATRIX_RTRACE_PY, files.back(), dir); });
 #endif
       for (std::size_t k = 0; k < streams.size(); ++k) {
         const Stream& stream = streams[k];
         CheckSummary summary;
         const auto start = std::chrono::steady_clock::now();
         const std::vector<std::string> lines = check_stream(stream, manifest, config, summary);
-        std::printf("[matrix] %s: %-28s %8llu produced, %8llu arrived, %7llu dropped, %5llu switches, %3llu threads: %s (read %.2f s, checked %.2f s)\n",
-                    name.c_str(), stream.source.c_str(), static_cast<unsigned long long>(summary.produced),
-                    static_cast<unsigned long long>(summary.events), static_cast<unsigned long long>(summary.dropped),
-                    static_cast<unsigned long long>(summary.switches), static_cast<unsigned long long>(summary.threads),
-                    lines.empty() ? "ok" : "FAILED", read_seconds[k],
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        std::printf(
+            "[matrix] %s: %-28s %8llu produced, %8llu arrived, %7llu dropped, %5llu switches, %3llu threads: %s (read "
+            "%.2f s, checked %.2f s)\n",
+            name.c_str(), stream.source.c_str(), static_cast<unsigned long long>(summary.produced),
+            static_cast<unsigned long long>(summary.events), static_cast<unsigned long long>(summary.dropped),
+            static_cast<unsigned long long>(summary.switches), static_cast<unsigned long long>(summary.threads),
+            lines.empty() ? "ok" : "FAILED", read_seconds[k],
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         failures.insert(failures.end(), lines.begin(), lines.end());
       }
     }

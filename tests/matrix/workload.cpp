@@ -180,9 +180,7 @@ void iteration(int slot, std::uint64_t i, bool hold_signals) {
     {
       RINGTRACE_REGION("m.region", v);
       matrix_workload::recurse(recursion_of(i));
-      {
-        RINGTRACE_ZONE_IN("m.cat", "m.incat");
-      }
+      { RINGTRACE_ZONE_IN("m.cat", "m.incat"); }
       {
         // A category switched off at start(): neither the zone nor its value (nor, in
         // drop mode, a count of them when an enclosing zone was dropped).
@@ -354,7 +352,7 @@ int main(int argc, char** argv) {
   };
   const std::uint64_t main_iterations = scaled(480, 12);
   const std::uint64_t long_iterations = scaled(480, 12);
-  const int long_workers = 4;   // slots 1-4: two waves of two
+  const int long_workers = 4;    // slots 1-4: two waves of two
   const int short_workers = 12;  // slots 5-16: one at a time, 3 iterations each
   const std::uint64_t frame_marks = scaled(40, 4);
 
@@ -475,14 +473,15 @@ int main(int argc, char** argv) {
     const SlotState& st = g_slots[s];
     if (st.tid.load() == 0) continue;
     m << "slot " << s << " role " << name_of(st.role) << " tid " << st.tid.load() << " iterations "
-      << st.iterations.load() << " handler_runs " << st.handler_runs.load() << " signals_sent " << st.signals_sent.load()
-      << " blocks_signal " << (st.blocks ? 1 : 0) << " comm " << (st.comm.empty() ? "-" : one_line(st.comm)) << "\n";
+      << st.iterations.load() << " handler_runs " << st.handler_runs.load() << " signals_sent "
+      << st.signals_sent.load() << " blocks_signal " << (st.blocks ? 1 : 0) << " comm "
+      << (st.comm.empty() ? "-" : one_line(st.comm)) << "\n";
   }
   m << "stats recorded " << stats.recorded << " dropped " << stats.dropped << " dropped_without_ring "
-    << stats.dropped_without_ring << " late_events " << stats.late_events << " unbalanced_ends " << stats.unbalanced_ends
-    << " closed_at_stop " << stats.closed_at_stop << " self_drained " << stats.self_drained << " tsc "
-    << (stats.clock.tsc ? 1 : 0) << " context_switches " << stats.context_switches << " threads_without_switches "
-    << stats.threads_without_switches << " drain_passes " << stats.drain_passes << "\n";
+    << stats.dropped_without_ring << " late_events " << stats.late_events << " unbalanced_ends "
+    << stats.unbalanced_ends << " closed_at_stop " << stats.closed_at_stop << " self_drained " << stats.self_drained
+    << " tsc " << (stats.clock.tsc ? 1 : 0) << " context_switches " << stats.context_switches
+    << " threads_without_switches " << stats.threads_without_switches << " drain_passes " << stats.drain_passes << "\n";
   m << "switches_unavailable " << one_line(stats.context_switches_unavailable) << "\n";
   for (const ringtrace::ThreadStats& t : stats.threads) {
     m << "thread " << t.os_tid << " " << t.recorded << " " << t.dropped << " " << t.switches << " "

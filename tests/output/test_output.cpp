@@ -49,14 +49,16 @@ TEST(Output, JsonEscapesQuotesBackslashesAndControls) {
 
 TEST(Output, InvalidUtf8IsReplacedNeverPassedThrough) {
   EXPECT_EQ(utf8("caf\xC3\xA9"), "caf\xC3\xA9");
-  EXPECT_EQ(utf8("a\xFF" "b"), "a" + kFFFD + "b");
-  EXPECT_EQ(utf8("\xC0\xAF"), kFFFD + kFFFD);                 // overlong '/'
-  EXPECT_EQ(utf8("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);     // surrogate U+D800
+  EXPECT_EQ(utf8("a\xFF"
+                 "b"),
+            "a" + kFFFD + "b");
+  EXPECT_EQ(utf8("\xC0\xAF"), kFFFD + kFFFD);                          // overlong '/'
+  EXPECT_EQ(utf8("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);              // surrogate U+D800
   EXPECT_EQ(utf8("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);  // above U+10FFFF
-  EXPECT_EQ(utf8("\xE2\x82"), kFFFD);                         // truncated: one subpart
+  EXPECT_EQ(utf8("\xE2\x82"), kFFFD);                                  // truncated: one subpart
   EXPECT_EQ(utf8("\xE2\x82x"), kFFFD + "x");
   EXPECT_EQ(utf8("\xF0\x9F\x94"), kFFFD);
-  EXPECT_EQ(utf8("\x80\x80"), kFFFD + kFFFD);                 // stray continuations
+  EXPECT_EQ(utf8("\x80\x80"), kFFFD + kFFFD);  // stray continuations
   EXPECT_EQ(json("bad \xFE"), "\"bad " + kFFFD + "\"");
 }
 
@@ -246,8 +248,8 @@ TEST(OutputFiles, TheRuleIsRecognisedExactly) {
     EXPECT_TRUE(ringtrace::output_of_partial(not_one).empty()) << not_one;
   }
   const fs::path dir = fresh_dir("rule_glob");
-  for (const char* name : {"x.json.partial", "x.json.partial.short", "x.json.partial.Ab3dE6fG", "y.json.partial.Ab3dE6fG",
-                           "x.json.partial.Ab3dE6f_"}) {
+  for (const char* name : {"x.json.partial", "x.json.partial.short", "x.json.partial.Ab3dE6fG",
+                           "y.json.partial.Ab3dE6fG", "x.json.partial.Ab3dE6f_"}) {
     std::ofstream(dir / name) << name;
   }
   const std::vector<fs::path> found = ringtrace::partial_files(dir / "x.json");
@@ -294,9 +296,11 @@ TEST(OutputFiles, NonRegularOutputsAreRefusedAtOnceNamingThem) {
   const fs::path fifo = dir / "out.fifo", link = dir / "link.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   fs::create_symlink(fifo, link);
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {fifo.string(), "FIFO"}, {link.string(), "FIFO"}, {"/dev/null", "device"}, {dir.string(), "Is a directory"},
-      {(dir / "x.gz").string(), ""}};
+  const std::vector<std::pair<std::string, std::string>> cases = {{fifo.string(), "FIFO"},
+                                                                  {link.string(), "FIFO"},
+                                                                  {"/dev/null", "device"},
+                                                                  {dir.string(), "Is a directory"},
+                                                                  {(dir / "x.gz").string(), ""}};
   fs::create_directory(dir / "x.gz");
   for (const auto& c : cases) {
     const std::string& path = c.first;  // not a structured binding: clang 14 cannot capture one

@@ -59,7 +59,9 @@ Message decode(std::string_view in) {
     const std::uint64_t tag = varint();
     const auto field = static_cast<unsigned>(tag >> 3);
     switch (tag & 7) {
-      case 0: m.ints.emplace(field, varint()); break;
+      case 0:
+        m.ints.emplace(field, varint());
+        break;
       case 1: {
         std::uint64_t v;
         std::memcpy(&v, in.data() + i, 8);
@@ -73,7 +75,9 @@ Message decode(std::string_view in) {
         i += n;
         break;
       }
-      default: ADD_FAILURE() << "wire type " << (tag & 7); return m;
+      default:
+        ADD_FAILURE() << "wire type " << (tag & 7);
+        return m;
     }
   }
   return m;
@@ -171,11 +175,11 @@ void check_slices_threads_and_interning(const Decoded& d, bool delta) {
   ASSERT_FALSE(d.packets.empty());
   EXPECT_EQ(d.packets[0].get(41), 1u);  // incremental_state_cleared on the first packet
   EXPECT_EQ(d.packets[0].get(13), 1u);
-  std::map<std::uint64_t, std::string> thread_names;  // track uuid -> name
+  std::map<std::uint64_t, std::string> thread_names;         // track uuid -> name
   std::map<std::string, std::vector<std::uint64_t>> begins;  // name -> timestamps
   int ends = 0;
-  std::set<std::pair<std::uint64_t, std::uint64_t>> defined_names;  // (sequence, iid)
-  std::set<std::uint64_t> cleared;  // sequences whose incremental state was cleared
+  std::set<std::pair<std::uint64_t, std::uint64_t>> defined_names;   // (sequence, iid)
+  std::set<std::uint64_t> cleared;                                   // sequences whose incremental state was cleared
   std::map<std::uint64_t, std::set<std::uint64_t>> sequence_tracks;  // sequence -> slice tracks
   for (std::size_t i = 0; i < d.packets.size(); ++i) {
     const Message& p = d.packets[i];
@@ -387,8 +391,8 @@ TEST(Perfetto, SessionCountsAndMetadataAreTraceMetadata) {
   std::map<std::string, std::string> entries;  // name -> "int N" or "text T"
   for (const std::string& e : decode(last.one(5)).all_bytes(2)) {
     const Message m = decode(e);
-    entries[m.one(1)] = m.ints.count(4) ? "int " + std::to_string(static_cast<std::int64_t>(m.get(4)))
-                                        : "text " + m.one(2);
+    entries[m.one(1)] =
+        m.ints.count(4) ? "int " + std::to_string(static_cast<std::int64_t>(m.get(4))) : "text " + m.one(2);
   }
   EXPECT_EQ(entries["ringtrace_session.recorded_events"], "int " + std::to_string(trace.stats.recorded));
   EXPECT_EQ(entries["ringtrace_session.dropped_events"], "int " + std::to_string(trace.stats.dropped));
@@ -424,7 +428,7 @@ TEST(Perfetto, SizeAgainstTheChromeTrace) {
   RecordProperty("perfetto_bytes", std::to_string(proto));
   RecordProperty("perfetto_delta_bytes", std::to_string(proto_delta));
   RecordProperty("chrome_bytes", std::to_string(json));
-  EXPECT_LE(proto * 5, json * 2) << proto << " vs " << json;        // at most 40%
+  EXPECT_LE(proto * 5, json * 2) << proto << " vs " << json;          // at most 40%
   EXPECT_LE(proto_delta * 4, json) << proto_delta << " vs " << json;  // at most a quarter
   EXPECT_LT(proto_delta, proto);
 }

@@ -22,7 +22,8 @@ TEST(Plugins, APluginOpenedWithDlopenOnlyRecordsIntoTheProgramsSession) {
   session.stop();
   int zones = 0;
   const auto trace = memory->trace();
-  for (const auto& e : trace.events) zones += e.kind == ringtrace::EventKind::zone_begin && trace.sites.at(e.site).name == std::string("plugin_c_zone");
+  for (const auto& e : trace.events)
+    zones += e.kind == ringtrace::EventKind::zone_begin && trace.sites.at(e.site).name == std::string("plugin_c_zone");
   EXPECT_EQ(zones, 7);
   dlclose(c);
 }

@@ -41,7 +41,8 @@ TEST(Plugins, EveryObjectRecordsIntoTheOneSession) {
   std::thread([&] {  // a thread whose first event comes from a plugin
     plugin_b_work(30);
     plugin_c_work(40);
-  }).join();
+  })
+      .join();
   plugin_c_work(5);
   // Unloaded before stop(): its call sites must still resolve in every exporter.
   ASSERT_EQ(dlclose(c), 0);

@@ -30,8 +30,7 @@ int write_big(const std::string& out) {
   const std::uint64_t big = (std::uint64_t{1} << 33) + 12345;  // beyond 2^31 and 2^32
   table.functions.push_back({"/src/caf\xC3\xA9/\xE6\x97\xA5\xE6\x9C\xAC.cpp", 7, "\xCE\xBB-zone \xF0\x9F\x94\xA5", big,
                              big - 1, 3'000'000'000ull, 9'000'000'000'000ull});
-  table.functions.push_back({"~", 0, std::string(100000, 'x') + "-end", 2147483648ull, 2147483647ull, 1,
-                             2});
+  table.functions.push_back({"~", 0, std::string(100000, 'x') + "-end", 2147483648ull, 2147483647ull, 1, 2});
   table.functions.push_back({"/src/a.cpp", 4000000000u, "max", ~std::uint64_t{0}, 0, 0, 0});
   table.edges.push_back({1, 0, big, 2147483648ull, 3'000'000'000ull, 9'000'000'000'000ull});
   ringtrace::write_pstats(table, out);
@@ -94,7 +93,8 @@ int main(int argc, char** argv) {
   const ringtrace::RecordedTrace trace = builder.build(stop);
   ringtrace::PstatsOptions options;
   if (argc > 3) options.report_path = argv[3];
-  const auto exporter = std::dynamic_pointer_cast<ringtrace::PstatsExporter>(ringtrace::pstats_exporter(argv[2], options));
+  const auto exporter =
+      std::dynamic_pointer_cast<ringtrace::PstatsExporter>(ringtrace::pstats_exporter(argv[2], options));
   ringtrace::replay(trace, *exporter, 7);  // small batches: state must carry across them
   if (argc > 3) {
     std::ofstream raw(std::string(argv[3]) + ".raw");

@@ -89,8 +89,7 @@ TEST(MarshalWriter, IntsUseTypeIntWithin32BitsAndTypeLongBeyond) {
   EXPECT_EQ(marshal([](auto& w) { w.integer(std::int64_t{-2}); }), bytes({'i', 0xFE, 0xFF, 0xFF, 0xFF}));
   EXPECT_EQ(marshal([](auto& w) { w.integer(std::uint64_t{2147483647}); }), bytes({'i', 0xFF, 0xFF, 0xFF, 0x7F}));
   // 2^31: three 15-bit digits 0, 0, 2 (what Python's marshal.dumps(2**31) holds).
-  EXPECT_EQ(marshal([](auto& w) { w.integer(std::uint64_t{1} << 31); }),
-            bytes({'l', 3, 0, 0, 0, 0, 0, 0, 0, 2, 0}));
+  EXPECT_EQ(marshal([](auto& w) { w.integer(std::uint64_t{1} << 31); }), bytes({'l', 3, 0, 0, 0, 0, 0, 0, 0, 2, 0}));
   // 2^40 = 1024 * 2^30 and -2^40 (a negative digit count). All byte strings here are
   // what Python's marshal.dumps gives for the same numbers (less its FLAG_REF bit).
   EXPECT_EQ(marshal([](auto& w) { w.integer(std::int64_t{1} << 40); }), bytes({'l', 3, 0, 0, 0, 0, 0, 0, 0, 0, 4}));
@@ -210,7 +209,7 @@ TEST(PstatsAggregation, KeyConventionMergesSitesAndNamesInternedOnes) {
   const auto t = b.thread();
   const auto x1 = b.site("x", SiteKind::zone, "a.cpp", 3, "f1");
   const auto x2 = b.site("x", SiteKind::zone, "a.cpp", 3, "f2");  // same key: one function
-  const auto dyn = b.site("dyn \xE6\x97\xA5");                       // interned: no file, line 0
+  const auto dyn = b.site("dyn \xE6\x97\xA5");                    // interned: no file, line 0
   const auto region = b.site("graph", SiteKind::region, "a.cpp", 12);
   const auto bad = b.site("bad\xFF", SiteKind::zone, "b\xFE.cpp", 4);
   b.begin(t, x1, 0).end(t, 10).begin(t, x2, 10).begin(t, dyn, 12).end(t, 15).end(t, 20);
@@ -328,7 +327,8 @@ TEST(PstatsReport, LooksLikePrintStatsSortedByCumulativeTime) {
 
 TEST(PstatsReport, RawTableListsCallsAndMilliseconds) {
   const std::string raw = ringtrace::format_pstats_raw_table(ms_table());
-  EXPECT_NE(raw.find("           2           1        30.000ms        30.000ms  f (a.cpp:5)"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("           2           1        30.000ms        30.000ms  f (a.cpp:5)"), std::string::npos)
+      << raw;
   EXPECT_NE(raw.find("Total calls: 5 (4 primitive), unique functions: 3, caller edges: 3"), std::string::npos);
   EXPECT_NE(raw.find("Sum tottime: 100.000ms"), std::string::npos);
 }
@@ -366,7 +366,8 @@ TEST(PstatsExporter, AWriteFailureAtStopIsReportedBySession) {
   ::setrlimit(RLIMIT_FSIZE, &saved);
   std::signal(SIGXFSZ, saved_action);
   ASSERT_EQ(session.stats().exporter_errors.size(), 1u);
-  EXPECT_NE(session.stats().exporter_errors[0].find("full.prof"), std::string::npos) << session.stats().exporter_errors[0];
+  EXPECT_NE(session.stats().exporter_errors[0].find("full.prof"), std::string::npos)
+      << session.stats().exporter_errors[0];
   std::ifstream in(path);
   std::string previous;
   in >> previous;

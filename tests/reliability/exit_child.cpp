@@ -22,7 +22,8 @@ std::filesystem::path g_dir;
 ringtrace::Session g_global;  // mode "global": never stopped by the program
 
 void add_exporters(ringtrace::Session& session) {
-  session.add_exporter(ringtrace::folded_stacks_exporter(g_dir / "trace.folded", {.value = ringtrace::FoldedValue::calls}));
+  session.add_exporter(
+      ringtrace::folded_stacks_exporter(g_dir / "trace.folded", {.value = ringtrace::FoldedValue::calls}));
   session.add_exporter(ringtrace::chrome_trace_exporter(g_dir / "trace.json"));
 }
 
@@ -52,8 +53,9 @@ int main(int argc, char** argv) {
     return 0;  // the destructor stops it
   }
   if (mode == "global" || mode == "function_static" || mode == "heap") {
-    ringtrace::Session& session =
-        mode == "global" ? g_global : mode == "function_static" ? function_static() : *new ringtrace::Session();
+    ringtrace::Session& session = mode == "global"            ? g_global
+                                  : mode == "function_static" ? function_static()
+                                                              : *new ringtrace::Session();
     add_exporters(session);
     session.start();
     record_work();

@@ -244,9 +244,7 @@ TEST(SignalInCategoryLookup, AHandlersFirstCategoryZoneThereNeverDeadlocks) {
 
   // Inside the lookup of a call site's first use of a new category.
   t_raise_in_new = true;
-  {
-    RINGTRACE_ZONE_IN("issue 22 point 16: a category looked up while the handler comes", "looked-up zone");
-  }
+  { RINGTRACE_ZONE_IN("issue 22 point 16: a category looked up while the handler comes", "looked-up zone"); }
   EXPECT_FALSE(t_raise_in_new);
   EXPECT_EQ(g_handler_runs.load(), 2);
   EXPECT_EQ(g_handler_nested.load(), 2);

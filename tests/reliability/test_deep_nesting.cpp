@@ -28,7 +28,7 @@
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/session.hpp"
 #include "support/validating_exporter.hpp"
-#include "windows.hpp"          // runtime/streams: make_window_router
+#include "windows.hpp"  // runtime/streams: make_window_router
 
 namespace ringtrace {
 namespace {
@@ -119,12 +119,13 @@ std::vector<Case> cases() {
   out.push_back({"table", [] { return table_exporter(g_null); }});
   out.push_back({"memory", [] { return std::make_shared<MemoryExporter>(); }});
   auto window = std::make_shared<std::shared_ptr<testing::ValidatingExporter>>();
-  out.push_back({"window_router", [window] { return detail::make_window_router(std::nullopt, {checked(window)}); },
-                 window});
+  out.push_back(
+      {"window_router", [window] { return detail::make_window_router(std::nullopt, {checked(window)}); }, window});
   // A snapshot requested now: the stream's times are long past, so it is served at
   // on_finish and takes everything the recorder holds (every begin still open).
   window = std::make_shared<std::shared_ptr<testing::ValidatingExporter>>();
-  out.push_back({"flight_recorder_snapshot", [window] {
+  out.push_back({"flight_recorder_snapshot",
+                 [window] {
                    Config config;
                    config.flight_recorder.keep = std::chrono::hours(1);
                    config.flight_recorder.min_interval = std::chrono::milliseconds(0);
@@ -135,7 +136,8 @@ std::vector<Case> cases() {
                  window});
   // Most begins evicted (kept aside while open), then a snapshot: they come first.
   window = std::make_shared<std::shared_ptr<testing::ValidatingExporter>>();
-  out.push_back({"flight_recorder_evicted", [window] {
+  out.push_back({"flight_recorder_evicted",
+                 [window] {
                    Config config;
                    config.flight_recorder.keep = std::chrono::milliseconds(1);
                    config.flight_recorder.min_interval = std::chrono::milliseconds(0);
@@ -147,7 +149,8 @@ std::vector<Case> cases() {
   // The trigger (zone "a" longer than 0) at the innermost end: a snapshot that takes
   // the ring and then, live, the rest of the stream (`after` is an hour).
   window = std::make_shared<std::shared_ptr<testing::ValidatingExporter>>();
-  out.push_back({"flight_recorder_trigger", [window] {
+  out.push_back({"flight_recorder_trigger",
+                 [window] {
                    Config config;
                    config.flight_recorder.keep = std::chrono::hours(1);
                    config.flight_recorder.after = std::chrono::hours(1);

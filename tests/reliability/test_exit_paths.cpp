@@ -46,9 +46,10 @@ fs::path fresh_dir(const std::string& mode) {
 }
 
 bool chrome_loads(const fs::path& path) {
-  const std::string check = "python3 -c \"import json,sys; e=json.load(open(sys.argv[1])); "
-                            "sys.exit(0 if sum(1 for x in e if x.get('name')=='work' and x['ph']=='X')==100 else 3)\" " +
-                            path.string();
+  const std::string check =
+      "python3 -c \"import json,sys; e=json.load(open(sys.argv[1])); "
+      "sys.exit(0 if sum(1 for x in e if x.get('name')=='work' and x['ph']=='X')==100 else 3)\" " +
+      path.string();
   return std::system(check.c_str()) == 0;
 }
 

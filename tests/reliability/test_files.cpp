@@ -88,7 +88,8 @@ TEST(Files, ASigkilledRunKeepsThePreviousFilesAndAPartialTrace) {
     const std::vector<fs::path> found = ringtrace::partial_files(chrome);
     return found.empty() ? fs::path() : found.back();
   };
-  for (int i = 0; i < 3000 && (partial().empty() || read_file(partial()).find("killed_run") == std::string::npos); ++i) {
+  for (int i = 0; i < 3000 && (partial().empty() || read_file(partial()).find("killed_run") == std::string::npos);
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   kill(pid, SIGKILL);
@@ -104,9 +105,10 @@ TEST(Files, ASigkilledRunKeepsThePreviousFilesAndAPartialTrace) {
   // the Trace Event Format's readers do.
   const fs::path closed = dir / "closed.json";
   std::ofstream(closed, std::ios::binary) << cut << "\n]\n";
-  const std::string check = "python3 -c \"import json,sys; e=json.load(open(sys.argv[1])); "
-                            "sys.exit(0 if any(x.get('name')=='killed_run' and x['ph']=='X' for x in e) else 3)\" " +
-                            closed.string();
+  const std::string check =
+      "python3 -c \"import json,sys; e=json.load(open(sys.argv[1])); "
+      "sys.exit(0 if any(x.get('name')=='killed_run' and x['ph']=='X' for x in e) else 3)\" " +
+      closed.string();
   EXPECT_EQ(std::system(check.c_str()), 0) << cut.substr(cut.size() > 300 ? cut.size() - 300 : 0);
 }
 
@@ -163,9 +165,11 @@ std::string write_with_fork(Factory make, const fs::path& path, bool fork_midway
 
 TEST(Files, AForkChildNeverWritesTheParentsFiles) {
   const fs::path dir = fresh_dir("fork_exporters");
-  const std::vector<std::pair<std::string, Factory>> cases = {
-      {"trace.json", make_chrome}, {"trace.json.gz", make_chrome}, {"trace.folded", make_folded},
-      {"table.txt", make_table},   {"trace.prof", make_pstats}};
+  const std::vector<std::pair<std::string, Factory>> cases = {{"trace.json", make_chrome},
+                                                              {"trace.json.gz", make_chrome},
+                                                              {"trace.folded", make_folded},
+                                                              {"table.txt", make_table},
+                                                              {"trace.prof", make_pstats}};
   for (const auto& [name, make] : cases) {
     const std::string alone = write_with_fork(make, dir / ("alone_" + name), false);
     const std::string forked = write_with_fork(make, dir / ("forked_" + name), true);
@@ -296,9 +300,9 @@ TEST(Files, ASecondExporterOnAPathInUseIsRefusedNamingIt) {
 // the live runtime: see docs/reliability.md, "Not covered".)
 TEST(Files, LinksPlantedAtEveryOutputPathLeaveTheirTargetsUntouched) {
   const fs::path dir = fresh_dir("links");
-  const std::vector<std::string> outputs = {"trace.json",  "trace.json.gz", "trace.perfetto-trace", "trace.folded",
-                                            "trace.prof",  "report.txt",    "table.txt",            "summary.txt",
-                                            "run.rtrace"};
+  const std::vector<std::string> outputs = {"trace.json",   "trace.json.gz", "trace.perfetto-trace",
+                                            "trace.folded", "trace.prof",    "report.txt",
+                                            "table.txt",    "summary.txt",   "run.rtrace"};
   // One target per link: add_exporter compares paths with their links resolved, and
   // would take two links to one file for one output.
   const auto victim = [&](const std::string& name) { return dir / ("victim_" + name); };
@@ -313,7 +317,8 @@ TEST(Files, LinksPlantedAtEveryOutputPathLeaveTheirTargetsUntouched) {
     session.add_exporter(ringtrace::chrome_trace_exporter(dir / "trace.json"));
     session.add_exporter(ringtrace::chrome_trace_exporter(dir / "trace.json.gz"));
     session.add_exporter(ringtrace::perfetto_exporter(dir / "trace.perfetto-trace"));
-    session.add_exporter(ringtrace::folded_stacks_exporter(dir / "trace.folded", {.value = ringtrace::FoldedValue::calls}));
+    session.add_exporter(
+        ringtrace::folded_stacks_exporter(dir / "trace.folded", {.value = ringtrace::FoldedValue::calls}));
     ringtrace::PstatsOptions pstats;
     pstats.report_path = (dir / "report.txt").string();
     session.add_exporter(ringtrace::pstats_exporter(dir / "trace.prof", pstats));

@@ -95,10 +95,14 @@ class CallbackExporter final : public ringtrace::Exporter {
 
 const char* name_of(CallbackExporter::At at) {
   switch (at) {
-    case CallbackExporter::At::start: return "on_start";
-    case CallbackExporter::At::events: return "on_events";
-    case CallbackExporter::At::flush: return "on_flush";
-    case CallbackExporter::At::finish: return "on_finish";
+    case CallbackExporter::At::start:
+      return "on_start";
+    case CallbackExporter::At::events:
+      return "on_events";
+    case CallbackExporter::At::flush:
+      return "on_flush";
+    case CallbackExporter::At::finish:
+      return "on_finish";
   }
   return "?";
 }

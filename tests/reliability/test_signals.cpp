@@ -101,12 +101,12 @@ struct Census final : ringtrace::Exporter {
 void run_signal_storm(ringtrace::OverflowPolicy policy, bool to_file = false) {
   ringtrace::Config config;
   config.overflow = policy;
-  config.buffer_records = 1 << 12;  // small: the slow path (wake, drop, wait) runs often
+  config.buffer_records = 1 << 12;       // small: the slow path (wake, drop, wait) runs often
   if (to_file) config.high_water = 1.0;  // the drainer woken by full rings only: the threads pack them
   auto census = std::make_shared<Census>();
   ringtrace::Session session(config);
-  const std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                     ("ringtrace-signals-" + std::to_string(::getpid()) + ".rtrace");
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("ringtrace-signals-" + std::to_string(::getpid()) + ".rtrace");
   if (to_file) {
     session.add_exporter(ringtrace::binary_trace_exporter(file));
   } else {
@@ -269,7 +269,8 @@ TEST(Signals, AHandlerWaitingInBlockModeReturnsWithErrnoUnchanged) {
   interrupts.sa_sigaction = on_usr2;
   interrupts.sa_flags = SA_SIGINFO;
   sigemptyset(&interrupts.sa_mask);
-  struct sigaction previous_usr1 {}, previous_usr2 {};
+  struct sigaction previous_usr1 {
+  }, previous_usr2{};
   ASSERT_EQ(sigaction(SIGUSR1, &records, &previous_usr1), 0);
   ASSERT_EQ(sigaction(SIGUSR2, &interrupts, &previous_usr2), 0);
   g_errno_handler_runs = 0;

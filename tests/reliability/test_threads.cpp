@@ -119,7 +119,6 @@ TEST(Threads, SoakBothPolicies) {
   }
 }
 
-
 // Counts events and keeps nothing per thread: what remains of the heap is the runtime's.
 class CountingExporter final : public ringtrace::Exporter {
  public:
@@ -193,8 +192,8 @@ TEST(Threads, ShortThreadsKeepMemoryFlatWithinASession) {
   const std::int64_t growth = heap_at_end - heap_at_checkpoint;
   EXPECT_LT(created, 256u) << created << " buffers created for " << (n - checkpoint) << " threads";
   const auto pool = static_cast<std::int64_t>(created * sizeof(ringtrace::detail::ThreadBuffer));
-  EXPECT_LT(growth - pool, 64 << 10) << "heap grew " << growth << " bytes over " << (n - checkpoint)
-                                      << " threads, " << created << " buffers created";
+  EXPECT_LT(growth - pool, 64 << 10) << "heap grew " << growth << " bytes over " << (n - checkpoint) << " threads, "
+                                     << created << " buffers created";
 }
 
 // Threads whose rows were folded keep their names in every exporter that names

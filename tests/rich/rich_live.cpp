@@ -158,9 +158,15 @@ int main(int argc, char** argv) {
         }
         break;
       }
-      case ringtrace::EventKind::flow_out: flow_from[e.value.u] = where(); break;
-      case ringtrace::EventKind::flow_in: flow_to[e.value.u] = where(); break;
-      case ringtrace::EventKind::async_begin: async_begin[e.value.u] = e.time_ns; break;
+      case ringtrace::EventKind::flow_out:
+        flow_from[e.value.u] = where();
+        break;
+      case ringtrace::EventKind::flow_in:
+        flow_to[e.value.u] = where();
+        break;
+      case ringtrace::EventKind::async_begin:
+        async_begin[e.value.u] = e.time_ns;
+        break;
       case ringtrace::EventKind::async_end:
         asyncs.append(asyncs.empty() ? "\n[" : ",\n[").append(json(trace.sites[e.site].name)).append(",");
         asyncs.append(std::to_string(e.value.u)).append(",").append(std::to_string(async_begin.at(e.value.u)));
@@ -171,7 +177,8 @@ int main(int argc, char** argv) {
         messages.append(std::to_string(e.time_ns)).append(",").append(json(context.text(e))).append("]");
         ++message_count;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   std::string out = "{\"zones\":[";

@@ -62,10 +62,11 @@ TEST(RichCapture, ValuesAndTextsAttachToTheInnermostZone) {
     seen.push_back(name_of(t, e) + "@" + std::to_string(e.depth) + "=" + v);
     EXPECT_EQ(t.sites[e.site].kind, SiteKind::value);
   }
-  const std::vector<std::string> want = {"begin outer",          "n@1=int:42",        "begin inner",
-                                         "x@2=double:2.500000",  "u@2=int:7",         std::string("path@2=text:").append(hostile),
-                                         "empty@2=text:",        "end inner",         "after@1=int:-5",
-                                         "end outer"};
+  const std::vector<std::string> want = {"begin outer",    "n@1=int:42",
+                                         "begin inner",    "x@2=double:2.500000",
+                                         "u@2=int:7",      std::string("path@2=text:").append(hostile),
+                                         "empty@2=text:",  "end inner",
+                                         "after@1=int:-5", "end outer"};
   EXPECT_EQ(seen, want);
   EXPECT_EQ(t.stats.recorded, t.events.size());
   EXPECT_EQ(t.stats.late_events, 0u);  // values read no clock and are never "late"
@@ -157,8 +158,12 @@ TEST(RichCapture, FlowsAndAsyncSpansAcrossThreads) {
   std::map<ThreadId, std::string> open;
   for (const Event& e : t.events) {
     switch (e.kind) {
-      case EventKind::zone_begin: open[e.thread] = name_of(t, e); break;
-      case EventKind::zone_end: open.erase(e.thread); break;
+      case EventKind::zone_begin:
+        open[e.thread] = name_of(t, e);
+        break;
+      case EventKind::zone_end:
+        open.erase(e.thread);
+        break;
       case EventKind::flow_out:
         EXPECT_EQ(open[e.thread], "produce");
         EXPECT_EQ(e.depth, 1u);
@@ -176,7 +181,8 @@ TEST(RichCapture, FlowsAndAsyncSpansAcrossThreads) {
         EXPECT_EQ(name_of(t, e), "job");
         spans[e.value.u].second = e.thread;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   ASSERT_EQ(flows.size(), static_cast<std::size_t>(kItems));
@@ -263,23 +269,26 @@ TEST(RichCapture, ValuesOfAZoneInsideASwitchedOffOneAreRecorded) {
   Config config;
   config.disabled_categories = {"rt_off"};
   SessionStats stats;
-  const RecordedTrace t = record(config, [] {
-    for (int i = 0; i < 3; ++i) {
-      RINGTRACE_ZONE_IN("rt_off", "hidden");
-      RINGTRACE_ZONE_VALUE("left_out", 1);
-      {
-        RINGTRACE_ZONE("inner");
-        RINGTRACE_ZONE_VALUE("k", 7);
-        RINGTRACE_ZONE_TEXT("label", "mine");
-        {
-          RINGTRACE_ZONE_IN("rt_off", "hidden_again");
-          RINGTRACE_ZONE_VALUE("left_out_too", 2);
+  const RecordedTrace t = record(
+      config,
+      [] {
+        for (int i = 0; i < 3; ++i) {
+          RINGTRACE_ZONE_IN("rt_off", "hidden");
+          RINGTRACE_ZONE_VALUE("left_out", 1);
+          {
+            RINGTRACE_ZONE("inner");
+            RINGTRACE_ZONE_VALUE("k", 7);
+            RINGTRACE_ZONE_TEXT("label", "mine");
+            {
+              RINGTRACE_ZONE_IN("rt_off", "hidden_again");
+              RINGTRACE_ZONE_VALUE("left_out_too", 2);
+            }
+            RINGTRACE_ZONE_VALUE("k_after", 9);
+          }
+          RINGTRACE_ZONE_VALUE("left_out", 3);
         }
-        RINGTRACE_ZONE_VALUE("k_after", 9);
-      }
-      RINGTRACE_ZONE_VALUE("left_out", 3);
-    }
-  }, &stats);
+      },
+      &stats);
   std::map<std::string, int> args;
   int begins = 0;
   for (const Event& e : t.events) {
@@ -301,7 +310,7 @@ TEST(RichCapture, AttachmentsOfDroppedZonesAreDroppedNotMisplaced) {
   Config config;
   config.buffer_records = 64;
   config.drain_interval = std::chrono::microseconds(50000);  // the ring fills between passes
-  config.yield_to_drainer = false;  // drops must happen: no yield to let the drainer keep up
+  config.yield_to_drainer = false;                           // drops must happen: no yield to let the drainer keep up
   std::uint64_t produced = 0;
   const RecordedTrace t = record(config, [&] {
     for (int round = 0; round < 50; ++round) {

@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
     const SiteId say = b.site("say \"hi\"");
     const SiteId multi = b.site("multi\nline");
     const SiteId padded = b.site(" padded ");
-    const SiteId unicode = b.site("\xC3\xBCn\xC3\xAF" "code");
+    const SiteId unicode = b.site(
+        "\xC3\xBCn\xC3\xAF"
+        "code");
     const SiteId plain = b.site("plain");
     b.begin(t1, graph, 0, 1).begin(t1, matmul, 100).end(t1, 400).begin(t1, say, 400).end(t1, 500).end(t1, 1000);
     b.begin(t1, multi, 1000).begin(t1, padded, 1100).end(t1, 1200).end(t1, 1300);

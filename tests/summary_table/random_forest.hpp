@@ -33,7 +33,8 @@ inline Forest make_forest(std::uint64_t seed, int threads) {
   Forest f;
   TraceBuilder b;
   std::map<std::string, SiteId> sites;
-  for (const std::string& n : kNames) sites[n] = b.site(n, n.rfind("graph", 0) == 0 ? SiteKind::region : SiteKind::zone);
+  for (const std::string& n : kNames)
+    sites[n] = b.site(n, n.rfind("graph", 0) == 0 ? SiteKind::region : SiteKind::zone);
   for (int t = 0; t < threads; ++t) {
     std::string thread_name = "t";
     thread_name += std::to_string(t);

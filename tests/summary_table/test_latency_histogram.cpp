@@ -98,7 +98,7 @@ TEST(LatencyHistogram, MemoryDependsOnTheRangeNotTheCount) {
   EXPECT_EQ(h.buckets_in_use(), LatencyHistogram::bucket_of(7999) - LatencyHistogram::bucket_of(1000) + 1u);
   EXPECT_LE(h.buckets_in_use(), 3u * 64u);
   EXPECT_LE(h.buckets_allocated(), 2 * h.buckets_in_use() + 64);  // slack for growth, bounded
-  h.record(0);  // grows at the front
+  h.record(0);                                                    // grows at the front
   h.record(std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(h.buckets_in_use(), 3776u);
   EXPECT_EQ(h.buckets_allocated(), 3776u);

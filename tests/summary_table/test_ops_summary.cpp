@@ -27,17 +27,17 @@ RecordedTrace basic_trace() {
   const SiteId op_b = b.site("b");
   const SiteId c = b.site("c");
   const SiteId d = b.site("d");
-  b.begin(t, a, 0).end(t, 100);               // before: missing, 100 ns
-  b.begin(t, graph, 200, 1);                  // region id 1
-  b.begin(t, op_b, 210).end(t, 300);          //   captured, 90
-  b.begin(t, c, 300);                         //   captured, 150
-  b.begin(t, d, 310).end(t, 320);             //     nested op: not counted
+  b.begin(t, a, 0).end(t, 100);       // before: missing, 100 ns
+  b.begin(t, graph, 200, 1);          // region id 1
+  b.begin(t, op_b, 210).end(t, 300);  //   captured, 90
+  b.begin(t, c, 300);                 //   captured, 150
+  b.begin(t, d, 310).end(t, 320);     //     nested op: not counted
   b.end(t, 450);
   b.end(t, 600);
-  b.begin(t, a, 700).end(t, 760);             // after: missing, 60
-  b.begin(t, graph, 800, 1).end(t, 900);      // repeated id, no ops
-  b.begin(t, graph, 1000, 2);                 // region id 2
-  b.begin(t, op_b, 1010).end(t, 1030);        //   captured, 20
+  b.begin(t, a, 700).end(t, 760);         // after: missing, 60
+  b.begin(t, graph, 800, 1).end(t, 900);  // repeated id, no ops
+  b.begin(t, graph, 1000, 2);             // region id 2
+  b.begin(t, op_b, 1010).end(t, 1030);    //   captured, 20
   b.end(t, 1100);
   return b.build();
 }
@@ -117,10 +117,10 @@ TEST(OpsSummary, OpsStraddlingARegionAreNotCaptured) {
   b.begin(t1, outer, 0).begin(t1, graph, 100, 5).begin(t1, x, 120).end(t1, 130).end(t1, 200).end(t1, 500);
   // t2 holds a region [1000, 2000]; t1's ops overlap it in time but run on another thread.
   b.begin(t2, graph, 1000, 5);
-  b.begin(t1, w, 1100).end(t1, 1200);   // during t2's region
-  b.begin(t1, y, 1500);                 // straddles the end of t2's region
+  b.begin(t1, w, 1100).end(t1, 1200);  // during t2's region
+  b.begin(t1, y, 1500);                // straddles the end of t2's region
   b.end(t2, 2000);
-  b.begin(t2, z, 2000).end(t2, 2100);   // starts exactly when the region ended
+  b.begin(t2, z, 2000).end(t2, 2100);  // starts exactly when the region ended
   b.end(t1, 2500);
   const OpsSummary s = ops_summary(b.build());
   EXPECT_EQ(s.total.graph_calls, 2u);
@@ -175,9 +175,9 @@ TEST(OpsSummary, RegionsInsideRegionsAndTransparentZonesKeepOpsTopLevel) {
   const SiteId op = b.site("op");
   b.begin(t, step, 0);
   b.begin(t, outer_graph, 10, 1).begin(t, inner_graph, 20, 1);
-  b.begin(t, op, 30).end(t, 40);  // captured: inside two regions
+  b.begin(t, op, 30).end(t, 40);                        // captured: inside two regions
   b.end(t, 50).begin(t, op, 60).end(t, 70).end(t, 80);  // captured: inside outer_graph
-  b.begin(t, op, 90).end(t, 100);  // missing
+  b.begin(t, op, 90).end(t, 100);                       // missing
   b.end(t, 110);
 
   // Without options, `step` is an op: everything else is nested in it.
@@ -397,7 +397,10 @@ TEST(OpsSummaryExporter, LiveSessionStreamAndFile) {
     for (int i = 0; i < 10; ++i) {
       if (i % 2 == 0) {
         RINGTRACE_REGION("graph", i % 3);
-        { RINGTRACE_ZONE("captured"); { RINGTRACE_ZONE("nested"); } }
+        {
+          RINGTRACE_ZONE("captured");
+          { RINGTRACE_ZONE("nested"); }
+        }
       } else {
         RINGTRACE_ZONE("eager");
       }

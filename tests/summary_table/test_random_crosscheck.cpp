@@ -19,12 +19,12 @@
 namespace ringtrace {
 namespace {
 
-using testing::Forest;
-using testing::Zone;
-using testing::make_forest;
-using testing::total;
-using testing::self_time;
 using testing::ancestors;
+using testing::Forest;
+using testing::make_forest;
+using testing::self_time;
+using testing::total;
+using testing::Zone;
 
 struct Expected {
   std::uint64_t calls = 0, self_ns = 0, total_ns = 0, min_ns = ~0ull, max_ns = 0;
@@ -56,7 +56,8 @@ TEST_P(RandomCrossCheck, TableMatchesTheTree) {
           if (pz.name != z.name) continue;
           std::vector<std::string> panc = ancestors(f, pz);
           std::vector<std::string> pframes;
-          if (stack_n > 0) pframes.assign(panc.end() - static_cast<std::ptrdiff_t>(std::min(stack_n, panc.size())), panc.end());
+          if (stack_n > 0)
+            pframes.assign(panc.end() - static_cast<std::ptrdiff_t>(std::min(stack_n, panc.size())), panc.end());
           if (pframes == key_frames) outermost = false;
         }
         if (outermost) e.total_ns += total(z);

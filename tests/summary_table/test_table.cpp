@@ -125,7 +125,7 @@ TEST(KeyAverages, RecursionCountsTotalOnceAndSelfExactly) {
   const KeyAverages table = key_averages(b.build());
   const TableRow& f = row(table, "fib");
   EXPECT_EQ(f.calls, 6u);
-  EXPECT_EQ(f.self_ns, 100u + 30u);  // 20 + 40 + 10 + 30, and 20 + 10 on thread u
+  EXPECT_EQ(f.self_ns, 100u + 30u);   // 20 + 40 + 10 + 30, and 20 + 10 on thread u
   EXPECT_EQ(f.total_ns, 100u + 30u);  // outermost activations only (PyTorch would say 190 + 40)
   EXPECT_EQ(f.min_ns, 10u);
   EXPECT_EQ(f.max_ns, 100u);
@@ -268,7 +268,8 @@ TEST(KeyAverages, LongNamesAreCutAndMarked) {
   TraceBuilder b;
   const ThreadId t = b.thread();
   const SiteId long_name = b.site("a_very_long_zone_name");
-  const SiteId accents = b.site("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9");
+  const SiteId accents =
+      b.site("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9");
   const SiteId fits = b.site("ten_chars!");
   b.begin(t, long_name, 0).end(t, 30).begin(t, accents, 30).end(t, 50).begin(t, fits, 50).end(t, 60);
   TableOptions options;

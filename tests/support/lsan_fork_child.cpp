@@ -10,7 +10,9 @@
 namespace {
 int g_fork_child = 0;
 struct MarkForkChildren {
-  MarkForkChildren() { pthread_atfork(nullptr, nullptr, [] { g_fork_child = 1; }); }
+  MarkForkChildren() {
+    pthread_atfork(nullptr, nullptr, [] { g_fork_child = 1; });
+  }
 } g_mark;
 }  // namespace
 

@@ -65,7 +65,8 @@ class ValidatingExporter final : public Exporter {
           ++t.instants;
           break;
         case EventKind::counter:
-          if (counter_step_ != 0 && t.last_counter >= 0 && e.value.i != t.last_counter + counter_step_) ++t.counter_gaps;
+          if (counter_step_ != 0 && t.last_counter >= 0 && e.value.i != t.last_counter + counter_step_)
+            ++t.counter_gaps;
           t.last_counter = e.value.i;
           ++t.counters;
           break;

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "ringtrace/ringtrace.hpp"
 #include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
 #include "switch_stream.hpp"
 
 namespace switch_session {
@@ -47,10 +47,10 @@ inline std::string switches_refused() {
 
 // Tests that need the kernel's switch records skip, saying why, where it refuses them
 // (perf_event_paranoid 3, a seccomp filter, a kernel without them).
-#define SWITCHES_REQUIRED()                                                                           \
-  do {                                                                                                \
-    const std::string why = switch_session::switches_refused();                                       \
-    if (!why.empty()) GTEST_SKIP() << "context switches unavailable on this machine: " << why;        \
+#define SWITCHES_REQUIRED()                                                                    \
+  do {                                                                                         \
+    const std::string why = switch_session::switches_refused();                                \
+    if (!why.empty()) GTEST_SKIP() << "context switches unavailable on this machine: " << why; \
   } while (false)
 
 // Waits (at most 10 s) until the session has delivered a switch event of every thread
@@ -81,9 +81,7 @@ class TracedThread {
  public:
   explicit TracedThread(std::function<void()> body) {
     thread_ = std::thread([this, body = std::move(body)] {
-      {
-        RINGTRACE_ZONE("warm-up");
-      }
+      { RINGTRACE_ZONE("warm-up"); }
       tid_.store(static_cast<std::uint64_t>(this_tid()), std::memory_order_release);
       while (!go_.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(200));
       body();
@@ -161,8 +159,8 @@ inline std::vector<ZoneTimes> zone_times(const ringtrace::RecordedTrace& trace) 
         break;
       case EventKind::zone_end: {
         if (t.stack.empty()) break;
-        const bool made_up = (e.flags & (ringtrace::EventFlags::closed_at_stop |
-                                         ringtrace::EventFlags::closed_at_window_end)) != 0;
+        const bool made_up =
+            (e.flags & (ringtrace::EventFlags::closed_at_stop | ringtrace::EventFlags::closed_at_window_end)) != 0;
         std::uint64_t off_now = t.off;
         if (made_up) {
           if (t.out && e.time_ns > t.since) off_now += e.time_ns - t.since;
@@ -175,8 +173,9 @@ inline std::vector<ZoneTimes> zone_times(const ringtrace::RecordedTrace& trace) 
         const std::uint64_t wall = e.time_ns - o.begin;
         const std::uint64_t off = std::min(off_now - o.off_at_begin, wall);
         const std::uint64_t self = wall - o.child_wall;
-        zones.push_back(ZoneTimes{e.thread, o.name, o.begin, e.time_ns, off, std::min(off - std::min(off, o.child_off), self),
-                                  self, static_cast<std::uint32_t>(t.stack.size()), t.tracked});
+        zones.push_back(ZoneTimes{e.thread, o.name, o.begin, e.time_ns, off,
+                                  std::min(off - std::min(off, o.child_off), self), self,
+                                  static_cast<std::uint32_t>(t.stack.size()), t.tracked});
         if (!t.stack.empty()) {
           t.stack.back().child_off += off;
           t.stack.back().child_wall += wall;

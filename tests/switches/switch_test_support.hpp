@@ -86,10 +86,10 @@ inline std::string refused_by_machine() {
 
 // On- and off-CPU time within [from, to], and the outs there.
 struct Split {
-  std::uint64_t on_ns = 0;       // in -> out
-  std::uint64_t off_ns = 0;      // out -> in
+  std::uint64_t on_ns = 0;   // in -> out
+  std::uint64_t off_ns = 0;  // out -> in
   std::uint64_t off_voluntary_ns = 0;
-  std::size_t outs = 0;          // outs inside [from, to]
+  std::size_t outs = 0;  // outs inside [from, to]
   std::size_t voluntary_outs = 0;
   std::size_t preempted_outs = 0;
 };

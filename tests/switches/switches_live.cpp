@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::milliseconds(3));
           RINGTRACE_ZONE("spin");
           const std::uint64_t until = now_ns() + kMs;
-          while (now_ns() < until) {
-          }
+          while (now_ns() < until) {}
         }
       }));
     }
@@ -67,8 +66,8 @@ int main(int argc, char** argv) {
   bool first = true;
   for (const ZoneTimes& z : zone_times(trace)) {
     if (z.name != "nap" || !z.known) continue;
-    out << (first ? "" : ",") << "[" << trace.threads[z.thread].os_tid << "," << z.begin_ns << "," << (z.end_ns - z.begin_ns)
-        << "," << (z.end_ns - z.begin_ns - z.off_ns) << "]";
+    out << (first ? "" : ",") << "[" << trace.threads[z.thread].os_tid << "," << z.begin_ns << ","
+        << (z.end_ns - z.begin_ns) << "," << (z.end_ns - z.begin_ns - z.off_ns) << "]";
     first = false;
   }
   out << "]}\n";

@@ -123,7 +123,8 @@ TEST(SwitchExporters, TableHasOnCpuColumns) {
   TableOptions csv;
   csv.format = TableOptions::Format::csv;
   const std::string c = format_table(table, csv);
-  EXPECT_NE(c.find(",on_cpu_self_ns,on_cpu_total_ns,on_cpu_avg_ns,on_cpu_p50_ns,on_cpu_p99_ns\r\n"), std::string::npos) << c;
+  EXPECT_NE(c.find(",on_cpu_self_ns,on_cpu_total_ns,on_cpu_avg_ns,on_cpu_p50_ns,on_cpu_p99_ns\r\n"), std::string::npos)
+      << c;
   EXPECT_NE(c.find(",120000,170000,85000,"), std::string::npos) << c;
   TableOptions json;
   json.format = TableOptions::Format::json;
@@ -226,7 +227,8 @@ TEST(SwitchExporters, FoldedStacksOnCpuSayItAndSumToOnCpu) {
   EXPECT_EQ(folded(scenario(), options)["[on-CPU time];outer"], 170 * us);
   // Wall times by default, without the frame.
   const auto wall = folded(scenario(), {});
-  const std::map<std::string, std::uint64_t> want_wall = {{"outer", 250 * us}, {"outer;inner", 60 * us}, {"plain", 500}};
+  const std::map<std::string, std::uint64_t> want_wall = {
+      {"outer", 250 * us}, {"outer;inner", 60 * us}, {"plain", 500}};
   EXPECT_EQ(wall, want_wall);
 }
 
@@ -290,7 +292,7 @@ std::vector<std::string> triggered(Trigger::Measure measure, std::uint64_t longe
   const SiteId request = b.site("request");
   b.switch_in(t, 1 * us, SwitchBits::stream_start);
   b.begin(t, request, 10 * us).switch_out(t, 15 * us).switch_in(t, 105 * us).end(t, 110 * us);  // waited
-  b.begin(t, request, 50000 * us).end(t, 50100 * us);                                            // ran
+  b.begin(t, request, 50000 * us).end(t, 50100 * us);                                           // ran
   b.begin(t, b.site("other"), 60000 * us).end(t, 60100 * us);
   Config config;
   config.flight_recorder.keep = std::chrono::milliseconds(5);

@@ -12,10 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <dirent.h>
 #include <string>
 #include <vector>
 
@@ -59,7 +59,8 @@ ChildResult in_child(Body body) {
   ChildResult result;
   char buffer[512];
   ssize_t got;
-  while ((got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) result.message.append(buffer, static_cast<std::size_t>(got));
+  while ((got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    result.message.append(buffer, static_cast<std::size_t>(got));
   ::close(pipe_fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -157,7 +158,8 @@ TEST(SwitchOpen, SeccompRefusalIsReportedNotFatal) {
   });
   EXPECT_EQ(child.signal, 0);
   EXPECT_EQ(child.exit_code, 0) << child.message;
-  EXPECT_EQ(child.message.rfind("perf_event_open: Operation not permitted (perf_event_paranoid ", 0), 0u) << child.message;
+  EXPECT_EQ(child.message.rfind("perf_event_open: Operation not permitted (perf_event_paranoid ", 0), 0u)
+      << child.message;
   EXPECT_NE(child.message.find("seccomp filter"), std::string::npos) << child.message;
 }
 

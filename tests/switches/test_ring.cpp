@@ -25,8 +25,9 @@ constexpr std::uint16_t kPreempt = 1 << 14;  // PERF_RECORD_MISC_SWITCH_OUT_PREE
 // A mapping as the kernel lays it out: a header page, then `pages` data pages.
 class FakeRing {
  public:
-  explicit FakeRing(std::size_t pages = 1) : page_size_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), pages_(pages) {
-    memory_.reset(static_cast<unsigned char*>(::operator new((pages + 1) * page_size_, std::align_val_t{4096})));
+  explicit FakeRing(std::size_t pages = 1)
+      : page_size_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), pages_(pages) {
+    memory_.reset(static_cast<unsigned char*>(::operator new ((pages + 1) * page_size_, std::align_val_t{4096})));
     std::memset(memory_.get(), 0, (pages + 1) * page_size_);
     header()->data_offset = page_size_;
     header()->data_size = pages * page_size_;
@@ -75,7 +76,7 @@ class FakeRing {
 
  private:
   struct Free {
-    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{4096}); }
+    void operator()(unsigned char* p) const { ::operator delete (p, std::align_val_t{4096}); }
   };
   std::size_t page_size_;
   std::size_t pages_;
@@ -208,7 +209,7 @@ TEST(SwitchRing, ZeroSizedRecordEndsTheReadInsteadOfLooping) {
   ASSERT_EQ(reader.read(out), 1u);
   EXPECT_EQ(reader.malformed(), 1u);
   EXPECT_EQ(ring.tail(), ring.write_pos());  // skipped to head
-  ring.switch_record(0, 40);  // and the stream goes on
+  ring.switch_record(0, 40);                 // and the stream goes on
   ring.publish();
   ASSERT_EQ(reader.read(out), 1u);
   EXPECT_EQ(out[1].time_ns, 40u);

@@ -5,24 +5,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sched.h>
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <map>
-#include <sstream>
-#include <set>
-#include <sched.h>
-#include <string>
 #include <memory>
+#include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "../support/attempts.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/table.hpp"
-#include "ringtrace/ringtrace.hpp"
 #include "ringtrace/recorded_trace.hpp"
-#include "../support/attempts.hpp"
+#include "ringtrace/ringtrace.hpp"
 #include "session_support.hpp"
 #include "thread_registry.hpp"  // run_drainer_pass
 
@@ -105,8 +105,9 @@ void expect_same_threads(const std::map<std::uint64_t, std::vector<std::string>>
     EXPECT_EQ(events.size(), it->second.size()) << "events of tid " << tid;
     for (std::size_t i = 0; i < std::min(events.size(), it->second.size()); ++i) {
       if (events[i] != it->second[i]) {
-        ADD_FAILURE() << "tid " << tid << " event " << i << "\n" << a_name << ": " << events[i] << "\n" << b_name
-                      << ": " << it->second[i] << (i > 0 ? "\nbefore it: " + events[i - 1] : std::string());
+        ADD_FAILURE() << "tid " << tid << " event " << i << "\n"
+                      << a_name << ": " << events[i] << "\n"
+                      << b_name << ": " << it->second[i] << (i > 0 ? "\nbefore it: " + events[i - 1] : std::string());
         break;
       }
     }
@@ -146,8 +147,7 @@ TEST(SessionSwitches, TheFileKeepsTheSwitches) {
           if (w == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
           if (w == 1) std::this_thread::yield();
           const std::uint64_t until = now_ns() + 50000;
-          while (now_ns() < until) {
-          }
+          while (now_ns() < until) {}
         }
       }));
     }
@@ -170,8 +170,10 @@ TEST(SessionSwitches, TheFileKeepsTheSwitches) {
   // The whole stream in the same order (ties by thread, then the thread's own events
   // before its switches, as live).
   std::vector<std::string> la, lb;
-  for (const ringtrace::Event& e : live.events) la.push_back(std::to_string(e.time_ns) + " " + std::to_string(live.threads[e.thread].os_tid));
-  for (const ringtrace::Event& e : back.events) lb.push_back(std::to_string(e.time_ns) + " " + std::to_string(back.threads[e.thread].os_tid));
+  for (const ringtrace::Event& e : live.events)
+    la.push_back(std::to_string(e.time_ns) + " " + std::to_string(live.threads[e.thread].os_tid));
+  for (const ringtrace::Event& e : back.events)
+    lb.push_back(std::to_string(e.time_ns) + " " + std::to_string(back.threads[e.thread].os_tid));
   EXPECT_TRUE(la == lb);
   // A stream written to a file (what a window, a snapshot or `ringtrace convert` of a
   // replay writes) keeps them too.
@@ -222,8 +224,7 @@ TEST(SessionSwitches, SpinningInsideAZoneIsOnCpu) {
       const std::uint64_t c0 = thread_cpu_ns(), t0 = now_ns();
       {
         RINGTRACE_ZONE("spin");
-        while (now_ns() < t0 + 20 * kMs) {
-        }
+        while (now_ns() < t0 + 20 * kMs) {}
       }
       spins.push_back(Spin{now_ns() - t0, thread_cpu_ns() - c0});
     }
@@ -269,8 +270,7 @@ TEST(SessionSwitches, ThreeSpinnersOnTwoCpusArePreempted) {
         for (int i = 0; i < 40; ++i) {
           RINGTRACE_ZONE("spin");
           const std::uint64_t until = now_ns() + 5 * kMs;
-          while (now_ns() < until) {
-          }
+          while (now_ns() < until) {}
         }
       }));
     }

@@ -2,11 +2,11 @@
 // preemption, exit, a ring that wraps, fork.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,8 +40,7 @@ class Observed {
   explicit Observed(std::function<void()> body) {
     thread_ = std::thread([this, body = std::move(body)] {
       tid_.store(this_tid(), std::memory_order_release);
-      while (!go_.load(std::memory_order_acquire)) {
-      }
+      while (!go_.load(std::memory_order_acquire)) {}
       body();
       done_.store(true, std::memory_order_release);
     });
@@ -118,7 +117,8 @@ void sleeps_are_seen_once() {
   SwitchStream stream = SwitchStream::open(thread.tid());
   ASSERT_TRUE(stream.ok()) << stream.error();
   EXPECT_EQ(stream.tid(), thread.tid());
-  EXPECT_EQ(stream.ring_bytes(), ringtrace::switches::kDefaultRingPages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
+  EXPECT_EQ(stream.ring_bytes(),
+            ringtrace::switches::kDefaultRingPages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
   thread.go();
   std::vector<Switch> v;
   drain_until_done({&stream}, {&v}, {&thread}, std::chrono::milliseconds(1));
@@ -141,7 +141,8 @@ void sleeps_are_seen_once() {
     measured += s.end - s.begin;
     std::size_t found = 0;
     for (std::size_t i = 0; i + 1 < v.size(); ++i) {
-      if (v[i].out && !v[i].preempted && v[i].time_ns + kClockSlack >= s.begin && v[i + 1].time_ns <= s.end + kClockSlack) {
+      if (v[i].out && !v[i].preempted && v[i].time_ns + kClockSlack >= s.begin &&
+          v[i + 1].time_ns <= s.end + kClockSlack) {
         ++found;
         EXPECT_FALSE(v[i + 1].out);
         // The timer starts before the switch-out: whatever delays the thread in between
@@ -158,7 +159,8 @@ void sleeps_are_seen_once() {
   EXPECT_LE(in_work.outs, static_cast<std::size_t>(kSleeps) + 10) << "preempted: " << in_work.preempted_outs;
   // Off-CPU while sleeping is the sleeps as the thread measured them, less the system
   // calls' entry and exit.
-  EXPECT_NEAR(static_cast<double>(in_work.off_voluntary_ns), static_cast<double>(measured), 0.02 * static_cast<double>(measured));
+  EXPECT_NEAR(static_cast<double>(in_work.off_voluntary_ns), static_cast<double>(measured),
+              0.02 * static_cast<double>(measured));
   EXPECT_GE(in_work.off_voluntary_ns, kSleeps * (2 * kMs - 10000));
   // And about 40 ms: a quiet machine wakes a sleeper within a few percent; a loaded one
   // later, which the measured sleeps then show too. Preemptions (a loaded machine) add
@@ -170,8 +172,11 @@ void sleeps_are_seen_once() {
   if (in_work.preempted_outs == 0) {
     EXPECT_EQ(in_work.off_ns, in_work.off_voluntary_ns);
   }
-  std::printf("switches: %zu records, %zu outs (%zu preempted) while working; off-CPU %.3f ms (sleeping %.3f ms, as measured %.3f ms)\n",
-              v.size(), in_work.outs, in_work.preempted_outs, in_work.off_ns / 1e6, in_work.off_voluntary_ns / 1e6, measured / 1e6);
+  std::printf(
+      "switches: %zu records, %zu outs (%zu preempted) while working; off-CPU %.3f ms (sleeping %.3f ms, as measured "
+      "%.3f ms)\n",
+      v.size(), in_work.outs, in_work.preempted_outs, in_work.off_ns / 1e6, in_work.off_voluntary_ns / 1e6,
+      measured / 1e6);
 }
 
 // The sleeps' timing is checked to 2%: a vCPU the hypervisor takes away between the
@@ -220,8 +225,8 @@ TEST(SwitchStream, SpinningThreadIsNearlyAlwaysOnCpu) {
   if (cpu > 0.9 * wall) {
     EXPECT_LT(static_cast<double>(s.off_ns), 0.1 * wall) << "the CPU clock says the machine was idle";
   }
-  std::printf("spinning %.1f ms: %zu preempted, off-CPU %.3f ms (wall less CPU clock %.3f ms)\n", wall / 1e6, s.preempted_outs,
-              s.off_ns / 1e6, (wall - cpu) / 1e6);
+  std::printf("spinning %.1f ms: %zu preempted, off-CPU %.3f ms (wall less CPU clock %.3f ms)\n", wall / 1e6,
+              s.preempted_outs, s.off_ns / 1e6, (wall - cpu) / 1e6);
 }
 
 // Three spinners on two CPUs: the kernel takes turns by preempting them.
@@ -288,7 +293,8 @@ TEST(SwitchStream, ThreeSpinnersOnTwoCpusArePreemptedAndAccountForEveryNanosecon
     const double cpu = static_cast<double>(w.cpu_end - w.cpu_begin);
     const double tolerance = 0.02 * cpu + 1e6;
     EXPECT_GE(static_cast<double>(spin.on_ns), cpu - tolerance) << "thread " << t;
-    EXPECT_LE(static_cast<double>(spin.on_ns), cpu + tolerance + static_cast<double>(steal.ns_at_most())) << "thread " << t;
+    EXPECT_LE(static_cast<double>(spin.on_ns), cpu + tolerance + static_cast<double>(steal.ns_at_most()))
+        << "thread " << t;
     EXPECT_LE(spin.voluntary_outs, 2u) << "thread " << t;
     on_total += spin.on_ns;
     earliest = std::min(earliest, w.begin);
@@ -296,7 +302,8 @@ TEST(SwitchStream, ThreeSpinnersOnTwoCpusArePreemptedAndAccountForEveryNanosecon
     std::printf("thread %d: %zu records, %zu preempted, on %.1f ms, off %.1f ms, its CPU clock %.1f ms\n", t, r.size(),
                 all.preempted_outs, spin.on_ns / 1e6, spin.off_ns / 1e6, cpu / 1e6);
   }
-  EXPECT_LE(on_total, static_cast<std::uint64_t>(cpus) * (latest - earliest) + 2 * kMs) << "no more CPU than " << cpus << " CPUs have";
+  EXPECT_LE(on_total, static_cast<std::uint64_t>(cpus) * (latest - earliest) + 2 * kMs)
+      << "no more CPU than " << cpus << " CPUs have";
 }
 
 TEST(SwitchStream, ExitedThreadGivesItsRecordsThenNothing) {

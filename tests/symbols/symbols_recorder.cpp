@@ -13,7 +13,8 @@
 namespace {
 
 void add(fixture::Recording& recording, const fixture::FixtureFunction& function, const void* address) {
-  recording.functions.push_back({reinterpret_cast<std::uintptr_t>(address), function.name, function.file, function.line});
+  recording.functions.push_back(
+      {reinterpret_cast<std::uintptr_t>(address), function.name, function.file, function.line});
 }
 
 }  // namespace

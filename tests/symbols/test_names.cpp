@@ -9,8 +9,9 @@ using ringtrace::symbols::demangle;
 using ringtrace::symbols::simplify_std_names;
 
 TEST(SymbolNames, StringAndStringViewAreShortened) {
-  EXPECT_EQ(simplify_std_names("f(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)"),
-            "f(std::string const&)");
+  EXPECT_EQ(
+      simplify_std_names("f(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)"),
+      "f(std::string const&)");
   EXPECT_EQ(simplify_std_names("ns::Parser::parse(std::basic_string_view<char, std::char_traits<char> >)"),
             "ns::Parser::parse(std::string_view)");
   EXPECT_EQ(simplify_std_names("g(std::basic_string<wchar_t, std::char_traits<wchar_t>, std::allocator<wchar_t> >, "
@@ -23,7 +24,8 @@ TEST(SymbolNames, StringAndStringViewAreShortened) {
 TEST(SymbolNames, InlineNamespaceCxx11IsDropped) {
   EXPECT_EQ(simplify_std_names("std::__cxx11::list<int, std::allocator<int> >::size() const"),
             "std::list<int, std::allocator<int> >::size() const");
-  EXPECT_EQ(simplify_std_names("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::size() const"),
+  EXPECT_EQ(simplify_std_names(
+                "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::size() const"),
             "std::string::size() const");
 }
 

@@ -57,8 +57,8 @@ class SearchPaths : public testing::Test {
 TEST_F(SearchPaths, AFileWhoseBuildIdDiffersFromTheRecordedOneIsNotUsed) {
   Symbolizer symbolizer({recorded(SYMBOLS_FIXTURE_LIB, SYMBOLS_SHIFTED_BUILD_ID)});
   expect_unnamed(symbolizer, SYMBOLS_FIXTURE_LIB);
-  EXPECT_TRUE(has_problem(symbolizer.problems(), {SYMBOLS_FIXTURE_LIB, "build id mismatch", SYMBOLS_LIB_BUILD_ID,
-                                                  SYMBOLS_SHIFTED_BUILD_ID}))
+  EXPECT_TRUE(has_problem(symbolizer.problems(),
+                          {SYMBOLS_FIXTURE_LIB, "build id mismatch", SYMBOLS_LIB_BUILD_ID, SYMBOLS_SHIFTED_BUILD_ID}))
       << testing::PrintToString(symbolizer.problems());
 }
 
@@ -151,8 +151,8 @@ TEST_F(SearchPaths, AFileThatIsNotElfIsReportedNotRead) {
 // crash, whatever libelf and libdw make of them.
 TEST_F(SearchPaths, TruncatedFilesDoNotCrash) {
   const auto size = fs::file_size(SYMBOLS_FIXTURE_LIB);
-  for (std::uintmax_t keep : {std::uintmax_t{0}, std::uintmax_t{16}, std::uintmax_t{64}, std::uintmax_t{700},
-                              size / 4, size / 2, size - 100}) {
+  for (std::uintmax_t keep : {std::uintmax_t{0}, std::uintmax_t{16}, std::uintmax_t{64}, std::uintmax_t{700}, size / 4,
+                              size / 2, size - 100}) {
     const std::string cut = dir_.put(SYMBOLS_FIXTURE_LIB, fs::path("cut") / (std::to_string(keep) + ".so"));
     fs::resize_file(cut, keep);
     Symbolizer symbolizer({recorded(cut, "")});

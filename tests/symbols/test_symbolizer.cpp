@@ -44,8 +44,8 @@ TEST(Symbolizer, NamesFunctionsOfALibraryOpenedWithDlopen) {
 
 TEST(Symbolizer, AnAddressInNoModuleIsShownInHex) {
   Symbolizer symbolizer(loaded_modules());
-  for (std::uint64_t address : {std::uint64_t{0}, std::uint64_t{0x10}, std::uint64_t{0x7f12deadbeef},
-                                ~std::uint64_t{0}}) {
+  for (std::uint64_t address :
+       {std::uint64_t{0}, std::uint64_t{0x10}, std::uint64_t{0x7f12deadbeef}, ~std::uint64_t{0}}) {
     const auto& symbol = symbolizer.resolve(address);
     EXPECT_EQ(symbol.function, hex(address));
     EXPECT_FALSE(symbol.resolved);

@@ -125,15 +125,16 @@ int names(const std::filesystem::path& dir) {
   const std::pair<const char*, int> named[] = {
       {"t", 1000}, {"tab\there", 1}, {"a-thread-whose-name-is-longer-than-forty-characters", 100}};
   for (const auto& entry : named) {  // no structured binding: clang 14 cannot capture one
-    threads.emplace_back([name = entry.first, loops = entry.second, interned] {  // 8 events a loop: counts of 1 to 4 digits
-      ringtrace::set_thread_name(name);
-      for (int i = 0; i < loops; ++i) {
-        RINGTRACE_ZONE("z");
-        { RINGTRACE_ZONE("medium_zone_name"); }
-        { RINGTRACE_ZONE("a_zone_whose_name_is_longer_than_forty_characters"); }
-        { RINGTRACE_ZONE_SITE(interned); }
-      }
-    });
+    threads.emplace_back(
+        [name = entry.first, loops = entry.second, interned] {  // 8 events a loop: counts of 1 to 4 digits
+          ringtrace::set_thread_name(name);
+          for (int i = 0; i < loops; ++i) {
+            RINGTRACE_ZONE("z");
+            { RINGTRACE_ZONE("medium_zone_name"); }
+            { RINGTRACE_ZONE("a_zone_whose_name_is_longer_than_forty_characters"); }
+            { RINGTRACE_ZONE_SITE(interned); }
+          }
+        });
   }
   for (auto& t : threads) t.join();
   session.stop();
@@ -152,10 +153,18 @@ void rich_work(int w, int loops, const ringtrace::SiteInfo* escaped) {
   const std::string long_text(3000, 'x');
   const char odd_bytes[] = {'a', '\0', '"', '\\', '\n', '\x01', '\x7f', '\x80', '\xff', 'z'};
   constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-  const double doubles[] = {0.1, -0.0, 1e300, -2.5e-310, 5e-324, std::numeric_limits<double>::infinity(),
-                            -std::numeric_limits<double>::infinity(), kNan, -kNan, 123456789.125};
-  const std::int64_t ints[] = {0, -1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
-                               1234567890123LL};
+  const double doubles[] = {0.1,
+                            -0.0,
+                            1e300,
+                            -2.5e-310,
+                            5e-324,
+                            std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(),
+                            kNan,
+                            -kNan,
+                            123456789.125};
+  const std::int64_t ints[] = {0, -1, std::numeric_limits<std::int64_t>::min(),
+                               std::numeric_limits<std::int64_t>::max(), 1234567890123LL};
   for (int i = 0; i < loops; ++i) {
     RINGTRACE_ZONE("loop");
     RINGTRACE_ZONE_VALUE("i", static_cast<std::int64_t>(i));
@@ -164,7 +173,8 @@ void rich_work(int w, int loops, const ringtrace::SiteInfo* escaped) {
     RINGTRACE_ZONE_TEXT("text", odd_bytes, sizeof odd_bytes);
     if (i % 7 == 0) RINGTRACE_ZONE_TEXT("long", long_text.data(), long_text.size());  // cut at recording
     {
-      RINGTRACE_REGION("region", i % 3 == 0 ? std::numeric_limits<std::uint64_t>::max() - i : static_cast<std::uint64_t>(i));
+      RINGTRACE_REGION("region",
+                       i % 3 == 0 ? std::numeric_limits<std::uint64_t>::max() - i : static_cast<std::uint64_t>(i));
       RINGTRACE_ZONE_IN("net", "recv");
       RINGTRACE_INSTANT("tick");
       RINGTRACE_ZONE_SITE(escaped);
@@ -187,7 +197,8 @@ void rich_work(int w, int loops, const ringtrace::SiteInfo* escaped) {
     {
       // Named at run time (a site per name; one cut at 256 bytes), a zone with arguments,
       // a message, a manual zone.
-      const std::string dynamic = "dyn " + std::to_string(i % 7) + (i % 50 == 3 ? std::string(300, 'n') : std::string());
+      const std::string dynamic =
+          "dyn " + std::to_string(i % 7) + (i % 50 == 3 ? std::string(300, 'n') : std::string());
       RINGTRACE_ZONE_DYNAMIC(dynamic);
       RINGTRACE_ZONE("with args", "n", static_cast<std::int64_t>(i), "half", i * 0.5);
       if (i % 11 == 0) RINGTRACE_MESSAGE(std::string_view(odd_bytes, sizeof odd_bytes));
@@ -252,7 +263,8 @@ int rich(const std::filesystem::path& dir) {
     threads.emplace_back([w] {
       ringtrace::set_thread_name("burst-" + std::to_string(w));
       const std::string long_text(1500, 'y');  // cut at recording
-      for (int round = 0; round < 3; ++round) {  // drops recorded in the next round's ring, the last round's in the stats
+      for (int round = 0; round < 3;
+           ++round) {  // drops recorded in the next round's ring, the last round's in the stats
         for (int i = 0; i < 3000; ++i) {
           RINGTRACE_ZONE("burst");
           RINGTRACE_ZONE_VALUE("i", i);
@@ -272,8 +284,8 @@ int rich(const std::filesystem::path& dir) {
   for (auto& t : threads) t.join();
   session.stop();
   const auto stats = session.stats();
-  std::printf("record_all rich: drops.rtrace %llu events, %llu dropped\n", static_cast<unsigned long long>(stats.recorded),
-              static_cast<unsigned long long>(stats.dropped));
+  std::printf("record_all rich: drops.rtrace %llu events, %llu dropped\n",
+              static_cast<unsigned long long>(stats.recorded), static_cast<unsigned long long>(stats.dropped));
   return stats.exporter_errors.empty() && stats.dropped > 0 ? 0 : 1;
 }
 
@@ -293,7 +305,8 @@ int killed_rich(const std::filesystem::path& dir, bool rings) {
   ringtrace::Session session(config);
   ringtrace::BinaryTraceOptions options;
   options.rings_in_file = rings;
-  session.add_exporter(ringtrace::binary_trace_exporter(dir / (rings ? "killed-rings.rtrace" : "killed-plain.rtrace"), options));
+  session.add_exporter(
+      ringtrace::binary_trace_exporter(dir / (rings ? "killed-rings.rtrace" : "killed-plain.rtrace"), options));
   session.start();
   const ringtrace::SiteInfo* const escaped = ringtrace::intern("escaped \x02");
   std::atomic<int> phase{0};
@@ -379,10 +392,10 @@ int switches(const std::filesystem::path& dir) {
   stopped.store(true);
   for (auto& t : threads) t.join();
   const auto stats = session.stats();
-  std::printf("record_all switches: %llu events, %llu switches%s%s\n", static_cast<unsigned long long>(stats.recorded),
-              static_cast<unsigned long long>(stats.context_switches),
-              stats.context_switches_unavailable.empty() ? "" : ", unavailable: ",
-              stats.context_switches_unavailable.c_str());
+  std::printf(
+      "record_all switches: %llu events, %llu switches%s%s\n", static_cast<unsigned long long>(stats.recorded),
+      static_cast<unsigned long long>(stats.context_switches),
+      stats.context_switches_unavailable.empty() ? "" : ", unavailable: ", stats.context_switches_unavailable.c_str());
   return stats.exporter_errors.empty() ? 0 : 1;
 }
 

@@ -10,8 +10,8 @@
 //   record_child flood    500,000 zones as fast as it can (run with --buffer 64: rings
 //                         full all the time)
 #include <pthread.h>  // pthread_setname_np
-#include <signal.h>  // kill
-#include <unistd.h>  // getpid
+#include <signal.h>   // kill
+#include <unistd.h>   // getpid
 
 #include <chrono>
 #include <string>

@@ -31,7 +31,8 @@ std::map<std::uint64_t, std::string> chrome_thread_names(const std::filesystem::
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::map<std::uint64_t, std::string> names;
-  const std::regex metadata(R"re(\{"ph":"M","name":"thread_name","pid":\d+,"tid":(\d+),"args":\{"name":"([^"]*)"\}\})re");
+  const std::regex metadata(
+      R"re(\{"ph":"M","name":"thread_name","pid":\d+,"tid":(\d+),"args":\{"name":"([^"]*)"\}\})re");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), metadata); it != std::sregex_iterator(); ++it) {
     names[std::stoull((*it)[1].str())] = (*it)[2].str();
   }
@@ -46,7 +47,8 @@ std::string stats_name(const ringtrace::SessionStats& stats, std::uint64_t tid) 
 }
 
 TEST(ThreadNames, KernelNameUnlessTheProgramNamedTheThread) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("thread_names_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("thread_names_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::filesystem::path json = dir / "names.json";
   ringtrace::Session session;

@@ -285,8 +285,8 @@ TEST(FlightRecorder, WaitingRequestsAreBounded) {
     Config config;
     config.flight_recorder.keep = 10ms;
     config.flight_recorder.min_interval = interval;
-    detail::FlightRecorderHandle recorder = detail::make_flight_recorder(
-        config, {[](const WindowInfo&) { return std::make_shared<MemoryExporter>(); }});
+    detail::FlightRecorderHandle recorder =
+        detail::make_flight_recorder(config, {[](const WindowInfo&) { return std::make_shared<MemoryExporter>(); }});
     constexpr std::size_t kRequests = 100000;
     for (std::size_t i = 0; i < kRequests; ++i) ASSERT_TRUE(recorder.request("again"));
     const std::size_t bound = interval.count() > 0 ? 2 : 64;

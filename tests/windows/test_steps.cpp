@@ -26,7 +26,7 @@
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"  // testing::test_scale
-#include "thread_registry.hpp"  // run_drainer_pass
+#include "thread_registry.hpp"              // run_drainer_pass
 
 namespace ringtrace {
 namespace {
@@ -115,9 +115,9 @@ TEST(Steps, ThreadsTakingTurnsMakeOneZonePerStep) {
       work_by_thread[t.threads[e.thread].name] += 1;
     }
   }
-  EXPECT_EQ(work_by_thread, (std::map<std::string, int>{{"stepper 0", kSteps / kThreads},
-                                                        {"stepper 1", kSteps / kThreads},
-                                                        {"stepper 2", kSteps / kThreads}}));
+  EXPECT_EQ(work_by_thread,
+            (std::map<std::string, int>{
+                {"stepper 0", kSteps / kThreads}, {"stepper 1", kSteps / kThreads}, {"stepper 2", kSteps / kThreads}}));
 }
 
 // Several threads calling step() and frame_mark() at once: they take turns inside, every

@@ -101,13 +101,11 @@ TEST(WindowFiles, AWindowOnTheSessionsFileIsRefusedAndTheSessionKeepsEveryEvent)
   for (const fs::path& window_path : {path, dir / ".." / dir.filename() / "trace.json", dir / "." / "trace.json"}) {
     int windows = 0;
     auto session_exporter = chrome_trace_exporter(path);
-    auto router = detail::make_window_router(
-        std::nullopt,
-        {[&](const WindowInfo&) {
-          ++windows;
-          return chrome_trace_exporter(window_path);
-        }},
-        session_exporter->output_paths());
+    auto router = detail::make_window_router(std::nullopt, {[&](const WindowInfo&) {
+                                               ++windows;
+                                               return chrome_trace_exporter(window_path);
+                                             }},
+                                             session_exporter->output_paths());
     const std::vector<std::string> errors = drive(trace, {session_exporter.get(), router.get()});
     ASSERT_EQ(errors.size(), 1u) << window_path;
     EXPECT_NE(errors[0].find(window_path.string()), std::string::npos) << errors[0];
@@ -124,22 +122,20 @@ TEST(WindowFiles, TwoExportersOfAWindowOnOneFileAreRefused) {
   const fs::path dir = fresh_dir("window_twice");
   const RecordedTrace trace = ten_thousand_zones();
   auto session_exporter = std::make_shared<MemoryExporter>();
-  auto router = detail::make_window_router(
-      std::nullopt,
-      {[&](const WindowInfo&) { return chrome_trace_exporter(dir / "w.out"); },
-       [&](const WindowInfo&) { return folded_stacks_exporter(dir / "w.out"); }},
-      session_exporter->output_paths());
+  auto router = detail::make_window_router(std::nullopt,
+                                           {[&](const WindowInfo&) { return chrome_trace_exporter(dir / "w.out"); },
+                                            [&](const WindowInfo&) { return folded_stacks_exporter(dir / "w.out"); }},
+                                           session_exporter->output_paths());
   const std::vector<std::string> errors = drive(trace, {session_exporter.get(), router.get()});
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("w.out"), std::string::npos) << errors[0];
   EXPECT_FALSE(fs::exists(dir / "w.out"));
   EXPECT_EQ(session_exporter->event_count(), trace.events.size());
 
-  auto fine = detail::make_window_router(
-      std::nullopt,
-      {[&](const WindowInfo&) { return chrome_trace_exporter(dir / "w.json"); },
-       [&](const WindowInfo&) { return folded_stacks_exporter(dir / "w.folded"); }},
-      {dir / "trace.json"});
+  auto fine = detail::make_window_router(std::nullopt,
+                                         {[&](const WindowInfo&) { return chrome_trace_exporter(dir / "w.json"); },
+                                          [&](const WindowInfo&) { return folded_stacks_exporter(dir / "w.folded"); }},
+                                         {dir / "trace.json"});
   EXPECT_TRUE(drive(trace, {fine.get()}).empty());
   EXPECT_EQ(count_of(read_file(dir / "w.json"), "\"name\":\"work\""), 10000u);
   EXPECT_NE(read_file(dir / "w.folded").find("step;work "), std::string::npos) << read_file(dir / "w.folded");

@@ -120,14 +120,13 @@ TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
   EXPECT_GT(w0.stats.clock.stop_ns, w0.stats.clock.start_ns);
   // Window 0: steps 4 and 5; window 1: steps 10 and 11 (work: step % 3 + 1 zones each).
   EXPECT_EQ(count_zones(w0), (std::map<std::string, int>{{"main/main_work", 2},
-                                                          {"steps/step #4", 1},
-                                                          {"steps/step #5", 1},
-                                                          {"worker/long", 1},
-                                                          {"worker/work", 2 + 3}}));
-  EXPECT_EQ(count_zones(w1), (std::map<std::string, int>{{"main/main_work", 2},
-                                                          {"steps/step #10", 1},
-                                                          {"steps/step #11", 1},
-                                                          {"worker/work", 2 + 3}}));
+                                                         {"steps/step #4", 1},
+                                                         {"steps/step #5", 1},
+                                                         {"worker/long", 1},
+                                                         {"worker/work", 2 + 3}}));
+  EXPECT_EQ(count_zones(w1),
+            (std::map<std::string, int>{
+                {"main/main_work", 2}, {"steps/step #10", 1}, {"steps/step #11", 1}, {"worker/work", 2 + 3}}));
   for (const auto* w : {&w0, &w1}) {
     const RecordedTraceContext context(*w);
     int depth = 0;
@@ -170,8 +169,8 @@ TEST(Windows, ScheduleWritesExactlyTheActiveSteps) {
   for (const Event& e : whole->trace().events) {
     if (e.kind == EventKind::arg) steps_seen[e.value.i] += 1;
   }
-  EXPECT_EQ(steps_seen, (std::map<std::int64_t, int>{
-                            {2, 3}, {3, 1}, {4, 2}, {5, 3}, {8, 3}, {9, 1}, {10, 2}, {11, 3}}));
+  EXPECT_EQ(steps_seen,
+            (std::map<std::int64_t, int>{{2, 3}, {3, 1}, {4, 2}, {5, 3}, {8, 3}, {9, 1}, {10, 2}, {11, 3}}));
 }
 
 TEST(Windows, WithoutAScheduleOneWindowSpansTheRun) {
@@ -266,9 +265,8 @@ TEST(Windows, FilesAreWrittenWhileTheRunGoesOn) {
   Config config;
   config.schedule = Schedule{.skip_first = 1, .wait = 1, .warmup = 0, .active = 1, .repeat = 0};
   Session session(config);
-  session.add_window_exporter([&](const WindowInfo& w) {
-    return chrome_trace_exporter(dir / ("trace-" + std::to_string(w.index) + ".json"));
-  });
+  session.add_window_exporter(
+      [&](const WindowInfo& w) { return chrome_trace_exporter(dir / ("trace-" + std::to_string(w.index) + ".json")); });
   session.start();
   for (int step = 0; step < 7; ++step) {
     { RINGTRACE_ZONE("work"); }

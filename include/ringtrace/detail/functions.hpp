@@ -53,10 +53,11 @@ namespace ringtrace::detail {
 // One instrumented function entered and not yet left.
 struct FunctionFrame {
   std::uintptr_t sp;  // the stack pointer where the function called the entry hook
-  std::uintptr_t fn;  // function_key(): its address and call site tag, with a kFrame* state in the top byte (0: recorded)
+  std::uintptr_t
+      fn;  // function_key(): its address and call site tag, with a kFrame* state in the top byte (0: recorded)
 };
 inline constexpr unsigned kFrameStateShift = 56;  // user-space addresses stay below 2^56
-inline constexpr std::uintptr_t kFrameDropped = std::uintptr_t{1} << kFrameStateShift;  // the ring was full
+inline constexpr std::uintptr_t kFrameDropped = std::uintptr_t{1} << kFrameStateShift;     // the ring was full
 inline constexpr std::uintptr_t kFrameUnrecorded = std::uintptr_t{2} << kFrameStateShift;  // untraced, sampled out
 inline constexpr std::uintptr_t kFrameStateMask = ~std::uintptr_t{0} << kFrameStateShift;
 // A frame's key: the function's address (below 2^47 in user space) and, above it, the low
@@ -178,7 +179,8 @@ RINGTRACE_ALWAYS_INLINE void function_entry(std::uintptr_t fn, std::uintptr_t ca
     if (!g_keep_inlined.load(std::memory_order_relaxed)) return function_inlined_left_out(epoch, fn);
   }
   WriterBlock* const b = writable(t_writer, epoch);
-  if (b == nullptr) [[unlikely]] return function_entry_slow(key, sp, epoch);
+  if (b == nullptr) [[unlikely]]
+    return function_entry_slow(key, sp, epoch);
   const std::uintptr_t at = reserve(*b, sizeof(TimedRecord));
   put(at + offsetof(TimedRecord, ticks), read_ticks_fast());
   publish(at, function_header(fn));
@@ -196,7 +198,8 @@ RINGTRACE_ALWAYS_INLINE void function_close_top(FunctionStack& s, FunctionFrame*
   const std::uint64_t ticks = read_ticks_fast();
   WriterBlock& b = *t_writer.block;
   const std::uintptr_t at = reserve(b, sizeof(EndRecord));
-  if (at >= b.end_limit) [[unlikely]] return zone_end_slow(at, ticks);
+  if (at >= b.end_limit) [[unlikely]]
+    return zone_end_slow(at, ticks);
   publish(at, end_slot(ticks));
 }
 

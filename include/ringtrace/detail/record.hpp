@@ -23,28 +23,28 @@
 #include <cstdint>  // slots
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
-#include "ringtrace/site.hpp"  // SiteInfo's alignment
+#include "ringtrace/site.hpp"             // SiteInfo's alignment
 
 namespace ringtrace::detail {
 
 enum RecordKind : std::uint64_t {
-  record_zone_end = 0,       // 1 slot: ticks << 1 | 1 (bit 0 tells it from a header)
-  record_zone_begin = 1,     // header (site), ticks
-  record_instant = 2,        // header (site), ticks
-  record_timed_int = 3,      // header (site), ticks, i64: counter, async begin/end (by the site's kind)
-  record_timed_double = 4,   // header (site), ticks, f64: counter
-  record_arg_int = 5,        // header (site), i64: zone value, flow id (by the site's kind); no time
-  record_arg_double = 6,     // header (site), f64: zone value; no time
-  record_region_begin = 7,   // header (site), ticks, u64 region id (the step marker: the step number)
-  record_arg_text = 8,       // header (site), u64 bytes | truncated << 63, the bytes in ceil(bytes / 8) slots; no time
-  record_function_entry = 9, // header (function address << 5), ticks: a zone named after the function
-  record_dropped = 10,       // header (nothing else), ticks of the first drop, u64 count
-  record_message = 11,       // header (site), ticks, u64 bytes | truncated << 63, the bytes
+  record_zone_end = 0,        // 1 slot: ticks << 1 | 1 (bit 0 tells it from a header)
+  record_zone_begin = 1,      // header (site), ticks
+  record_instant = 2,         // header (site), ticks
+  record_timed_int = 3,       // header (site), ticks, i64: counter, async begin/end (by the site's kind)
+  record_timed_double = 4,    // header (site), ticks, f64: counter
+  record_arg_int = 5,         // header (site), i64: zone value, flow id (by the site's kind); no time
+  record_arg_double = 6,      // header (site), f64: zone value; no time
+  record_region_begin = 7,    // header (site), ticks, u64 region id (the step marker: the step number)
+  record_arg_text = 8,        // header (site), u64 bytes | truncated << 63, the bytes in ceil(bytes / 8) slots; no time
+  record_function_entry = 9,  // header (function address << 5), ticks: a zone named after the function
+  record_dropped = 10,        // header (nothing else), ticks of the first drop, u64 count
+  record_message = 11,        // header (site), ticks, u64 bytes | truncated << 63, the bytes
   record_zone_begin_named = 12,  // header (site), ticks, u64 bytes | truncated << 63, the name's bytes
   // Not assigned yet: a reader stops at them (it cannot know their size).
   record_unassigned_13 = 13,
   record_unassigned_14 = 14,
-  record_extended = 15,      // header: subtype in bits 8-15, the record's slots (header included) in bits 32-63
+  record_extended = 15,  // header: subtype in bits 8-15, the record's slots (header included) in bits 32-63
 };
 
 inline constexpr std::uint64_t kRecordEndBit = 1;
@@ -66,7 +66,7 @@ static_assert(alignof(SiteInfo) >= 32, "a header keeps the record kind in a site
 // at offsetof(Record, field), the header last; a reader reads them there. A chunk of the
 // trace file unpacks into the same records (with a site's index where its address was).
 // Layouts only: no code makes or copies one, so an instrumented program pays for nothing.
-struct EndRecord {  // record_zone_end
+struct EndRecord {     // record_zone_end
   std::uint64_t slot;  // end_slot(ticks): ticks << 1 | 1
 };
 struct TimedRecord {  // record_zone_begin, record_instant, record_function_entry
@@ -132,8 +132,7 @@ RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t end_slot(std::uint64_t ticks) no
 }
 
 // Slots of a record of a text of `bytes` bytes after `fixed` slots (header, time, size).
-RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t text_record_slots(std::uint64_t fixed,
-                                                                   std::uint64_t bytes) noexcept {
+RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t text_record_slots(std::uint64_t fixed, std::uint64_t bytes) noexcept {
   return fixed + (bytes + 7) / 8;
 }
 

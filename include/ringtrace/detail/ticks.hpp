@@ -26,7 +26,8 @@ RINGTRACE_ALWAYS_INLINE std::uint64_t monotonic_ns() noexcept {
 // One clock read of the session's source (the drainer, slow paths).
 RINGTRACE_ALWAYS_INLINE std::uint64_t read_ticks(bool use_tsc) noexcept {
 #if RINGTRACE_HAVE_TSC
-  if (use_tsc) [[likely]] return __rdtsc();
+  if (use_tsc) [[likely]]
+    return __rdtsc();
 #else
   (void)use_tsc;
 #endif

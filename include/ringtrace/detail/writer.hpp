@@ -126,7 +126,7 @@ RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_epoch{0};
 // every copy of the hot path binds to one writer per thread.
 RINGTRACE_API RINGTRACE_TLS_MODEL inline constinit thread_local ThreadWriter t_writer{};
 
-inline constexpr std::uint32_t kNoSession = 0;               // zone: no session was running
+inline constexpr std::uint32_t kNoSession = 0;              // zone: no session was running
 inline constexpr std::uint32_t kNotRecorded = 0xFFFFFFFFu;  // zone: not recorded (after stop, untraced)
 inline constexpr std::uint32_t kDroppedZone = 0xFFFFFFFEu;  // zone: begin lost to a full ring
 inline constexpr std::uint32_t kSkippedZone = 0xFFFFFFFCu;  // zone: its category is disabled
@@ -137,7 +137,7 @@ inline constexpr std::uint32_t kSampledOut = 0xFFFFFFFBu;
 inline constexpr std::uint32_t kMaxSampleEvery = 65535;
 // Config::sample_every of the running session: the rate of sites that ask for it (0).
 RINGTRACE_API inline constinit std::atomic<std::uint32_t> g_sample_every{1};
-inline constexpr std::uint64_t kHiddenDropped = 1;                       // ThreadWriter::hidden units
+inline constexpr std::uint64_t kHiddenDropped = 1;  // ThreadWriter::hidden units
 inline constexpr std::uint64_t kHiddenSkipped = std::uint64_t{1} << 32;
 
 // A zone that is not in the ring begins on the thread (`unit`: kHiddenDropped, its ring was
@@ -182,8 +182,8 @@ RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint8_t category_index(Cate
 // under the block policy), or drops and counts it. `epoch` is the session the caller
 // loaded; the thread binds to that one only.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint32_t zone_open_slow(const SiteInfo* site, RecordKind kind,
-                                                                              std::uint64_t region_id,
-                                                                              std::uint32_t epoch) noexcept;
+                                                                             std::uint64_t region_id,
+                                                                             std::uint32_t epoch) noexcept;
 // A zone end whose fast path found no room: `at` is the space it reserved.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD void zone_end_slow(std::uintptr_t at, std::uint64_t ticks) noexcept;
 // The end of a zone that was not recorded in the thread's current session: a dropped
@@ -200,12 +200,13 @@ RINGTRACE_API void write_text(const SiteInfo* site, const char* text, std::size_
 inline constexpr std::size_t kMaxText = 1024;
 // A message (RINGTRACE_MESSAGE): a timed text record of its own (record_message), cut
 // as a text is. Out of line, as write_text.
-RINGTRACE_API void write_message(const SiteInfo* site, const char* text, std::size_t size, std::uint32_t epoch) noexcept;
+RINGTRACE_API void write_message(const SiteInfo* site, const char* text, std::size_t size,
+                                 std::uint32_t epoch) noexcept;
 // A zone named at run time (RINGTRACE_ZONE_DYNAMIC) whose fast path found no room: the
 // whole record (record_zone_begin_named) written or dropped as zone_open_slow does.
 RINGTRACE_API RINGTRACE_NOINLINE RINGTRACE_COLD std::uint32_t zone_open_named_slow(const SiteInfo* site,
-                                                                                    const char* name, std::size_t size,
-                                                                                    std::uint32_t epoch) noexcept;
+                                                                                   const char* name, std::size_t size,
+                                                                                   std::uint32_t epoch) noexcept;
 // The longest run-time zone name copied into the ring; a longer one is cut and flagged
 // (EventFlags::truncated on its begin).
 inline constexpr std::size_t kMaxRuntimeName = 256;
@@ -255,7 +256,8 @@ RINGTRACE_ALWAYS_INLINE void put(std::uintptr_t at, std::uint64_t word) noexcept
 // end may start now; else null (the caller takes its slow path).
 RINGTRACE_ALWAYS_INLINE WriterBlock* writable(ThreadWriter& t, std::uint32_t epoch) noexcept {
   WriterBlock* const b = t.block;
-  if (t.epoch != epoch || b->next.load(std::memory_order_relaxed) >= b->limit) [[unlikely]] return nullptr;
+  if (t.epoch != epoch || b->next.load(std::memory_order_relaxed) >= b->limit) [[unlikely]]
+    return nullptr;
   return b;
 }
 
@@ -269,7 +271,8 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open(const SiteInfo* site, std::uint6
   if (epoch == 0) return kNoSession;
   constexpr RecordKind kind = Region ? record_region_begin : record_zone_begin;
   WriterBlock* const b = writable(t_writer, epoch);
-  if (b == nullptr) [[unlikely]] return zone_open_slow(site, kind, region_id, epoch);
+  if (b == nullptr) [[unlikely]]
+    return zone_open_slow(site, kind, region_id, epoch);
   const std::uintptr_t at = reserve(*b, Region ? sizeof(TimedValueRecord) : sizeof(TimedRecord));
   put(at + offsetof(TimedRecord, ticks), read_ticks_fast());  // last before the header, close to the zone's body
   if constexpr (Region) put(at + offsetof(TimedValueRecord, value), region_id);
@@ -324,7 +327,8 @@ RINGTRACE_ALWAYS_INLINE std::uint32_t zone_switch(const SiteInfo* site, std::uin
 // The rate in effect at a site in the running session: 1 unless it is sampled.
 RINGTRACE_NO_INSTRUMENT inline std::uint32_t effective_sample_every(const SiteInfo& site) noexcept {
   if ((site.options & SiteOptions::sampled) == 0) return 1;
-  const std::uint32_t rate = site.sample_every != 0 ? site.sample_every : g_sample_every.load(std::memory_order_relaxed);
+  const std::uint32_t rate =
+      site.sample_every != 0 ? site.sample_every : g_sample_every.load(std::memory_order_relaxed);
   return rate < 1 ? 1 : (rate > kMaxSampleEvery ? kMaxSampleEvery : rate);
 }
 
@@ -342,7 +346,8 @@ RINGTRACE_NO_INSTRUMENT inline std::uint8_t effective_options(const SiteInfo& si
 RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_in(const SiteInfo* site, CategorySlot& slot) noexcept {
   if (g_epoch.load(std::memory_order_relaxed) == 0) return kNoSession;
   std::uint8_t index = slot.index.load(std::memory_order_relaxed);
-  if (index == 0) [[unlikely]] index = category_index(slot, site->category);
+  if (index == 0) [[unlikely]]
+    index = category_index(slot, site->category);
   if (g_category_off[index].load(std::memory_order_relaxed) != 0) [[unlikely]] {
     hidden_zone_begin(t_writer, kHiddenSkipped);  // undone by the end
     return kSkippedZone;
@@ -471,7 +476,8 @@ class SampledZone {
   RINGTRACE_ALWAYS_INLINE SampledZone(const SiteInfo* site, SampleCount& count) noexcept {
     const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
     if (epoch == 0) return;
-    if (count.epoch != epoch) [[unlikely]] count = SampleCount{0, epoch};  // a new session: the first is recorded
+    if (count.epoch != epoch) [[unlikely]]
+      count = SampleCount{0, epoch};  // a new session: the first is recorded
     std::uint32_t& left = count.left;
     ThreadWriter& t = t_writer;
     const std::uint32_t bound = t.epoch;
@@ -540,12 +546,12 @@ RINGTRACE_ALWAYS_INLINE ZoneArg zone_arg(const SiteInfo* key, T value) noexcept 
 // counted with the begin if the begin was dropped).
 template <typename... Args>
 RINGTRACE_NOINLINE RINGTRACE_COLD RINGTRACE_NO_INSTRUMENT std::uint32_t zone_open_args_slow(const SiteInfo* site,
-                                                                                           std::uint32_t epoch,
-                                                                                           Args... args) noexcept {
+                                                                                            std::uint32_t epoch,
+                                                                                            Args... args) noexcept {
   const std::uint32_t token = zone_open_slow(site, record_zone_begin, 0, epoch);
   if (token == epoch || token == kDroppedZone) {
     (((args.kind == record_arg_double) ? attach<record_arg_double>(args.key, args.payload)
-                                        : attach<record_arg_int>(args.key, args.payload)),
+                                       : attach<record_arg_int>(args.key, args.payload)),
      ...);
   }
   return token;
@@ -560,7 +566,8 @@ template <typename... Args>
 RINGTRACE_ALWAYS_INLINE std::uint32_t zone_open_args(std::uint32_t epoch, const SiteInfo* site, Args... args) noexcept {
   static_assert(sizeof...(Args) >= 1 && sizeof...(Args) <= 4, "RINGTRACE_ZONE takes up to four key/value pairs");
   WriterBlock* const b = writable(t_writer, epoch);
-  if (b == nullptr) [[unlikely]] return zone_open_args_slow(site, epoch, args...);
+  if (b == nullptr) [[unlikely]]
+    return zone_open_args_slow(site, epoch, args...);
   const std::uintptr_t at = reserve(*b, sizeof(TimedRecord) + sizeof(ArgRecord) * sizeof...(Args));
   std::uintptr_t arg_at = at + sizeof(TimedRecord);
   ((put(arg_at + offsetof(ArgRecord, value), args.payload), put(arg_at, record_header(args.key, args.kind)),
@@ -619,7 +626,8 @@ RINGTRACE_ALWAYS_INLINE void manual_zone_begin(const SiteInfo* site) noexcept {
   ManualZones& m = t_manual;
   const std::uint32_t depth = m.depth;
   m.depth = depth + 1;
-  if (depth < ManualZones::kCapacity) [[likely]] m.token[depth] = zone_open<false>(site, 0);
+  if (depth < ManualZones::kCapacity) [[likely]]
+    m.token[depth] = zone_open<false>(site, 0);
 }
 
 // Ends the thread's innermost manual zone: an end record, which closes the innermost
@@ -632,7 +640,8 @@ RINGTRACE_ALWAYS_INLINE void manual_zone_end() noexcept {
     return;
   }
   m.depth = depth - 1;
-  if (depth <= ManualZones::kCapacity) [[likely]] zone_close(m.token[depth - 1]);
+  if (depth <= ManualZones::kCapacity) [[likely]]
+    zone_close(m.token[depth - 1]);
 }
 
 }  // namespace ringtrace::detail

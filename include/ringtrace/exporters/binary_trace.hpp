@@ -58,10 +58,10 @@ RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesys
 // One recorded process of a file: a file from binary_trace_exporter holds one, a file
 // from `ringtrace merge` one per input process.
 struct ReplayProcess {
-  std::uint32_t pid = 0;       // as recorded (ThreadInfo::pid may differ when two collide)
+  std::uint32_t pid = 0;  // as recorded (ThreadInfo::pid may differ when two collide)
   std::string name;
   std::string host;
-  std::string source;          // the file it was merged from ("" in a file of one process)
+  std::string source;  // the file it was merged from ("" in a file of one process)
   // Added to the process's CLOCK_MONOTONIC times to place them on the file's timeline
   // (the first process's clock): 0 for processes of the first one's host and boot;
   // else derived from both processes' CLOCK_REALTIME anchors, as exact as the hosts'
@@ -69,7 +69,7 @@ struct ReplayProcess {
   std::int64_t offset_ns = 0;
   bool realtime_aligned = false;  // offset_ns came from CLOCK_REALTIME anchors
   bool complete = false;
-  std::string problem;            // as ReplayResult::problem, for this process
+  std::string problem;  // as ReplayResult::problem, for this process
   // Events read from the process's ring file (BinaryTraceOptions::rings_in_file) after
   // the trace file's own: what the drainer had not written when the process died.
   std::uint64_t recovered = 0;
@@ -80,8 +80,8 @@ struct ReplayProcess {
 
 // What reading a file found.
 struct ReplayResult {
-  bool complete = false;   // the file ends with its end frame (the session was stopped)
-  std::string problem;     // empty, or one line: what is wrong and at which byte offset
+  bool complete = false;     // the file ends with its end frame (the session was stopped)
+  std::string problem;       // empty, or one line: what is wrong and at which byte offset
   std::uint64_t events = 0;  // events delivered
   // From the file's session frame: the recording host, process id, when the session
   // started on CLOCK_REALTIME (ns since the epoch), and the file's size.

@@ -2,12 +2,12 @@
 // Chrome DevTools' Performance panel and speedscope open. See docs/formats/chrome_trace.md.
 #pragma once
 
-#include <cstddef>  // buffer size
-#include <cstdint>  // pid
-#include <iosfwd>   // the stream overload
+#include <cstddef>     // buffer size
+#include <cstdint>     // pid
 #include <filesystem>  // output paths
-#include <memory>   // the exporter is shared with the session
-#include <string>   // path
+#include <iosfwd>      // the stream overload
+#include <memory>      // the exporter is shared with the session
+#include <string>      // path
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter
@@ -37,7 +37,6 @@ RINGTRACE_API std::shared_ptr<Exporter> chrome_trace_exporter(const std::filesys
 
 // Writes to a stream that the caller keeps alive for the exporter's lifetime; each run
 // appends one complete JSON document to it.
-RINGTRACE_API std::shared_ptr<Exporter> chrome_trace_exporter(std::ostream& stream,
-                                                              ChromeTraceOptions options = {});
+RINGTRACE_API std::shared_ptr<Exporter> chrome_trace_exporter(std::ostream& stream, ChromeTraceOptions options = {});
 
 }  // namespace ringtrace

@@ -2,10 +2,10 @@
 // input of flamegraph.pl, inferno and speedscope. See docs/formats/folded_stacks.md.
 #pragma once
 
-#include <iosfwd>  // the stream overload
 #include <filesystem>  // output paths
-#include <memory>  // the exporter is shared with the session
-#include <string>  // path
+#include <iosfwd>      // the stream overload
+#include <memory>      // the exporter is shared with the session
+#include <string>      // path
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter
@@ -50,7 +50,6 @@ RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(const std::filesy
                                                                FoldedStacksOptions options = {});
 
 // Writes to a stream that the caller keeps alive for the exporter's lifetime.
-RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(std::ostream& stream,
-                                                               FoldedStacksOptions options = {});
+RINGTRACE_API std::shared_ptr<Exporter> folded_stacks_exporter(std::ostream& stream, FoldedStacksOptions options = {});
 
 }  // namespace ringtrace

@@ -8,13 +8,13 @@
 // op's on-CPU time (its time less what its thread spent switched out inside it).
 #pragma once
 
-#include <cstddef>  // limits
-#include <cstdint>  // counts and nanoseconds
-#include <iosfwd>   // the stream overloads
+#include <cstddef>     // limits
+#include <cstdint>     // counts and nanoseconds
 #include <filesystem>  // output paths
-#include <memory>   // the exporter is shared with the session
-#include <string>   // names, paths
-#include <vector>   // rows
+#include <iosfwd>      // the stream overloads
+#include <memory>      // the exporter is shared with the session
+#include <string>      // names, paths
+#include <vector>      // rows
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter, ThreadId
@@ -61,8 +61,8 @@ struct CaptureCounts {
   bool on_cpu = false;
   std::uint64_t captured_on_cpu_ns = 0;
   std::uint64_t total_on_cpu_ns = 0;
-  double ops_percent() const;       // captured_ops / total_ops * 100, 0 without ops
-  double time_percent() const;      // captured_ns / total_ns * 100, 0 without op time
+  double ops_percent() const;          // captured_ops / total_ops * 100, 0 without ops
+  double time_percent() const;         // captured_ns / total_ns * 100, 0 without op time
   double on_cpu_time_percent() const;  // captured_on_cpu_ns / total_on_cpu_ns * 100, 0 without
 };
 
@@ -124,9 +124,8 @@ class RINGTRACE_API OpsSummaryExporter final : public Exporter {
 // returns a plain std::shared_ptr<Exporter>; the object is a OpsSummaryExporter (dynamic_cast to
 // read summary() in process).
 RINGTRACE_API std::shared_ptr<Exporter> ops_summary_exporter(const std::filesystem::path& path,
-                                                                       OpsSummaryOptions options = {});
+                                                             OpsSummaryOptions options = {});
 // Writes to a stream that the caller keeps alive for the exporter's lifetime.
-RINGTRACE_API std::shared_ptr<Exporter> ops_summary_exporter(std::ostream& stream,
-                                                                       OpsSummaryOptions options = {});
+RINGTRACE_API std::shared_ptr<Exporter> ops_summary_exporter(std::ostream& stream, OpsSummaryOptions options = {});
 
 }  // namespace ringtrace

@@ -20,14 +20,14 @@
 // built-ins: file "~", their line (0 for interned names).
 #pragma once
 
-#include <cstddef>  // report limits
-#include <cstdint>  // counts and nanoseconds
+#include <cstddef>     // report limits
+#include <cstdint>     // counts and nanoseconds
 #include <filesystem>  // output paths
-#include <memory>   // the aggregator's state, the factory's result
-#include <mutex>    // table() is read from other threads
-#include <span>     // batches of events
-#include <string>   // keys, paths, reports
-#include <vector>   // functions and edges
+#include <memory>      // the aggregator's state, the factory's result
+#include <mutex>       // table() is read from other threads
+#include <span>        // batches of events
+#include <string>      // keys, paths, reports
+#include <vector>      // functions and edges
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter, TraceContext
@@ -39,7 +39,7 @@ namespace ringtrace {
 struct PstatsFunction {
   std::string file;  // the site's source file, "~" when it has none
   std::uint32_t line = 0;
-  std::string name;  // the zone's name (valid UTF-8: invalid bytes become U+FFFD)
+  std::string name;                   // the zone's name (valid UTF-8: invalid bytes become U+FFFD)
   std::uint64_t calls = 0;            // ncalls: every call
   std::uint64_t primitive_calls = 0;  // pcalls: calls with the function not already on the stack
   std::uint64_t self_ns = 0;          // tottime: time minus direct children's, over every call

@@ -5,13 +5,13 @@
 // counted once. See docs/formats/table.md.
 #pragma once
 
-#include <cstddef>  // limits
-#include <cstdint>  // counts and nanoseconds
-#include <iosfwd>   // the stream overloads
+#include <cstddef>     // limits
+#include <cstdint>     // counts and nanoseconds
 #include <filesystem>  // output paths
-#include <memory>   // the exporter is shared with the session
-#include <string>   // names, paths
-#include <vector>   // rows
+#include <iosfwd>      // the stream overloads
+#include <memory>      // the exporter is shared with the session
+#include <string>      // names, paths
+#include <vector>      // rows
 
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"         // Exporter
@@ -24,8 +24,23 @@ struct TableOptions {
   // Rows are sorted by this column: numbers largest first, names A to Z; ties by name,
   // then stack. first_seen keeps the order in which groups first closed.
   enum class SortBy : std::uint8_t {
-    first_seen, name, self_percent, self, total_percent, total, avg, min, max, p50, p99, calls,
-    on_cpu_self, on_cpu_total, on_cpu_avg, on_cpu_p50, on_cpu_p99
+    first_seen,
+    name,
+    self_percent,
+    self,
+    total_percent,
+    total,
+    avg,
+    min,
+    max,
+    p50,
+    p99,
+    calls,
+    on_cpu_self,
+    on_cpu_total,
+    on_cpu_avg,
+    on_cpu_p50,
+    on_cpu_p99
   };
   // The unit of every time in the text form; automatic picks s, ms, us or ns per value.
   // (CSV and JSON always hold integer nanoseconds.)
@@ -86,13 +101,13 @@ struct ThreadDrops {
 };
 
 struct KeyAverages {
-  std::vector<TableRow> rows;      // sorted, at most row_limit
-  std::size_t groups = 0;          // rows before the limit
-  std::uint64_t self_total_ns = 0;  // sum of self times of every zone (the percentages' base)
-  std::uint64_t dropped = 0;        // events the session lost
+  std::vector<TableRow> rows;                  // sorted, at most row_limit
+  std::size_t groups = 0;                      // rows before the limit
+  std::uint64_t self_total_ns = 0;             // sum of self times of every zone (the percentages' base)
+  std::uint64_t dropped = 0;                   // events the session lost
   std::vector<ThreadDrops> dropped_by_thread;  // threads that lost events
-  std::uint64_t closed_at_stop = 0;  // zones still open at stop(), closed at the stop time
-  bool estimated = false;  // estimate_sampled was on and some site was sampled
+  std::uint64_t closed_at_stop = 0;            // zones still open at stop(), closed at the stop time
+  bool estimated = false;                      // estimate_sampled was on and some site was sampled
   // The stream had context switches (Config::context_switches): the rows' on-CPU columns
   // are filled in, and every form shows them.
   bool on_cpu = false;

@@ -58,12 +58,13 @@ int main() {
                   work.line == static_cast<std::uint32_t>(consumer::kWorkLine) &&
                   twice.line == static_cast<std::uint32_t>(consumer::kTwiceLine);
   if (!ok) {
-    std::printf("consumer_functions: expected consumer::work(int) once at functions_work.cpp:%d and "
-                "consumer::twice(int) 3 times inside it at functions_work.cpp:%d, and nothing else; recorded:\n",
-                consumer::kWorkLine, consumer::kTwiceLine);
+    std::printf(
+        "consumer_functions: expected consumer::work(int) once at functions_work.cpp:%d and "
+        "consumer::twice(int) 3 times inside it at functions_work.cpp:%d, and nothing else; recorded:\n",
+        consumer::kWorkLine, consumer::kTwiceLine);
     for (const auto& [name, s] : seen)
-      std::printf("  %s: %d calls (%d inside work) at %s:%u\n", name.c_str(), s.calls, s.nested_in_work,
-                  s.file.c_str(), s.line);
+      std::printf("  %s: %d calls (%d inside work) at %s:%u\n", name.c_str(), s.calls, s.nested_in_work, s.file.c_str(),
+                  s.line);
     return 1;
   }
   std::printf("consumer_functions: ok\n");

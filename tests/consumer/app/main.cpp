@@ -16,9 +16,7 @@ int main() {
     return 1;
   }
   session.start();
-  {
-    RINGTRACE_ZONE("consumer zone");
-  }
+  { RINGTRACE_ZONE("consumer zone"); }
   work();  // the plugin's copy of the hot path records into this session
   session.stop();
   const auto trace = memory->trace();
