@@ -8,6 +8,7 @@
 #include <unistd.h>  // getpid, gethostname
 
 #include <algorithm>
+#include <cstddef>  // offsetof: the records' layouts
 #include <cstring>
 #include <ctime>  // clock_gettime
 #include <stdexcept>
@@ -268,11 +269,11 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       if ((header & detail::kRecordEndBit) != 0) {  // a zone end: one slot
         ticks = header >> 1;
         *p++ = detail::record_zone_end;
-        at += 8;
-      } else if (header == begin_header && end - at >= 16) {  // header, ticks
-        ticks = detail::word_at(at, 1);
+        at += sizeof(detail::EndRecord);
+      } else if (header == begin_header && end - at >= static_cast<std::ptrdiff_t>(sizeof(detail::TimedRecord))) {
+        ticks = detail::field_at(at, offsetof(detail::TimedRecord, ticks));
         p = tf::put_varint(p, begin_code);
-        at += 16;
+        at += sizeof(detail::TimedRecord);
       } else {
         break;
       }
@@ -418,7 +419,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       std::uint64_t begin_header =
           last_site_ != 0 ? last_site_ | (std::uint64_t{detail::record_zone_begin} << detail::kRecordKindShift)
                           : ~std::uint64_t{0};
-      std::uint64_t begin_code = detail::record_zone_begin | (last_index_ << 4);
+      std::uint64_t begin_code = tf::packed_header(detail::record_zone_begin, last_index_);
       char* const zones_limit = room_end - tf::kMaxPackedBytes;
       for (;;) {
         p = pack_zones(at, end, p, zones_limit, last, begin_header, begin_code, events);
@@ -460,14 +461,14 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
             last_site_ = site;
             last_index_ = index;
             begin_header = site | (std::uint64_t{detail::record_zone_begin} << detail::kRecordKindShift);
-            begin_code = detail::record_zone_begin | (index << 4);
+            begin_code = tf::packed_header(detail::record_zone_begin, index);
           }
           ++events;
           if (kind == detail::record_region_begin && site == step_marker_) [[unlikely]] {
             // A step marker is the events it stands for, as the decoder gives them: the
             // step that ends (not step 0) and the one that begins (a format-1 marker, with
             // neither flag, is one zone).
-            const std::uint64_t v = detail::word_at(at, 2);
+            const std::uint64_t v = detail::field_at(at, offsetof(detail::TimedValueRecord, value));
             const std::uint64_t n = ((v & detail::kStepEnds) != 0 && (v & detail::kStepNumberMask) != 0 ? 1u : 0u) +
                                     ((v & detail::kStepBegins) != 0 ? 1u : 0u);
             if ((v & (detail::kStepEnds | detail::kStepBegins)) != 0) events = events - 1 + n;  // the ++ above
