@@ -1,3 +1,5 @@
+// clang-format off
+// (Not formatted: the line numbers of this file's functions are test data, __LINE__.)
 // The library the tests open with dlopen. Built twice: as is, with a fixed build id, and
 // with FIXTURE_SHIFTED (4 KB of padding ahead of the functions, another build id), the
 // "other build" a recorded path may hold; plus a stripped copy and a separate debug file
@@ -31,39 +33,17 @@ class FIXTURE_EXPORT Codec {
   int decode(int value) const;
 };
 
-int Codec::encode(std::string_view text) {
-  g_lib_sink = 41;
-  return static_cast<int>(text.size()) + 40;
-}
-constexpr int kEncodeLine = __LINE__;
-int Codec::decode(int value) const {
-  g_lib_sink = 42;
-  return value - 40;
-}
-constexpr int kDecodeLine = __LINE__;
+int Codec::encode(std::string_view text) { g_lib_sink = 41; return static_cast<int>(text.size()) + 40; } constexpr int kEncodeLine = __LINE__;
+int Codec::decode(int value) const { g_lib_sink = 42; return value - 40; } constexpr int kDecodeLine = __LINE__;
 
-FIXTURE_EXPORT int checksum(const char* data, std::size_t size) {
-  g_lib_sink = 43;
-  int sum = 0;
-  for (std::size_t i = 0; i < size; ++i) sum += data[i];
-  return sum;
-}
-constexpr int kChecksumLine = __LINE__;
+FIXTURE_EXPORT int checksum(const char* data, std::size_t size) { g_lib_sink = 43; int sum = 0; for (std::size_t i = 0; i < size; ++i) sum += data[i]; return sum; } constexpr int kChecksumLine = __LINE__;
 
 // Internal linkage: in .symtab and DWARF, never in .dynsym.
-static int internal_helper(int value) {
-  g_lib_sink = 44;
-  return value * 3 + 1;
-}
-constexpr int kInternalLine = __LINE__;
+static int internal_helper(int value) { g_lib_sink = 44; return value * 3 + 1; } constexpr int kInternalLine = __LINE__;
 
 }  // namespace plugin::codec
 
-extern "C" FIXTURE_EXPORT int fixture_lib_c_function(int value) {
-  g_lib_sink = 45;
-  return value + 45;
-}
-constexpr int kCFunctionLine = __LINE__;
+extern "C" FIXTURE_EXPORT int fixture_lib_c_function(int value) { g_lib_sink = 45; return value + 45; } constexpr int kCFunctionLine = __LINE__;
 
 namespace {
 
@@ -82,8 +62,8 @@ const FixtureFunction kFunctions[] = {
     {function_address(&fixture_lib_c_function), "fixture_lib_c_function", "fixture_lib.cpp", kCFunctionLine},
 };
 
-const FixtureFunction kInternal{function_address(&plugin::codec::internal_helper),
-                                "plugin::codec::internal_helper(int)", "fixture_lib.cpp", plugin::codec::kInternalLine};
+const FixtureFunction kInternal{function_address(&plugin::codec::internal_helper), "plugin::codec::internal_helper(int)",
+                                "fixture_lib.cpp", plugin::codec::kInternalLine};
 
 }  // namespace
 
@@ -93,3 +73,4 @@ extern "C" FIXTURE_EXPORT std::size_t fixture_lib_functions(const FixtureFunctio
 }
 
 extern "C" FIXTURE_EXPORT const FixtureFunction* fixture_lib_internal_function() { return &kInternal; }
+// clang-format on

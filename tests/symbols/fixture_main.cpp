@@ -1,3 +1,5 @@
+// clang-format off
+// (Not formatted: the line numbers of this file's functions are test data, __LINE__.)
 // Main-program functions of every kind the symbolizer names: a namespace function, class
 // methods (out of class, in class, static, const), overloads, a function with internal
 // linkage, one in an anonymous namespace, a template instance, a lambda, a C function.
@@ -17,82 +19,42 @@ class Parser {
  public:
   int parse(std::string_view text) const;
   static int count(const std::string& text);
-  int width() const {
-    g_fixture_sink = 11;
-    return width_;
-  }
-  static constexpr int kWidthLine = __LINE__;
+  int width() const { g_fixture_sink = 11; return width_; } static constexpr int kWidthLine = __LINE__;
 
  private:
   int width_ = 3;
 };
 
-int Parser::parse(std::string_view text) const {
-  g_fixture_sink = 12;
-  return static_cast<int>(text.size()) + width_;
-}
-constexpr int kParseLine = __LINE__;
+int Parser::parse(std::string_view text) const { g_fixture_sink = 12; return static_cast<int>(text.size()) + width_; } constexpr int kParseLine = __LINE__;
 
-int Parser::count(const std::string& text) {
-  g_fixture_sink = 13;
-  return static_cast<int>(text.size()) * 2;
-}
-constexpr int kCountLine = __LINE__;
+int Parser::count(const std::string& text) { g_fixture_sink = 13; return static_cast<int>(text.size()) * 2; } constexpr int kCountLine = __LINE__;
 
 }  // namespace fixture::geometry
 
 namespace fixture {
 
-int overloaded(int value) {
-  g_fixture_sink = 21;
-  return value + 1;
-}
-constexpr int kOverloadedIntLine = __LINE__;
-int overloaded(double value) {
-  g_fixture_sink = 22;
-  return static_cast<int>(value) + 2;
-}
-constexpr int kOverloadedDoubleLine = __LINE__;
+int overloaded(int value) { g_fixture_sink = 21; return value + 1; } constexpr int kOverloadedIntLine = __LINE__;
+int overloaded(double value) { g_fixture_sink = 22; return static_cast<int>(value) + 2; } constexpr int kOverloadedDoubleLine = __LINE__;
 
-static int internal_linkage(int value) {
-  g_fixture_sink = 23;
-  return value * 7;
-}
-constexpr int kInternalLine = __LINE__;
+static int internal_linkage(int value) { g_fixture_sink = 23; return value * 7; } constexpr int kInternalLine = __LINE__;
 
 template <typename T>
-T twice(T value) {
-  g_fixture_sink = 24;
-  return value + value;
-}
-constexpr int kTwiceLine = __LINE__;
+T twice(T value) { g_fixture_sink = 24; return value + value; } constexpr int kTwiceLine = __LINE__;
 
 // The lambda lives in an inline function: g++ and clang++ then mangle its closure type
 // the same way ({lambda(int)#1}); in a non-inline function clang++ names it $_0.
 inline const void* lambda_holder(int& line) {
-  auto lambda = [](int value) {
-    g_fixture_sink = 25;
-    return value - 1;
-  };
-  line = __LINE__;
+  auto lambda = [](int value) { g_fixture_sink = 25; return value - 1; }; line = __LINE__;
   return member_address(&decltype(lambda)::operator());
 }
 
 }  // namespace fixture
 
 namespace {
-int in_anonymous_namespace(int value) {
-  g_fixture_sink = 26;
-  return value ^ 5;
-}
-constexpr int kAnonymousLine = __LINE__;
+int in_anonymous_namespace(int value) { g_fixture_sink = 26; return value ^ 5; } constexpr int kAnonymousLine = __LINE__;
 }  // namespace
 
-extern "C" int fixture_c_function(int value) {
-  g_fixture_sink = 27;
-  return value | 8;
-}
-constexpr int kCFunctionLine = __LINE__;
+extern "C" int fixture_c_function(int value) { g_fixture_sink = 27; return value | 8; } constexpr int kCFunctionLine = __LINE__;
 
 namespace fixture {
 
@@ -102,16 +64,8 @@ namespace fixture {
   g_fixture_sink = 31;
   return __builtin_extract_return_addr(__builtin_return_address(0));
 }
-[[gnu::always_inline]] inline const void* inlined_helper() {
-  g_fixture_sink = 32;
-  return return_address();
-}
-[[gnu::noinline]] const void* caller_with_inlined() {
-  const void* where = inlined_helper();
-  g_fixture_sink = 33;
-  return where;
-}
-constexpr int kCallerLine = __LINE__;
+[[gnu::always_inline]] inline const void* inlined_helper() { g_fixture_sink = 32; return return_address(); }
+[[gnu::noinline]] const void* caller_with_inlined() { const void* where = inlined_helper(); g_fixture_sink = 33; return where; } constexpr int kCallerLine = __LINE__;
 
 const FixtureFunction kCallerWithInlined{nullptr, "fixture::caller_with_inlined()", "fixture_main.cpp", kCallerLine};
 
@@ -133,7 +87,8 @@ std::vector<FixtureFunction> main_program_functions() {
        kOverloadedDoubleLine},
       {function_address(&internal_linkage), "fixture::internal_linkage(int)", "fixture_main.cpp", kInternalLine},
       {function_address(&twice<long>), "long fixture::twice<long>(long)", "fixture_main.cpp", kTwiceLine},
-      {lambda, "fixture::lambda_holder(int&)::{lambda(int)#1}::operator()(int) const", "fixture_main.cpp", lambda_line},
+      {lambda, "fixture::lambda_holder(int&)::{lambda(int)#1}::operator()(int) const", "fixture_main.cpp",
+       lambda_line},
       {function_address(&in_anonymous_namespace), "(anonymous namespace)::in_anonymous_namespace(int)",
        "fixture_main.cpp", kAnonymousLine},
       {function_address(&fixture_c_function), "fixture_c_function", "fixture_main.cpp", kCFunctionLine},
@@ -141,3 +96,4 @@ std::vector<FixtureFunction> main_program_functions() {
 }
 
 }  // namespace fixture
+// clang-format on
