@@ -520,7 +520,7 @@ ThreadId Drainer::steps_thread() {
 // thread writes no more to it: it exited, or the session ends).
 void Drainer::let_go(ThreadBuffer& b) {
   inlined_let_go_ += b.writer->inlined.load(std::memory_order_relaxed);
-  inlined_let_go_by_function_.add(b.inlined_calls);
+  inlined_let_go_by_function_.add(*b.inlined_calls);
   registry_.release(&b);
 }
 
@@ -719,7 +719,7 @@ void Drainer::update_stats() {
   if (inlined != 0) {
     InlinedTally by_function = inlined_let_go_by_function_;
     for (const auto& c : cursors_) {
-      if (c->buffer != nullptr) by_function.add(c->buffer->inlined_calls);
+      if (c->buffer != nullptr) by_function.add(*c->buffer->inlined_calls);
     }
     stats_.functions.inlined_by_function = by_function.by_function();
   }

@@ -13,10 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <memory>  // the buffer, until it is whole
 #include <new>
 #include <thread>
 
-#include "drainer.hpp"  // drain_own_ring (Config::self_drain)
+#include "allocator.hpp"  // runtime_alloc: a buffer's inlined-calls table
+#include "drainer.hpp"    // drain_own_ring (Config::self_drain)
 #include "function_stack.hpp"
 #include "ring_records.hpp"  // the records' sizes
 #include "ringtrace/instrument.hpp"
@@ -424,6 +426,8 @@ void Registry::recycle(ThreadBuffer* buffer) {
     pool_.push_back(buffer);
   } catch (...) {  // no memory for the pool's array: give the buffer's memory back
     free_ring(*buffer);
+    buffer->inlined_calls->~InlinedCalls();
+    runtime_free(buffer->inlined_calls);
     delete buffer;
   }
 }
@@ -437,9 +441,10 @@ ThreadBuffer* Registry::acquire_buffer() {
       return buffer;
     }
   }
-  auto* buffer = new ThreadBuffer();
+  auto buffer = std::make_unique<ThreadBuffer>();
+  buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
   buffers_created_.fetch_add(1, std::memory_order_relaxed);
-  return buffer;
+  return buffer.release();
 }
 
 bool Registry::wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop) {
@@ -557,7 +562,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
     b->next_registration = head;
   } while (!registrations_.compare_exchange_weak(head, b, std::memory_order_release, std::memory_order_relaxed));
   t.block = &w;
-  t.inlined_calls = &b->inlined_calls;
+  t.inlined_calls = b->inlined_calls;
   t.epoch = epoch;
   function_stack_bound(epoch);  // frames of an earlier session are not this ring's
   return true;                  // the fast path opens when the slow path leaves (reopen_fast_path)

@@ -54,14 +54,15 @@ struct ThreadBuffer {
   std::uint32_t own_rounds = 0;
   // Calls of inlined functions the hooks left out, per function (FunctionOptions::inlined
   // false): counted by the owning thread, read by the drainer (let_go, stats), cleared at
-  // bind.
-  InlinedCalls inlined_calls;
+  // bind. 8 KiB from ringtrace's own allocator (runtime_alloc), made with the buffer and
+  // kept with it in the pool: never the program's heap.
+  InlinedCalls* inlined_calls = nullptr;
   void clear_inlined_calls() noexcept {
-    for (InlinedCalls::Slot& s : inlined_calls.slots) {
+    for (InlinedCalls::Slot& s : inlined_calls->slots) {
       s.fn.store(0, std::memory_order_relaxed);
       s.calls.store(0, std::memory_order_relaxed);
     }
-    inlined_calls.others.store(0, std::memory_order_relaxed);
+    inlined_calls->others.store(0, std::memory_order_relaxed);
   }
   // Control, cold.
   alignas(128) std::atomic<std::uint32_t> flags{0};
