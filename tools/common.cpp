@@ -278,8 +278,7 @@ std::string functions_left_out(const FunctionStats& f, std::size_t rows) {
   add(f.short_calls, "shorter than the minimum duration");
   add(f.excluded, "of functions the filters exclude");
   add(f.too_deep, "deeper than the maximum depth");
-  if (out.empty() && f.unwound == 0) return out;
-  out = "Calls left out: " + (out.empty() ? std::string("none") : out) + "\n";
+  if (!out.empty()) out = "Calls left out: " + out + "\n";
   if (f.unwound != 0)
     out += "Calls closed as unwound (an exception or a longjmp left them): " + thousands(f.unwound) + "\n";
   const auto list = [&](const std::vector<std::pair<std::string, std::uint64_t>>& entries, const char* title) {

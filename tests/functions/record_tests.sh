@@ -40,6 +40,7 @@ if [[ "${compiler}" == GNU ]]; then
   grep -q "^Calls left out" kept.txt && { cat kept.txt; fail "record --inlined: calls left out"; }
 else
   grep -q "^Calls left out" report.txt && { cat report.txt; fail "report: calls left out under ${compiler}"; }
+  grep -q "widen" report.txt && { cat report.txt; fail "report: widen listed under ${compiler}"; }
 fi
 # The binary file converts to the same pstats numbers.
 "${tool}" convert run.rtrace --pstats again.prof 2>/dev/null
