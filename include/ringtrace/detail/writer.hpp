@@ -81,7 +81,8 @@ extern "C" RINGTRACE_API void ringtrace_environment_session() noexcept;
 
 namespace ringtrace::detail {
 
-#ifndef RINGTRACE_BUILDING_LIBRARY
+// Not in a translation unit built with RINGTRACE_DISABLED: no static data there.
+#if !defined(RINGTRACE_BUILDING_LIBRARY) && !(defined(RINGTRACE_DISABLED) && RINGTRACE_DISABLED)
 [[gnu::used]] inline void (*const kEnvironmentSessionLink)() noexcept = &ringtrace_environment_session;
 #endif
 
