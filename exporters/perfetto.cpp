@@ -290,6 +290,9 @@ class PerfettoExporter final : public Exporter {
           // (write_off_cpu), its zones get their on-CPU time.
           run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
           break;
+        case EventKind::alloc:
+        case EventKind::free:
+          break;
       }
       if (out_.size() >= options_.buffer_bytes) flush();
     }

@@ -186,6 +186,17 @@ struct Config {
   // holds a 36 KiB kernel ring (8 + 1 pages, charged to the locked-memory budget).
   bool context_switches = false;
 
+  // Allocations (docs/memory.md): with ringtrace::memory linked into the program (or
+  // preloaded by `ringtrace record --memory`), every malloc, free, operator new and
+  // delete of the program's threads is recorded on its thread's ring (an alloc or free
+  // event with its size), from which the exporters give each zone its bytes, the live
+  // heap and its peak (SessionStats::memory), and the blocks still live at stop() by the
+  // zones that allocated them. Without ringtrace::memory it records nothing.
+  bool memory = false;
+  // The live blocks the heap's accounting keeps (about 64 bytes each): an allocation
+  // past that many is counted (MemoryStats::untracked_blocks), and so is its free.
+  std::size_t memory_max_blocks = std::size_t{1} << 22;
+
   // Shown by exporters that name the process (Chrome trace metadata).
   std::string process_name = "ringtrace";
 

@@ -42,6 +42,14 @@ enum class EventKind : std::uint8_t {
   // zone's on-CPU time.
   switch_out = 11,
   switch_in = 12,
+  // Config::memory (docs/memory.md): the thread allocated (alloc) or freed (free) a block
+  // of value.u bytes. A free's size is the allocation's (or its caller's, a sized delete);
+  // with flag size_unknown it is not known (a block allocated before the session, or one
+  // the heap's accounting could not keep) and value.u is 0. Site: the built-in
+  // "ringtrace: allocated" / "ringtrace: freed". Belongs to the innermost zone open on the
+  // thread (depth), as an instant does.
+  alloc = 13,
+  free = 14,
 };
 
 // Event::value.u of switch_out and switch_in events.
@@ -68,6 +76,7 @@ inline constexpr std::uint8_t late = 8;                   // time raised to keep
 inline constexpr std::uint8_t text = 16;                  // arg: the value is text (TraceContext::text)
 inline constexpr std::uint8_t truncated = 32;             // arg text: cut to the recording limit
 inline constexpr std::uint8_t closed_at_window_end = 64;  // end made up at a window's end (windows only)
+inline constexpr std::uint8_t size_unknown = 128;         // free: its block's size is not known (value.u 0)
 }  // namespace EventFlags
 
 // 32 bytes. Times are nanoseconds on the CLOCK_MONOTONIC timeline.

@@ -52,6 +52,38 @@ struct FunctionStats {
   std::vector<std::pair<std::string, std::uint64_t>> inlined_by_function;
 };
 
+// Allocations (Config::memory, docs/memory.md). Counted from the events the session
+// decoded: a session whose only output is the binary file decodes nothing (`known`
+// false; `ringtrace report` and `info` give them from the file).
+struct MemoryStats {
+  bool known = false;  // the session recorded allocations and decoded them
+  std::uint64_t allocations = 0;
+  std::uint64_t frees = 0;
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t freed_bytes = 0;  // frees whose size is known
+  std::uint64_t live_bytes = 0;   // allocated in the session and not freed
+  std::uint64_t live_blocks = 0;
+  std::uint64_t peak_live_bytes = 0;
+  std::uint64_t peak_time_ns = 0;  // CLOCK_MONOTONIC ns when the live bytes first reached the peak
+  // Frees of blocks allocated before the session (or whose allocation was not recorded,
+  // or past Config::memory_max_blocks): counted, never an error.
+  std::uint64_t frees_unmatched = 0;
+  std::uint64_t frees_size_unknown = 0;  // of those, the ones whose size is not known (not guessed)
+  std::uint64_t untracked_blocks = 0;    // allocations past Config::memory_max_blocks live blocks
+  std::uint64_t lost_frees = 0;          // blocks whose free was not recorded (seen reused)
+  // Allocations and frees made while their thread was inside ringtrace's own slow path
+  // (ringtrace's own, or a signal handler's that interrupted it): not recorded.
+  std::uint64_t unrecorded_nested = 0;
+  // The blocks live at stop(), grouped by the zones that allocated them (outermost
+  // first, "; "-joined names; "(no zone)" outside every zone), most bytes first.
+  struct Leak {
+    std::string stack;
+    std::uint64_t blocks = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<Leak> leaks;
+};
+
 struct SessionStats {
   // One row per thread, by the time of its first event; then, if the session folded
   // exited threads (Config::max_thread_rows), one row named "(exited threads)" with
@@ -80,6 +112,7 @@ struct SessionStats {
   std::uint64_t snapshots = 0;             // flight-recorder snapshots written
   std::uint64_t snapshots_suppressed = 0;  // requests and triggers the rate limit refused
   FunctionStats functions;                 // instrumented functions' calls not recorded as they ran
+  MemoryStats memory;                      // Config::memory
   // Config::context_switches. Empty when switches are recorded (or were not asked for);
   // else why they are missing, once for the session (the first refusal, e.g.
   // "perf_event_open: Permission denied (perf_event_paranoid 3)"): the session runs

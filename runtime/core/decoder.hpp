@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "clock_calibration.hpp"
+#include "heap.hpp"  // kMemoryPayloadBytes
 #include "ring_records.hpp"
 #include "ringtrace/event.hpp"
 #include "ringtrace/site.hpp"
@@ -117,7 +118,10 @@ inline EventKind value_event_kind(SiteKind kind) {
 //          SiteId named(std::uint64_t header, std::string_view name)
 //                                                 a zone named at run time: its site (runtime_names.hpp)
 //          SiteId dropped()                       the site of `dropped` events
+//          SiteId memory(ExtendedKind)            the site of `alloc` / `free` events
 //   Texts: std::uint64_t store(const char*, std::size_t)   keeps a text; returns Event::value.u
+//          std::uint64_t memory(std::uint64_t address, std::uint64_t size)
+//                                                 keeps an alloc's or free's; returns Event::value.u
 //   Clock: std::uint64_t to_ns(std::uint64_t ticks) const    any ticks to ns
 //          ClockSegment fast() const     a line that converts every ticks from its base on
 //                                        as to_ns() does (kept in registers by decode())
@@ -249,7 +253,7 @@ class RingDecoder {
         break;
       }
       const RecordKind kind = kind_of(header);
-      const bool timed = kind_has_time(kind);
+      const bool timed = record_has_time(header);
       const bool boundary = kind_begins_zone(kind);  // (an end is a boundary too: not here)
       std::uint64_t ticks = last_ticks;
       std::uint64_t ns = last_ns;
@@ -376,11 +380,27 @@ class RingDecoder {
           s.reported_drops += e.value.u;
           --recorded;  // a marker is not a recorded event
           break;
-        default:  // record_extended: padding, or a subtype of a later version (skipped, counted)
+        default: {  // record_extended
+          const std::uint64_t subtype = extended_subtype(header);
+          if ((subtype == extended_alloc || subtype == extended_free) && bytes == sizeof(MemoryRecord)) {
+            // An allocation or a free: its address and size go with the event through the
+            // owner's store to the heap's accounting after the merge (heap.hpp), which
+            // gives exporters the size in value.u.
+            site = sites_.memory(static_cast<ExtendedKind>(subtype));
+            if (site == kInvalidSite) break;
+            e.site = site;
+            e.kind = subtype == extended_alloc ? EventKind::alloc : EventKind::free;
+            e.text_size = kMemoryPayloadBytes;
+            e.value.u = texts_.memory(field_at(at, offsetof(MemoryRecord, address)),
+                                      field_at(at, offsetof(MemoryRecord, size)));
+            break;
+          }
+          // Padding, or a subtype of a later version (skipped, counted).
           site = 0;
-          if (extended_subtype(header) != extended_padding) ++counts_.skipped_extended;
+          if (subtype != extended_padding) ++counts_.skipped_extended;
           emitted = false;
           break;
+        }
       }
       if (site == kInvalidSite) {
         why = DecodeStop::no_site;
@@ -397,8 +417,7 @@ class RingDecoder {
     if (!s.started && at != start) {
       s.started = true;
       const std::uint64_t first = load_header(start);
-      s.first_ticks =
-          (first & kRecordEndBit) != 0 || kind_has_time(kind_of(first)) ? record_ticks(first, start, 0) : s.last_ticks;
+      s.first_ticks = record_has_time(first) ? record_ticks(first, start, 0) : s.last_ticks;
     }
     records = std::span<const std::uint8_t>(at, end);
     s.last_ticks = last_ticks;

@@ -73,6 +73,11 @@ class FilteredThread {
   // what the filter removed; returns how many it wrote.
   std::size_t release(std::uint64_t limit, Event* out, std::size_t capacity);
   bool empty() const { return next_ == held_.size(); }
+  // Calls `f(Event&)` on every event not released yet (its owner moves their texts).
+  template <class F>
+  void each_held(F&& f) {
+    for (std::size_t i = next_; i < held_.size(); ++i) f(held_[i]);
+  }
 
  private:
   struct Open {

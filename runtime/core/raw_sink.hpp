@@ -32,6 +32,7 @@ struct RawSessionInfo {
   std::uint64_t ring_bytes = 0;           // bytes per ring (Config::buffer_records * 16, rounded as the rings are)
   std::uint64_t boundary_gap_ticks = 0;   // boundary_gap_ticks() of the session
   bool per_thread_counters = false;       // Config::per_thread_counters
+  bool memory = false;                    // Config::memory
 };
 
 // Zone boundaries (begins and ends) of one thread are at least this many ticks apart

@@ -87,6 +87,16 @@ inline constexpr bool kind_has_time(RecordKind kind) noexcept {
   return kind != record_arg_int && kind != record_arg_double && kind != record_arg_text && kind != record_extended;
 }
 
+// Whether the record whose header is `header` has a time (its second slot): a zone end
+// (in its one slot), a kind with a time, an extended record marked timed (a memory record;
+// a later version's timed subtype, whose time a reader that skips it still keeps).
+inline constexpr bool record_has_time(std::uint64_t header) noexcept {
+  if ((header & kRecordEndBit) != 0) return true;
+  const RecordKind kind = kind_of(header);
+  if (kind == record_extended) return (header & kExtendedTimed) != 0 && extended_slots(header) >= 2;
+  return kind != record_zone_end && kind_has_time(kind);
+}
+
 // Whether a record of this kind begins a zone, or is a zone's boundary (a begin or an
 // end): a boundary's time is a gap after the thread's previous record's at least
 // (docs/file-format.md, "Ticks to nanoseconds").
@@ -165,7 +175,7 @@ inline std::uint64_t ring_record_bytes(std::uint64_t header, const std::uint8_t*
 // The ticks of the record at `at` (header `header`), or `none` if its kind has no time.
 inline std::uint64_t record_ticks(std::uint64_t header, const std::uint8_t* at, std::uint64_t none) noexcept {
   if ((header & kRecordEndBit) != 0) return header >> 1;
-  return kind_has_time(kind_of(header)) ? field_at(at, offsetof(TimedRecord, ticks)) : none;
+  return record_has_time(header) ? field_at(at, offsetof(TimedRecord, ticks)) : none;
 }
 
 }  // namespace ringtrace::detail

@@ -19,6 +19,7 @@
 
 #include <sys/mman.h>  // madvise
 
+#include "heap.hpp"  // the memory sites' names
 #include "ringtrace/exporter.hpp"
 #include "switch_events.hpp"  // the switch sites' names
 
@@ -73,6 +74,16 @@ class ReplayTables final : public TraceContext {
     }
     return id;
   }
+  // The site of alloc or free events (Config::memory), made at the file's first one.
+  SiteId memory_site(bool alloc) {
+    SiteId& id = alloc ? alloc_site_ : free_site_;
+    if (id == 0) {
+      ReplaySite s;
+      s.name = alloc ? kAllocName : kFreeName;
+      id = add_site(std::move(s), 0, SiteKind::instant, 0, 1);
+    }
+    return id;
+  }
   // A fact of the file's metadata frames: a key given twice keeps its last value.
   void add_fact(TraceMetadata fact) {
     for (TraceMetadata& f : facts) {
@@ -88,6 +99,8 @@ class ReplayTables final : public TraceContext {
   std::vector<ThreadInfo> threads;
   std::unordered_map<std::uint64_t, std::string> texts;
   std::uint64_t next_text = 0;
+  // Alloc and free events' address and size until the heap's accounting takes them.
+  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> memory_payloads;
   std::map<std::uint32_t, std::string> process_names;  // by ThreadInfo::pid (merged files)
   std::vector<TraceMetadata> facts;
   std::string name;
@@ -96,6 +109,7 @@ class ReplayTables final : public TraceContext {
 
  private:
   SiteId switch_out_site_ = 0, switch_in_site_ = 0;  // 0: not made yet
+  SiteId alloc_site_ = 0, free_site_ = 0;
 };
 
 // Events per Exporter::on_events() call: a batch of events is handed over in spans of

@@ -201,7 +201,7 @@ bool Section::apply(const Frame& frame) {
       meta_.pid = f.get<std::uint32_t>();
       clock_.tsc = f.get<std::uint8_t>() != 0;
       f.get<std::uint8_t>();  // per-thread counters (the sites' options already say)
-      f.get<std::uint16_t>();
+      memory_ = (f.get<std::uint16_t>() & tf::kSessionMemory) != 0;
       clock_.ticks_per_second = f.get<double>();
       raw_start_ns_ = f.get<std::uint64_t>();
       realtime_anchor_ = f.get<std::uint64_t>();
@@ -535,6 +535,7 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
     merge(merged, total);
     out.resize(from + total);
     last = raise_late(merged, merged + total, floor, late_);
+    account_memory(merged, merged + total);
   } else {
     // Each thread's first event, in the order the merge gives them (by time, then
     // thread), at the time it is delivered: where its thread is placed.
@@ -550,6 +551,7 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
       while (e != end) {
         Event* const part_end = e + std::min<std::ptrdiff_t>(kSpan, end - e);
         last = raise_late(e, part_end, std::max(floor, last), late_);
+        account_memory(e, part_end);
         direct_->events(std::span<const Event>(e, part_end));
         e = part_end;
       }
@@ -561,6 +563,7 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
         const std::size_t n = std::min(left, kSpan);
         merge(part, n);
         last = raise_late(part, part + n, std::max(floor, last), late_);
+        account_memory(part, part + n);
         direct_->events(std::span<const Event>(part, n));
         left -= n;
       }
@@ -679,6 +682,7 @@ void Section::finish() {
   stats.runtime_names_overflowed = runtime_names_.overflowed();
   stats.closed_at_stop = closed_at_stop_;
   stats.functions = functions_;
+  if (memory_) memory_stats(stats.memory);
   stats.clock = clock_;
   meta_.complete = complete_ && meta_.problem.empty();
   if (!complete_ && meta_.problem.empty()) {
@@ -690,6 +694,48 @@ void Section::finish() {
   }
   meta_.recovered = recovered_;
   if (!rings_note_.empty()) meta_.problem += (meta_.problem.empty() ? "" : "; ") + rings_note_;
+}
+
+// The heap's accounting of a session that recorded allocations (its session frame says):
+// the merged events, in order, before the exporters see them.
+void Section::account_memory(Event* first, Event* last) {
+  if (!memory_) return;
+  heap_.account(first, last, [this](const Event& e, std::uint64_t& address, std::uint64_t& size) {
+    const auto it = tables_.memory_payloads.find(e.value.u);
+    if (it == tables_.memory_payloads.end()) return false;
+    address = it->second.first;
+    size = it->second.second;
+    tables_.memory_payloads.erase(it);
+    return true;
+  });
+}
+
+void Section::memory_stats(MemoryStats& m) const {
+  const HeapTotals& h = heap_.totals();
+  m.known = true;
+  m.allocations = h.allocations;
+  m.frees = h.frees;
+  m.allocated_bytes = h.allocated_bytes;
+  m.freed_bytes = h.freed_bytes;
+  m.live_bytes = h.live_bytes;
+  m.live_blocks = h.live_blocks;
+  m.peak_live_bytes = h.peak_live_bytes;
+  m.peak_time_ns = h.peak_time_ns;
+  m.frees_unmatched = h.frees_unmatched;
+  m.frees_size_unknown = h.frees_size_unknown;
+  m.untracked_blocks = h.untracked_blocks;
+  m.lost_frees = h.lost_frees;
+  m.leaks.clear();
+  for (const HeapLeak& l : heap_.leaks()) {
+    MemoryStats::Leak& out = m.leaks.emplace_back();
+    for (const SiteId id : l.stack) {
+      if (!out.stack.empty()) out.stack += "; ";
+      out.stack += tables_.sites[id].info.name;
+    }
+    if (out.stack.empty()) out.stack = "(no zone)";
+    out.blocks = l.blocks;
+    out.bytes = l.bytes;
+  }
 }
 
 }  // namespace ringtrace::detail

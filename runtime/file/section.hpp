@@ -19,6 +19,7 @@
 #include "clock_calibration.hpp"
 #include "decoder.hpp"
 #include "frame_reader.hpp"
+#include "heap.hpp"
 #include "merge.hpp"
 #include "packed_records.hpp"
 #include "replay_tables.hpp"
@@ -104,11 +105,17 @@ class Section {
       return where == kInvalidSite ? kInvalidSite : s.named(where, name);
     }
     SiteId dropped() const { return 0; }
+    SiteId memory(ExtendedKind subtype) { return s.tables_.memory_site(subtype == extended_alloc); }
   };
   struct Texts {
     ReplayTables& tables;
     std::uint64_t store(const char* text, std::size_t size) {
       tables.texts.emplace(tables.next_text, std::string(text, size));
+      return tables.next_text++;
+    }
+    // Taken out again by the heap's accounting (Section::account_memory).
+    std::uint64_t memory(std::uint64_t address, std::uint64_t size) {
+      tables.memory_payloads.emplace(tables.next_text, std::pair<std::uint64_t, std::uint64_t>(address, size));
       return tables.next_text++;
     }
   };
@@ -145,6 +152,8 @@ class Section {
   SiteId function_site(std::uint64_t address, std::uint32_t module, std::string name, std::string file,
                        std::uint32_t line, bool named, bool resolved);
   bool apply(const Frame& frame);
+  void account_memory(Event* first, Event* last);
+  void memory_stats(MemoryStats& m) const;
   bool malformed(const Frame& frame, const char* what);
   Thread& thread_of(std::uint32_t file_id);
   // Unpacks and decodes a chunk's records (or a ring file's, translated) into t.pending.
@@ -217,6 +226,9 @@ class Section {
   Events span_;  // deliver(): a span of merged events on their way to direct_
   std::vector<std::pair<std::uint64_t, ThreadId>> firsts_;  // deliver(): each thread's first event
   std::uint64_t late_ = 0, closed_at_stop_ = 0;
+  // The session recorded allocations (its session frame's flags): the heap's accounting.
+  bool memory_ = false;
+  HeapTracker heap_;
 };
 
 }  // namespace ringtrace::detail

@@ -32,8 +32,11 @@ inline constexpr std::uint32_t kVersion1Merged = 2;
 inline constexpr std::uint32_t kMajor = 2;
 // Minor 1: module and function frames (instrumented functions) and switches frames
 // (docs/file-format.md, "Switches"). Minor 2: the functions frame (calls left out).
-inline constexpr std::uint32_t kMinor = 2;
+// Minor 3: memory records (extended subtypes 1 and 2) and the session frame's flags.
+inline constexpr std::uint32_t kMinor = 3;
 inline constexpr std::uint32_t kVersionWord = kMajor << 16 | kMinor;
+// The session frame's u16 flags (minor 3; 0 before).
+inline constexpr std::uint16_t kSessionMemory = 1;  // the session recorded allocations (Config::memory)
 // The header's u32 at offset 12. Format 2: feature bits.
 inline constexpr std::uint32_t kFeatureMerged = 1;  // process sections (`ringtrace merge`)
 // Format 1: bit 0 set when its frames carry checksum2 (else checksum1).

@@ -256,6 +256,34 @@ class FileReplay final : private Delivery {
   }
 
   // Several processes' calls left out: counts summed, lists merged by name, most first.
+  // Processes' heaps are their own: counts add up, the peak is the largest process's
+  // (with its time), the leaks are listed together.
+  static void add_memory_stats(MemoryStats& into, const MemoryStats& p) {
+    if (!p.known) return;
+    if (!into.known) {
+      into = p;
+      return;
+    }
+    into.allocations += p.allocations;
+    into.frees += p.frees;
+    into.allocated_bytes += p.allocated_bytes;
+    into.freed_bytes += p.freed_bytes;
+    into.live_bytes += p.live_bytes;
+    into.live_blocks += p.live_blocks;
+    if (p.peak_live_bytes > into.peak_live_bytes) {
+      into.peak_live_bytes = p.peak_live_bytes;
+      into.peak_time_ns = p.peak_time_ns;
+    }
+    into.frees_unmatched += p.frees_unmatched;
+    into.frees_size_unknown += p.frees_size_unknown;
+    into.untracked_blocks += p.untracked_blocks;
+    into.lost_frees += p.lost_frees;
+    into.unrecorded_nested += p.unrecorded_nested;
+    into.leaks.insert(into.leaks.end(), p.leaks.begin(), p.leaks.end());
+    std::stable_sort(into.leaks.begin(), into.leaks.end(),
+                     [](const MemoryStats::Leak& a, const MemoryStats::Leak& b) { return a.bytes > b.bytes; });
+  }
+
   static void add_function_stats(FunctionStats& into, const FunctionStats& p) {
     into.unwound += p.unwound;
     into.too_deep += p.too_deep;
@@ -307,6 +335,7 @@ class FileReplay final : private Delivery {
         if (stats.context_switches_unavailable.empty())
           stats.context_switches_unavailable = p.context_switches_unavailable;
         add_function_stats(stats.functions, p.functions);
+        add_memory_stats(stats.memory, p.memory);
       }
       stop_ns = std::max(stop_ns, s->clock().stop_ns);
     }

@@ -202,7 +202,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     tf::put_u32(p, pid);
     tf::put_u8(p, info.tsc ? 1 : 0);
     tf::put_u8(p, info.per_thread_counters ? 1 : 0);
-    tf::put_u16(p, 0);
+    tf::put_u16(p, info.memory ? tf::kSessionMemory : 0);
     tf::put_f64(p, info.ticks_per_second);
     tf::put_u64(p, info.start_ns);
     tf::put_u64(p, info.realtime_anchor_ns);

@@ -160,7 +160,8 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
     config.functions.max_depth = static_cast<std::uint32_t>(n);
   }
   const std::pair<const char*, bool*> flags[] = {{"RINGTRACE_INLINED", &config.functions.inlined},
-                                                 {"RINGTRACE_CONTEXT_SWITCHES", &config.context_switches}};
+                                                 {"RINGTRACE_CONTEXT_SWITCHES", &config.context_switches},
+                                                 {"RINGTRACE_MEMORY", &config.memory}};
   for (const auto& [name, flag] : flags) {
     const char* value = get(name);
     if (value == nullptr) continue;

@@ -98,6 +98,8 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   sites_.set_per_thread_counters(config_.per_thread_counters);
   sites_.set_max_runtime_names(config_.max_runtime_names);
   manual_ends_base_ = g_unbalanced_manual_ends.load(std::memory_order_relaxed);
+  memory_unrecorded_base_ = g_memory_unrecorded.load(std::memory_order_relaxed);
+  heap_ = HeapTracker(config_.memory_max_blocks);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
@@ -162,6 +164,7 @@ void Drainer::start_exporters() {
   info.ring_bytes = ring_bytes_for(config_.buffer_records);
   info.boundary_gap_ticks = boundary_gap_;
   info.per_thread_counters = config_.per_thread_counters;
+  info.memory = config_.memory;
   exporters_.each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
   raw_segment();
   // A process killed before the first pass still leaves the session and its clock in
@@ -172,9 +175,31 @@ void Drainer::start_exporters() {
 // ---------------------------------------------------------------------------------------
 // A pass.
 
+// The texts of the last pass's events were delivered with them, but for those the
+// functions' filter still holds (a call not decided yet): theirs move to the front of the
+// arena, the rest goes. (An arg's text, a memory event's address and size.)
+void Drainer::keep_held_texts() {
+  if (!filter_.active()) {
+    texts_.clear();
+    return;
+  }
+  kept_texts_.clear();
+  for (auto& c : cursors_) {
+    c->filtered.each_held([&](Event& e) {
+      if (e.text_size == 0 || e.value.u + e.text_size > texts_.size()) return;
+      const bool text = (e.kind == EventKind::arg || e.kind == EventKind::message) && (e.flags & EventFlags::text) != 0;
+      if (!text && e.kind != EventKind::alloc && e.kind != EventKind::free) return;
+      const std::uint64_t at = kept_texts_.size();
+      kept_texts_.append(texts_, e.value.u, e.text_size);
+      e.value.u = at;
+    });
+  }
+  texts_.swap(kept_texts_);
+}
+
 void Drainer::pass(bool final) {
   ++passes_;
-  texts_.clear();  // every event that pointed into it was delivered by the last pass
+  keep_held_texts();
   registry_.clear_wake();
   sites_.forget_unloaded_functions();
   // A test's request for a pass now (run_drainer_pass): read before the registrations are
@@ -455,6 +480,14 @@ void Drainer::deliver() {
     assign_sort_indices();
   // Published later than the grace allows (merge.hpp): raised, flagged, counted.
   delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
+  if (config_.memory) {
+    heap_.account(batch_, batch_ + batch_size_, [this](const Event& e, std::uint64_t& address, std::uint64_t& size) {
+      if (e.value.u + kMemoryPayloadBytes > texts_.size()) return false;
+      std::memcpy(&address, texts_.data() + e.value.u, 8);
+      std::memcpy(&size, texts_.data() + e.value.u + 8, 8);
+      return true;
+    });
+  }
   delivered_in_pass_ = true;
   const std::span<const Event> events(batch_, batch_size_);
   exporters_.each("on_events", [&](Exporter& x) { x.on_events(events, *this); });
@@ -498,6 +531,7 @@ void Drainer::complete(bool final, std::uint64_t watermark, std::uint64_t reques
   update_stats();
   registry_.pass_completed();
   registry_.passes_served(requested);
+  if (final && config_.memory) name_leaks();
   if (final) {
     SessionStats final_stats = stats();
     exporters_.each("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
@@ -736,6 +770,41 @@ void Drainer::update_stats() {
   stats_.context_switches = switches_;
   stats_.context_switches_lost = switches_lost_;
   stats_.threads_without_switches = threads_without_switches_;
+  if (config_.memory) {
+    MemoryStats& m = stats_.memory;
+    const HeapTotals& h = heap_.totals();
+    m.known = !exporters_.raw_only();
+    m.allocations = h.allocations;
+    m.frees = h.frees;
+    m.allocated_bytes = h.allocated_bytes;
+    m.freed_bytes = h.freed_bytes;
+    m.live_bytes = h.live_bytes;
+    m.live_blocks = h.live_blocks;
+    m.peak_live_bytes = h.peak_live_bytes;
+    m.peak_time_ns = h.peak_time_ns;
+    m.frees_unmatched = h.frees_unmatched;
+    m.frees_size_unknown = h.frees_size_unknown;
+    m.untracked_blocks = h.untracked_blocks;
+    m.lost_frees = h.lost_frees;
+    m.unrecorded_nested = g_memory_unrecorded.load(std::memory_order_relaxed) - memory_unrecorded_base_;
+    m.leaks = leaks_;
+  }
+}
+
+// The blocks live at stop, by the zones that allocated them (names joined as folded
+// stacks' frames are, "; " apart).
+void Drainer::name_leaks() {
+  leaks_.clear();
+  for (const HeapLeak& l : heap_.leaks()) {
+    MemoryStats::Leak& out = leaks_.emplace_back();
+    for (const SiteId id : l.stack) {
+      if (!out.stack.empty()) out.stack += "; ";
+      out.stack += sites_.site(id).name;
+    }
+    if (out.stack.empty()) out.stack = "(no zone)";
+    out.blocks = l.blocks;
+    out.bytes = l.bytes;
+  }
 }
 
 SessionStats Drainer::stats() const {

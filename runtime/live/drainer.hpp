@@ -26,6 +26,7 @@
 #include "decoder.hpp"
 #include "exporter_set.hpp"
 #include "function_filter.hpp"
+#include "heap.hpp"
 #include "inlined_tally.hpp"
 #include "merge.hpp"
 #include "ring_cursor.hpp"
@@ -114,6 +115,7 @@ class Drainer final : public TraceContext {
     SiteId function(std::uint64_t header) { return table.function_site(header >> kRecordAddressShift); }
     SiteId named(std::uint64_t header, std::string_view name) { return table.named(site(header), name); }
     SiteId dropped() { return table.id_of(&kDroppedSite); }
+    SiteId memory(ExtendedKind subtype) { return table.id_of(subtype == extended_alloc ? &kAllocSite : &kFreeSite); }
   };
   struct LiveTexts {
     std::string& arena;
@@ -121,6 +123,10 @@ class Drainer final : public TraceContext {
       const std::uint64_t at = arena.size();
       arena.append(text, size);
       return at;
+    }
+    std::uint64_t memory(std::uint64_t address, std::uint64_t size) {
+      const std::uint64_t words[2] = {address, size};
+      return store(reinterpret_cast<const char*>(words), sizeof words);
     }
   };
   // A source the merge takes events from: a thread's records (refilled from its ring as
@@ -201,6 +207,8 @@ class Drainer final : public TraceContext {
 
   void maybe_refit();
   void update_stats();
+  void keep_held_texts();
+  void name_leaks();
 
   // Every field, by who touches it. "Pass lock": the process's lock a drainer holds
   // while it works (drainer.cpp), never while it sleeps.
@@ -233,6 +241,12 @@ class Drainer final : public TraceContext {
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;
+  std::string kept_texts_;  // keep_held_texts()'s scratch
+  // Config::memory: the heap's accounting of the delivered alloc and free events (before
+  // the exporters see them), and what it found at stop (the leaks, named).
+  HeapTracker heap_;
+  std::uint64_t memory_unrecorded_base_ = 0;  // g_memory_unrecorded at construction
+  std::vector<MemoryStats::Leak> leaks_;
 
   // --- Drainer thread, under the pass lock; with Config::self_drain, the threads that
   // pack their own rings too (drain_own, under the same lock): the exporters (their

@@ -31,6 +31,7 @@
 #include "raw_sink.hpp"
 #include "ring_file.hpp"
 #include "ringtrace/detail/functions.hpp"  // g_keep_inlined
+#include "ringtrace/detail/memory.hpp"     // g_memory_on
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "thread_registry.hpp"
@@ -392,6 +393,7 @@ void Session::start() {
   }
   detail::set_function_max_depth(config.functions.max_depth);
   detail::g_keep_inlined.store(config.functions.inlined, std::memory_order_relaxed);
+  detail::g_memory_on.store(config.memory ? 1 : 0, std::memory_order_relaxed);  // before the epoch
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);

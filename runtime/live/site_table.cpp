@@ -21,6 +21,8 @@ namespace ringtrace::detail {
 const SiteInfo kDroppedSite{"ringtrace: dropped events", "", "", 0, SiteKind::instant, 0, ""};
 const SiteInfo kSwitchOutSite{kSwitchOutName, "", "", 0, SiteKind::instant, 0, ""};
 const SiteInfo kSwitchInSite{kSwitchInName, "", "", 0, SiteKind::instant, 0, ""};
+const SiteInfo kAllocSite{kAllocName, "", "", 0, SiteKind::instant, 0, ""};
+const SiteInfo kFreeSite{kFreeName, "", "", 0, SiteKind::instant, 0, ""};
 
 SiteTable::SiteTable() : cache_(kCacheSize), function_cache_(kCacheSize) { id_of(&kDroppedSite); }
 

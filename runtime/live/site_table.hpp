@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "heap.hpp"  // kAllocName, kFreeName
 #include "ringtrace/event.hpp"
 #include "ringtrace/site.hpp"
 #include "runtime_names.hpp"
@@ -21,6 +22,8 @@ extern const SiteInfo kDroppedSite;
 // table from its first switch on.
 extern const SiteInfo kSwitchOutSite;
 extern const SiteInfo kSwitchInSite;
+extern const SiteInfo kAllocSite;  // Config::memory: alloc and free events
+extern const SiteInfo kFreeSite;
 
 // In a fork child: the intern table's lock may have been held by a thread that is gone.
 void reset_intern_lock_after_fork();

@@ -20,7 +20,8 @@
 #include "allocator.hpp"  // runtime_alloc: a buffer's inlined-calls table
 #include "drainer.hpp"    // drain_own_ring (Config::self_drain)
 #include "function_stack.hpp"
-#include "ring_records.hpp"  // the records' sizes
+#include "ring_records.hpp"             // the records' sizes
+#include "ringtrace/detail/memory.hpp"  // memory_slow
 #include "ringtrace/instrument.hpp"
 #include "slow_scope.hpp"
 
@@ -778,6 +779,30 @@ void write_text(const SiteInfo* site, const char* text, std::size_t size, std::u
     return;
   }
   write_with_text(t, epoch, site, record_arg_text, false, text, size);
+}
+
+// An allocation or a free (ringtrace::memory). Recorded inside hidden zones too (the
+// heap's accounting needs every block; it belongs to the innermost recorded zone), but
+// not by ringtrace's own threads (the drainer, its exporters: not the program's heap use),
+// nor nested in this thread's slow path (ringtrace's own allocation, or a signal
+// handler's that interrupted it) or inside a sampled-out zone: those are counted.
+void memory_slow(ExtendedKind subtype, std::uint64_t address, std::uint64_t size, std::uint32_t epoch) noexcept {
+  ThreadWriter& t = t_writer;
+  if (t_untraced) return;
+  if (t.in_slow != 0 || t.epoch == kSampledOut) {
+    g_memory_unrecorded.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  SlowScope scope(t);
+  if (make_room(t, epoch, sizeof(MemoryRecord)) == Room::ok) {
+    ThreadBuffer& b = *buffer_of(t);
+    const std::uintptr_t at = reserve(*b.writer, sizeof(MemoryRecord));
+    put(at + offsetof(MemoryRecord, address), address);
+    put(at + offsetof(MemoryRecord, size), size);
+    put(at + offsetof(MemoryRecord, ticks), read_ticks(b.use_tsc));
+    publish(at, subtype == extended_alloc ? kMemoryHeader<extended_alloc> : kMemoryHeader<extended_free>);
+  }
+  reopen_fast_path(t, epoch);
 }
 
 // A message has a time of its own and belongs to no zone: recorded inside a dropped zone

@@ -245,6 +245,10 @@ void count_lost_steps(unsigned events) noexcept;
 // Marks the calling thread as never traced: one of ringtrace's own threads (the drainer,
 // the signal watcher). What it records is not the program's: left out, uncounted.
 void mark_thread_untraced() noexcept;
+// Allocations and frees left out since the process started (memory_slow): nested in a
+// thread's slow path or inside a sampled-out zone. A session counts its own from its
+// start's value.
+inline constinit std::atomic<std::uint64_t> g_memory_unrecorded{0};
 bool thread_untraced() noexcept;
 // Starts one of ringtrace's own threads with every signal blocked (a new thread inherits
 // its creator's mask), so that the kernel delivers the program's signals to the

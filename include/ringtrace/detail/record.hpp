@@ -57,7 +57,13 @@ inline constexpr std::uint64_t kTextTruncated = std::uint64_t{1} << 63;  // in a
 // record_extended subtypes.
 enum ExtendedKind : std::uint64_t {
   extended_padding = 0,  // nothing: slots a writer reserved and could not use (never in a file)
+  // Config::memory (ringtrace::memory, docs/memory.md): a MemoryRecord, timed.
+  extended_alloc = 1,  // a block of `size` bytes at `address` was allocated
+  extended_free = 2,   // the block at `address` was freed; `size` the caller's (sized delete), 0 unknown
 };
+// record_extended: bit 16 of the header set, the record's second slot is its ticks (a
+// reader that does not know the subtype still knows its time: it skips it in order).
+inline constexpr std::uint64_t kExtendedTimed = std::uint64_t{1} << 16;
 
 static_assert(alignof(SiteInfo) >= 32, "a header keeps the record kind in a site address's five low bits");
 
@@ -101,6 +107,13 @@ struct SwitchRecords {
   EndRecord end;
   TimedValueRecord begin;
 };
+// record_extended extended_alloc / extended_free (timed): one allocation or free.
+struct MemoryRecord {
+  std::uint64_t header;  // extended_header(subtype, 4) | kExtendedTimed
+  std::uint64_t ticks;
+  std::uint64_t address;
+  std::uint64_t size;  // bytes; a free's 0: not known to its caller
+};
 
 static_assert(sizeof(EndRecord) == 8 && sizeof(ExtendedRecord) == 8);
 static_assert(sizeof(TimedRecord) == 16 && offsetof(TimedRecord, ticks) == 8);
@@ -111,6 +124,8 @@ static_assert(sizeof(TextRecord) == 16 && offsetof(TextRecord, size) == 8);
 static_assert(sizeof(TimedTextRecord) == 24 && offsetof(TimedTextRecord, ticks) == 8 &&
               offsetof(TimedTextRecord, size) == 16);
 static_assert(sizeof(SwitchRecords) == 32 && offsetof(SwitchRecords, begin) == 8);
+static_assert(sizeof(MemoryRecord) == 32 && offsetof(MemoryRecord, ticks) == 8 &&
+              offsetof(MemoryRecord, address) == 16 && offsetof(MemoryRecord, size) == 24);
 
 RINGTRACE_NO_INSTRUMENT inline std::uint64_t record_header(const SiteInfo* site, RecordKind kind) noexcept {
   // `+`, not `|`: the same (the address's low bits are 0), and a compiler folds a constant
@@ -127,6 +142,10 @@ RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t extended_header(ExtendedKind sub
   return (slots << kExtendedSlotsShift) | (std::uint64_t{subtype} << kExtendedSubtypeShift) |
          (std::uint64_t{record_extended} << kRecordKindShift);
 }
+// A memory record's header: a constant, folded into the store.
+template <ExtendedKind Subtype>
+inline constexpr std::uint64_t kMemoryHeader = extended_header(Subtype, sizeof(MemoryRecord) / 8) | kExtendedTimed;
+
 RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t end_slot(std::uint64_t ticks) noexcept {
   return (ticks << 1) | kRecordEndBit;
 }

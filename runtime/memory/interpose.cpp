@@ -1,0 +1,283 @@
+// The allocation functions of ringtrace::memory (Config::memory, docs/memory.md): the C
+// allocator's entry points and every form of operator new and delete, each forwarded to
+// the program's own allocator (the next definition of malloc and friends: glibc's, or
+// jemalloc's, tcmalloc's, mimalloc's when the program loads one) and recorded on the
+// calling thread's ring (include/ringtrace/detail/memory.hpp).
+//
+// Linked into a program (CMake ringtrace::memory, pkg-config ringtrace-memory) or
+// preloaded with the whole runtime (libringtrace_preload.so, `ringtrace record --memory`).
+//
+// Order of record and call: a free is recorded before the block goes back to the
+// allocator, an allocation after it came out, so that a block another thread gets at
+// the same address next is stamped after this one's free. realloc records the free of
+// the old block first, then the new block (the same address when it grew in place); a
+// realloc that fails leaves its old block, whose later free is then counted as one whose
+// allocation was not recorded (MemoryStats::frees_unmatched).
+//
+// Before the next definitions are known (the dynamic loader's bootstrap: dlsym itself
+// may allocate), allocations come from a static arena of this file's and are not
+// recorded; their frees are ignored.
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "ringtrace/detail/memory.hpp"
+
+#define RINGTRACE_ALLOC_API extern "C" __attribute__((visibility("default"), no_instrument_function))
+#define RINGTRACE_NEW_API __attribute__((visibility("default"), no_instrument_function))
+
+namespace {
+
+using ringtrace::detail::extended_alloc;
+using ringtrace::detail::extended_free;
+using ringtrace::detail::memory_record;
+
+struct Next {
+  void* (*malloc)(std::size_t) = nullptr;
+  void (*free)(void*) = nullptr;
+  void* (*calloc)(std::size_t, std::size_t) = nullptr;
+  void* (*realloc)(void*, std::size_t) = nullptr;
+  void* (*memalign)(std::size_t, std::size_t) = nullptr;
+  int (*posix_memalign)(void**, std::size_t, std::size_t) = nullptr;
+  void* (*aligned_alloc)(std::size_t, std::size_t) = nullptr;
+  void* (*valloc)(std::size_t) = nullptr;
+  void* (*pvalloc)(std::size_t) = nullptr;
+};
+constinit Next g_next{};
+// 0: not looked up; 1: being looked up (calls meanwhile, dlsym's own included, take the
+// arena); 2: known.
+constinit std::atomic<int> g_state{0};
+
+// The bootstrap arena: 16-byte aligned blocks, each after a 16-byte header holding its
+// size, never reused.
+alignas(64) constinit unsigned char g_arena[256 * 1024]{};
+constinit std::atomic<std::size_t> g_arena_used{0};
+
+bool in_arena(const void* p) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  return c >= g_arena && c < g_arena + sizeof g_arena;
+}
+
+void* arena_alloc(std::size_t size, std::size_t align = 16) {
+  if (align < 16) align = 16;
+  if (size > sizeof g_arena || align > 4096) return nullptr;
+  std::size_t at = g_arena_used.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::size_t start = (at + 16 + align - 1) & ~(align - 1);  // a 16-byte header below it
+    const std::size_t end = start + ((size + 15) & ~std::size_t{15});
+    if (end > sizeof g_arena) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    if (g_arena_used.compare_exchange_weak(at, end, std::memory_order_relaxed)) {
+      std::memcpy(g_arena + start - 16, &size, sizeof size);
+      return g_arena + start;
+    }
+  }
+}
+
+std::size_t arena_size(const void* p) {
+  std::size_t size = 0;
+  std::memcpy(&size, static_cast<const unsigned char*>(p) - 16, sizeof size);
+  return size;
+}
+
+template <class F>
+void look_up(F& f, const char* name) {
+  f = reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+
+// The next definitions, or false while they are being looked up (or are missing: a
+// static program has none).
+bool next_known() {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == 2) [[likely]]
+    return true;
+  if (state == 0 && g_state.compare_exchange_strong(state, 1, std::memory_order_acq_rel)) {
+    Next n;
+    look_up(n.malloc, "malloc");
+    look_up(n.free, "free");
+    look_up(n.calloc, "calloc");
+    look_up(n.realloc, "realloc");
+    look_up(n.memalign, "memalign");
+    look_up(n.posix_memalign, "posix_memalign");
+    look_up(n.aligned_alloc, "aligned_alloc");
+    look_up(n.valloc, "valloc");
+    look_up(n.pvalloc, "pvalloc");
+    if (n.malloc == nullptr || n.free == nullptr || n.calloc == nullptr || n.realloc == nullptr ||
+        n.memalign == nullptr) {
+      static const char kNone[] = "ringtrace::memory: no allocator after it (a static program?); aborting\n";
+      [[maybe_unused]] const auto w = ::write(2, kNone, sizeof kNone - 1);
+      ::abort();
+    }
+    g_next = n;
+    g_state.store(2, std::memory_order_release);
+    return true;
+  }
+  return g_state.load(std::memory_order_acquire) == 2;
+}
+
+void* allocated(void* p, std::size_t size) {
+  if (p != nullptr) memory_record<extended_alloc>(p, size);
+  return p;
+}
+
+void* aligned(std::size_t align, std::size_t size) {
+  if (!next_known()) return arena_alloc(size, align);
+  return allocated(g_next.memalign(align, size), size);
+}
+
+void release(void* p, std::size_t size) {
+  if (p == nullptr || in_arena(p)) return;
+  memory_record<extended_free>(p, size);
+  if (next_known()) g_next.free(p);
+}
+
+// operator new's contract: loop on the new handler, throw bad_alloc when there is none.
+void* new_block(std::size_t size, std::size_t align) {
+  if (size == 0) size = 1;
+  for (;;) {
+    void* p = nullptr;
+    if (align <= alignof(std::max_align_t)) {
+      p = ::malloc(size);  // recorded there
+    } else if (next_known()) {
+      p = allocated(g_next.memalign(align, size), size);
+    } else {
+      p = arena_alloc(size, align);
+    }
+    if (p != nullptr) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw std::bad_alloc();
+    handler();
+  }
+}
+
+void* new_nothrow(std::size_t size, std::size_t align) noexcept {
+  try {
+    return new_block(size, align);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept {
+  if (!next_known()) return arena_alloc(size);
+  return allocated(g_next.malloc(size), size);
+}
+
+RINGTRACE_ALLOC_API void free(void* p) noexcept { release(p, 0); }
+
+RINGTRACE_ALLOC_API void* calloc(std::size_t n, std::size_t size) noexcept {
+  if (!next_known()) {
+    if (size != 0 && n > SIZE_MAX / size) return nullptr;
+    return arena_alloc(n * size);  // static storage: zero already
+  }
+  void* p = g_next.calloc(n, size);
+  return p != nullptr ? allocated(p, n * size) : nullptr;
+}
+
+RINGTRACE_ALLOC_API void* realloc(void* p, std::size_t size) noexcept {
+  if (p == nullptr) return ::malloc(size);
+  if (in_arena(p) || !next_known()) {  // a bootstrap block moves out of the arena
+    void* q = next_known() ? ::malloc(size) : arena_alloc(size);
+    if (q != nullptr && in_arena(p)) {
+      const std::size_t old = arena_size(p);
+      std::memcpy(q, p, old < size ? old : size);
+    }
+    return q;
+  }
+  memory_record<extended_free>(p, 0);
+  void* q = g_next.realloc(p, size);
+  return q != nullptr ? allocated(q, size) : nullptr;
+}
+
+RINGTRACE_ALLOC_API void* reallocarray(void* p, std::size_t n, std::size_t size) noexcept {
+  if (size != 0 && n > SIZE_MAX / size) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return ::realloc(p, n * size);
+}
+
+RINGTRACE_ALLOC_API int posix_memalign(void** out, std::size_t align, std::size_t size) noexcept {
+  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  if (!next_known()) {
+    void* p = arena_alloc(size, align);
+    if (p == nullptr) return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  const int err = g_next.posix_memalign != nullptr ? g_next.posix_memalign(out, align, size)
+                                                   : ((*out = g_next.memalign(align, size)) != nullptr ? 0 : ENOMEM);
+  if (err == 0) allocated(*out, size);
+  return err;
+}
+
+RINGTRACE_ALLOC_API void* aligned_alloc(std::size_t align, std::size_t size) noexcept {
+  if (!next_known()) return arena_alloc(size, align);
+  void* p = g_next.aligned_alloc != nullptr ? g_next.aligned_alloc(align, size) : g_next.memalign(align, size);
+  return allocated(p, size);
+}
+
+RINGTRACE_ALLOC_API void* memalign(std::size_t align, std::size_t size) noexcept { return aligned(align, size); }
+
+RINGTRACE_ALLOC_API void* valloc(std::size_t size) noexcept {
+  if (!next_known()) return arena_alloc(size, 4096);
+  void* p = g_next.valloc != nullptr ? g_next.valloc(size) : g_next.memalign(4096, size);
+  return allocated(p, size);
+}
+
+RINGTRACE_ALLOC_API void* pvalloc(std::size_t size) noexcept {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t rounded = size == 0 ? page : (size + page - 1) & ~(page - 1);
+  if (!next_known()) return arena_alloc(rounded, page);
+  void* p = g_next.pvalloc != nullptr ? g_next.pvalloc(size) : g_next.memalign(page, rounded);
+  return allocated(p, rounded);
+}
+
+// --- operator new and delete: through malloc above (recorded once), the aligned forms
+// through the next memalign. Sized deletes record the size their caller knows.
+
+RINGTRACE_NEW_API void* operator new(std::size_t size) { return new_block(size, 0); }
+RINGTRACE_NEW_API void* operator new[](std::size_t size) { return new_block(size, 0); }
+RINGTRACE_NEW_API void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return new_nothrow(size, 0); }
+RINGTRACE_NEW_API void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return new_nothrow(size, 0);
+}
+RINGTRACE_NEW_API void* operator new(std::size_t size, std::align_val_t align) {
+  return new_block(size, static_cast<std::size_t>(align));
+}
+RINGTRACE_NEW_API void* operator new[](std::size_t size, std::align_val_t align) {
+  return new_block(size, static_cast<std::size_t>(align));
+}
+RINGTRACE_NEW_API void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  return new_nothrow(size, static_cast<std::size_t>(align));
+}
+RINGTRACE_NEW_API void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  return new_nothrow(size, static_cast<std::size_t>(align));
+}
+
+RINGTRACE_NEW_API void operator delete(void* p) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete[](void* p) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete(void* p, std::size_t size) noexcept { release(p, size); }
+RINGTRACE_NEW_API void operator delete[](void* p, std::size_t size) noexcept { release(p, size); }
+RINGTRACE_NEW_API void operator delete(void* p, const std::nothrow_t&) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete[](void* p, const std::nothrow_t&) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete(void* p, std::align_val_t) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete(void* p, std::size_t size, std::align_val_t) noexcept { release(p, size); }
+RINGTRACE_NEW_API void operator delete[](void* p, std::size_t size, std::align_val_t) noexcept { release(p, size); }
+RINGTRACE_NEW_API void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
+RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  release(p, 0);
+}
