@@ -68,6 +68,11 @@ constexpr const char* kHelp =
     "                    off-CPU)                            RINGTRACE_CONTEXT_SWITCHES=1\n"
     "                    Where the kernel refuses them (perf_event_paranoid 3, a seccomp\n"
     "                    filter), this is said once and PROGRAM is recorded without them.\n"
+    "  --memory          record every allocation and free (malloc, operator new, ...):\n"
+    "                    report gains each zone's bytes, the heap's peak and --leaks.\n"
+    "                    A dynamically linked PROGRAM that does not link ringtrace is\n"
+    "                    recorded through libringtrace_preload.so (LD_PRELOAD); one\n"
+    "                    that links ringtrace links ringtrace::memory     RINGTRACE_MEMORY=1\n"
     "\n"
     "The filters apply to the events the session decodes (every output but the binary\n"
     "file, which keeps every call; convert does not filter). A program that starts a\n"
@@ -90,6 +95,27 @@ std::string exit_text(int status) {
     return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
            ")";
   return "status " + std::to_string(status);
+}
+
+// libringtrace_preload.so for --memory: RINGTRACE_PRELOAD if set, else beside the tool as
+// the build tree has it (one folder up) or where it is installed.
+std::string preload_library() {
+  if (const char* given = std::getenv("RINGTRACE_PRELOAD"); given != nullptr && *given != '\0') {
+    if (!std::filesystem::is_regular_file(given))
+      throw std::runtime_error(std::string("RINGTRACE_PRELOAD: no file '") + given + "'");
+    return std::filesystem::absolute(given).string();
+  }
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path dir = self.parent_path();
+    for (const std::filesystem::path& p : {dir.parent_path() / "libringtrace_preload.so",
+                                           dir / RINGTRACE_PRELOAD_INSTALLED / "libringtrace_preload.so"}) {
+      if (std::filesystem::is_regular_file(p, ec)) return p.lexically_normal().string();
+    }
+  }
+  throw std::runtime_error(
+      "--memory: libringtrace_preload.so not found beside this tool (set RINGTRACE_PRELOAD to its path)");
 }
 
 // The runtime's rule for RINGTRACE_OUTPUT's paths (runtime/launch/): "%p" is the
@@ -189,6 +215,7 @@ int record(const std::vector<std::string>& args) {
   std::vector<Output> outputs;
   std::vector<std::pair<const char*, std::string>> settings;
   bool switches = false;
+  bool memory = false;
   std::size_t i = 0;
   for (; i < args.size() && args[i] != "--"; ++i) {
     const std::string& a = args[i];
@@ -211,6 +238,9 @@ int record(const std::vector<std::string>& args) {
     } else if (a == "--context-switches") {
       settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
       switches = true;
+    } else if (a == "--memory") {
+      settings.emplace_back("RINGTRACE_MEMORY", "1");
+      memory = true;
     } else if (a == "--policy") {
       const std::string& policy = option_value(args, i);
       if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
@@ -254,6 +284,14 @@ int record(const std::vector<std::string>& args) {
                           "); recording without on-CPU times");
     }
   }
+  // --memory: the allocation functions and a runtime, preloaded (before anything the
+  // program's own LD_PRELOAD names, so that its allocator, if it brings one, comes next).
+  std::string preload;
+  if (memory) {
+    preload = preload_library();
+    if (const char* more = std::getenv("LD_PRELOAD"); more != nullptr && *more != '\0')
+      preload += std::string(":") + more;
+  }
   // The files of each output that exist before the run: one still there afterwards with
   // the same time was not written by it.
   std::vector<FileTimes> before;
@@ -265,6 +303,7 @@ int record(const std::vector<std::string>& args) {
   if (child == 0) {
     ::setenv("RINGTRACE_OUTPUT", list.c_str(), 1);
     for (const auto& [name, value] : settings) ::setenv(name, value.c_str(), 1);
+    if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
     std::vector<char*> argv;
     for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

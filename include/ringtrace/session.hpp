@@ -89,6 +89,7 @@ class RINGTRACE_API Session {
   struct Impl;  // opaque; public only so that the runtime's process hooks can name it
 
  private:
+  bool start_recording();  // start() but the allocations' switch: false if it records nothing
   std::unique_ptr<Impl> impl_;
 };
 

@@ -125,8 +125,8 @@ class HeapTracker {
   bool seen_ = false;
   HeapTotals totals_;
   std::unordered_map<std::uint64_t, Block> live_;
-  std::vector<std::vector<std::uint32_t>> stacks_;  // per thread: the open zones' nodes, innermost last
-  std::vector<Node> nodes_{Node{0, 0}};             // node 0: the root (no zone)
+  std::vector<std::vector<std::uint32_t>> stacks_;             // per thread: the open zones' nodes, innermost last
+  std::vector<Node> nodes_{Node{0, 0}};                        // node 0: the root (no zone)
   std::unordered_map<std::uint64_t, std::uint32_t> children_;  // parent << 32 | site -> node
 };
 

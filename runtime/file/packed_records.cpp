@@ -129,7 +129,9 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
   }
   if (kind == record_extended) {  // its subtype, its bytes after the header, those bytes
     const std::uint64_t bytes = extended_slots(header) * 8 - sizeof(ExtendedRecord);
-    out = put_varint(out, packed_header(record_extended, extended_subtype(header)));
+    out = put_varint(
+        out, packed_header(record_extended,
+                           extended_subtype(header) | ((header & kExtendedTimed) != 0 ? kPackedExtendedTimed : 0)));
     out = put_varint(out, bytes);
     return put_bytes(out, record + sizeof(ExtendedRecord), bytes);
   }
@@ -197,7 +199,8 @@ bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::s
                     std::uint64_t bytes = 0;
                     if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p))
                       return "an extended record cut short";
-                    out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1));
+                    out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1) |
+                            ((index & kPackedExtendedTimed) != 0 ? kExtendedTimed : 0));
                     out.text(p, bytes);
                     p += bytes;
                     return nullptr;

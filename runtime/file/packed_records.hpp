@@ -32,9 +32,10 @@ inline constexpr std::uint64_t unpacked_header(RecordKind kind, std::uint64_t in
 }
 
 // A packed record's first varint: `kind | index << 4` (for record_extended, its subtype
-// where the index is).
+// where the index is, and kPackedExtendedTimed when its second slot is its ticks).
 inline constexpr unsigned kPackedIndexShift = 4;
 inline constexpr std::uint64_t kPackedKindMask = 15;
+inline constexpr std::uint64_t kPackedExtendedTimed = 0x100;  // in an extended record's index (format 2.3)
 inline constexpr std::uint64_t packed_header(RecordKind kind, std::uint64_t index) noexcept {
   return std::uint64_t{kind} | (index << kPackedIndexShift);
 }

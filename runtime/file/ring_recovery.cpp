@@ -163,11 +163,13 @@ void Section::recover() {
       if (n == 0) break;  // a kind this reader does not know, or torn: nothing after it can be read
       const RecordKind kind = kind_of(word);
       pos += n;
-      if (kind == record_extended) continue;  // nothing of the file's
+      // Extended records as they are (memory records: no address of the file's in them);
+      // padding is nothing of the file's.
+      if (kind == record_extended && extended_subtype(word) == extended_padding) continue;
       const std::size_t first = ring_.size();
       ring_.resize(first + n / 8);
       std::memcpy(ring_.data() + first, record, n);
-      if (kind == record_zone_end || kind == record_dropped) continue;
+      if (kind == record_zone_end || kind == record_dropped || kind == record_extended) continue;
       if (kind == record_function_entry) {
         // A function first called after the drainer's last pass: named from the module
         // whose range holds it (the recording's modules, as far as the file got).

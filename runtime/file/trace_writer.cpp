@@ -474,6 +474,10 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
             if ((v & (detail::kStepEnds | detail::kStepBegins)) != 0) events = events - 1 + n;  // the ++ above
           }
         }
+        if (kind == detail::record_extended) {  // an allocation or a free is an event (the decoder's count)
+          const std::uint64_t subtype = detail::extended_subtype(header);
+          if (subtype == detail::extended_alloc || subtype == detail::extended_free) ++events;
+        }
         std::uint64_t chunk_last = last;  // `last` itself never has its address taken: it stays in a register
         p = tf::pack_record(at, index, chunk_last, p);
         last = chunk_last;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "environment.hpp"              // live: mark_environment_session
+#include "ringtrace/detail/memory.hpp"  // g_memory_on
 #include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
@@ -202,9 +203,19 @@ std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out) {
 // leak checkers see it reachable at exit.
 Session* g_environment_session = nullptr;
 
+void start_session(bool& memory);
+
 // At the program's start: the session RINGTRACE_OUTPUT asks for, or one line on standard
 // error saying why there is none (the program runs on either way).
 __attribute__((constructor)) void start_environment_session() {
+  // Config::memory: what this function allocates and frees around the session's start is
+  // ringtrace's own, not the program's: allocations are recorded from its end on.
+  bool memory = false;
+  start_session(memory);
+  if (memory) g_memory_on.store(1, std::memory_order_relaxed);
+}
+
+void start_session(bool& memory) {
   EnvironmentPlan plan = plan_from_environment([](const char* name) { return std::getenv(name); }, ::getpid());
   if (!plan.wanted) return;
   ::unsetenv("RINGTRACE_OUTPUT");  // not for the programs this one starts
@@ -221,6 +232,8 @@ __attribute__((constructor)) void start_environment_session() {
       described += (described.empty() ? "" : ", ") + out.path;
     }
     session->start();
+    memory = plan.config.memory;
+    g_memory_on.store(0, std::memory_order_relaxed);  // on again when this is done (above)
     mark_environment_session(*session, "RINGTRACE_OUTPUT=" + described);
     flush_on_signals({SIGINT, SIGTERM});  // the files complete when the run is interrupted
   } catch (const std::exception& e) {

@@ -300,6 +300,21 @@ void Session::add_exporter(std::shared_ptr<Exporter> exporter) {
 }
 
 void Session::start() {
+  // Allocations are recorded from the end of start(): what it allocates and frees itself
+  // (the drainer's thread, its locals) is ringtrace's own, not the program's.
+  // A start that records nothing (another session runs) leaves the running one's as it was.
+  const std::uint8_t was = detail::g_memory_on.exchange(0, std::memory_order_relaxed);
+  bool started = false;
+  try {
+    started = start_recording();
+  } catch (...) {
+    detail::g_memory_on.store(was, std::memory_order_relaxed);
+    throw;
+  }
+  detail::g_memory_on.store(started ? (impl_->config.memory ? 1 : 0) : was, std::memory_order_relaxed);
+}
+
+bool Session::start_recording() {
   std::lock_guard<std::mutex> stopping(impl_->stop_mutex);
   std::lock_guard<std::mutex> lock(g_session_mutex);
   if (impl_->inherited()) impl_->abandon();
@@ -315,7 +330,7 @@ void Session::start() {
                    "Session::start() records nothing and its exporters get no events (one session at a time)\n",
                    environment_outputs().c_str());
     }
-    return;
+    return false;
   }
   if (g_active != nullptr) {
     throw std::logic_error("ringtrace: start() called while another session is running; stop it first");
@@ -393,7 +408,6 @@ void Session::start() {
   }
   detail::set_function_max_depth(config.functions.max_depth);
   detail::g_keep_inlined.store(config.functions.inlined, std::memory_order_relaxed);
-  detail::g_memory_on.store(config.memory ? 1 : 0, std::memory_order_relaxed);  // before the epoch
   detail::Registry& registry = detail::Registry::instance();
   const std::uint32_t epoch = registry.publish_epoch(params);
   drainer->set_epoch(epoch);
@@ -424,6 +438,7 @@ void Session::start() {
   impl_->begin_step(0);
   impl_->unlock_steps();
   g_frame_session.store(impl_.get(), std::memory_order_release);
+  return true;
 }
 
 namespace detail {

@@ -13,7 +13,18 @@
 #include <string>
 #include <vector>
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <new>
+#include <thread>
+
 #include "ringtrace/exporter.hpp"
+#include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
 namespace {
@@ -109,6 +120,281 @@ TEST(Memory, ALeakOfKnownSizeIsFoundInItsZone) {
   }
   EXPECT_TRUE(found);
   std::free(kept);
+}
+
+// A session that collects the memory events, run around `body`.
+template <class Body>
+std::shared_ptr<MemoryEvents> record(Body&& body, ringtrace::Config config = memory_config(),
+                                     ringtrace::SessionStats* stats = nullptr) {
+  ringtrace::Session session(config);
+  auto events = std::make_shared<MemoryEvents>();
+  session.add_exporter(events);
+  session.start();
+  body();
+  session.stop();
+  if (stats != nullptr) *stats = session.stats();
+  return events;
+}
+
+TEST(Memory, VectorGrowthIsEveryCapacityAllocatedAndFreed) {
+  std::vector<std::size_t> capacities;  // the test's own count: every buffer the vector had
+  capacities.reserve(64);               // its own growth stays out of the zone
+  const auto events = record([&] {
+    RINGTRACE_ZONE("grow");
+    std::vector<std::uint64_t> v;
+    std::size_t last = 0;
+    for (int i = 0; i < 1000; ++i) {
+      v.push_back(static_cast<std::uint64_t>(i));
+      if (v.capacity() != last) {
+        last = v.capacity();
+        capacities.push_back(last * sizeof(std::uint64_t));
+      }
+    }
+    g_sink = v.data();
+  });
+  std::uint64_t expected = 0;
+  for (std::size_t c : capacities) expected += c;
+  const auto [allocated, freed] = events->in("grow");
+  EXPECT_EQ(allocated, expected);
+  EXPECT_EQ(freed, expected);  // the last buffer too, when v went out of scope
+}
+
+TEST(Memory, StringsNewArraysCallocAndAlignedFormsAreTheirSizes) {
+  const auto events = record([] {
+    RINGTRACE_ZONE("forms");
+    {
+      std::string s(1000, 'x');  // past the small-string buffer: one block of 1001 bytes
+      g_sink = s.data();
+    }
+    int* a = new int[300];
+    g_sink = a;
+    delete[] a;
+    void* c = std::calloc(7, 13);
+    g_sink = c;
+    std::free(c);
+    void* al = std::aligned_alloc(256, 512);
+    g_sink = al;
+    std::free(al);
+    void* pm = nullptr;
+    ASSERT_EQ(::posix_memalign(&pm, 64, 1000), 0);
+    std::free(pm);
+    void* ma = ::memalign(128, 333);
+    g_sink = ma;
+    std::free(ma);
+    struct alignas(512) Wide {
+      char bytes[1024];
+    };
+    Wide* w = new Wide;
+    g_sink = w;
+    delete w;
+    void* nt = ::operator new(50, std::nothrow);
+    ::operator delete(nt, std::nothrow);
+  });
+  const auto [allocated, freed] = events->in("forms");
+  const std::uint64_t expected = 1001 + 300 * sizeof(int) + 7 * 13 + 512 + 1000 + 333 + 1024 + 50;
+  EXPECT_EQ(allocated, expected);
+  EXPECT_EQ(freed, expected);
+}
+
+TEST(Memory, ReallocThatMovesAndThatGrowsInPlace) {
+  std::vector<std::pair<std::size_t, bool>> steps;  // (size, moved)
+  steps.reserve(8);
+  const auto events = record([&] {
+    RINGTRACE_ZONE("realloc");
+    void* p = std::malloc(100);
+    for (std::size_t size : {200u, 100000u, 50u, 300000u}) {
+      void* q = std::realloc(p, size);
+      ASSERT_NE(q, nullptr);
+      steps.emplace_back(size, q != p);
+      p = q;
+    }
+    std::free(p);
+  });
+  // Each realloc is the free of the old block and the allocation of the new one, moved or not.
+  std::uint64_t allocated = 100, freed = 100;
+  std::size_t last = 100;
+  for (const auto& [size, moved] : steps) {
+    allocated += size;
+    freed += last;
+    last = size;
+  }
+  freed += last - 100;  // the final free, less the first block counted above
+  const auto [a, f] = events->in("realloc");
+  EXPECT_EQ(a, allocated);
+  EXPECT_EQ(f, allocated);
+  EXPECT_EQ(f, freed);
+}
+
+TEST(Memory, ABlockFreedOnAnotherThreadHasItsSize) {
+  std::vector<void*> blocks;
+  blocks.reserve(100);
+  const auto events = record([&] {
+    {
+      RINGTRACE_ZONE("producer");
+      for (int i = 0; i < 100; ++i) blocks.push_back(std::malloc(1000 + static_cast<std::size_t>(i)));
+    }
+    std::thread consumer([&] {
+      RINGTRACE_ZONE("consumer");
+      for (void* b : blocks) std::free(b);
+    });
+    consumer.join();
+  });
+  const std::uint64_t expected = 100 * 1000 + 99 * 100 / 2;
+  EXPECT_EQ(events->in("producer").first, expected);
+  EXPECT_EQ(events->in("consumer").second, expected);
+  for (const auto& s : events->seen) EXPECT_EQ(s.flags & ringtrace::EventFlags::size_unknown, 0) << s.zone;
+}
+
+TEST(Memory, FreesOfBlocksFromBeforeTheSessionAreCountedNotGuessed) {
+  void* before = std::malloc(4321);
+  g_sink = before;
+  void* sized = ::operator new(40);
+  g_sink = sized;
+  ringtrace::SessionStats stats;
+  const auto events = record(
+      [&] {
+        RINGTRACE_ZONE("late");
+        std::free(before);
+        ::operator delete(sized, 40);  // its caller knows the size
+      },
+      memory_config(), &stats);
+  EXPECT_EQ(events->in("late").second, 40u);
+  int unknown = 0;
+  for (const auto& s : events->seen) {
+    if (s.zone == "late" && (s.flags & ringtrace::EventFlags::size_unknown) != 0) ++unknown;
+  }
+  EXPECT_EQ(unknown, 1);
+  EXPECT_GE(stats.memory.frees_unmatched, 2u);
+  EXPECT_GE(stats.memory.frees_size_unknown, 1u);
+}
+
+std::atomic<int> g_handler_allocs{0};
+void allocating_handler(int) {
+  // Not async-signal-safe in general; glibc's malloc is, when the thread was not inside it.
+  void* p = std::malloc(24);
+  g_sink = p;
+  std::free(p);
+  g_handler_allocs.fetch_add(1);
+}
+
+TEST(Memory, AllocationsInASignalHandlerAreRecordedOrCounted) {
+  struct sigaction action {};
+  action.sa_handler = allocating_handler;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  ringtrace::SessionStats stats;
+  const auto events = record(
+      [&] {
+        RINGTRACE_ZONE("signalled");
+        for (int i = 0; i < 200; ++i) {
+          void* p = std::malloc(64);
+          g_sink = p;
+          ::raise(SIGUSR1);
+          std::free(p);
+        }
+      },
+      memory_config(), &stats);
+  sigaction(SIGUSR1, &old, nullptr);
+  ASSERT_EQ(g_handler_allocs.load(), 200);
+  std::uint64_t in_zone = 0;
+  for (const auto& s : events->seen) {
+    if (s.zone == "signalled" && s.kind == EventKind::alloc && s.bytes == 24) ++in_zone;
+  }
+  EXPECT_EQ(in_zone + stats.memory.unrecorded_nested, 200u);
+  EXPECT_EQ(stats.dropped, 0u);
+}
+
+TEST(Memory, AForkChildAllocatesWithoutTouchingTheParentsRing) {
+  ringtrace::SessionStats stats;
+  const auto events = record(
+      [&] {
+        RINGTRACE_ZONE("parent");
+        const pid_t child = ::fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+          std::vector<std::string> v(1000, std::string(100, 'c'));  // records nothing: no session here
+          g_sink = v.data();
+          ::_exit(0);
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(child, &status, 0), child);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        void* p = std::malloc(555);
+        g_sink = p;
+        std::free(p);
+      },
+      memory_config(), &stats);
+  EXPECT_EQ(events->in("parent").first, 555u);
+}
+
+TEST(Memory, OffByDefaultRecordsNothing) {
+  ringtrace::Config config;
+  const auto events = record(
+      [] {
+        RINGTRACE_ZONE("quiet");
+        void* p = std::malloc(100);
+        g_sink = p;
+        std::free(p);
+      },
+      config);
+  EXPECT_TRUE(events->seen.empty());
+}
+
+TEST(Memory, TheBinaryFileGivesWhatTheLiveSessionGave) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ringtrace_memory_" + std::to_string(::getpid()) + ".rtrace");
+  ringtrace::Session session(memory_config());
+  auto live = std::make_shared<MemoryEvents>();
+  session.add_exporter(live);
+  session.add_exporter(ringtrace::binary_trace_exporter(path));
+  session.start();
+  void* leak = nullptr;
+  {
+    RINGTRACE_ZONE("outer");
+    std::vector<int> v(5000);
+    g_sink = v.data();
+    {
+      RINGTRACE_ZONE("inner");
+      leak = std::malloc(999);
+      g_sink = leak;
+    }
+  }
+  session.stop();
+  const ringtrace::MemoryStats live_stats = session.stats().memory;
+  MemoryEvents read;
+  struct Finish final : ringtrace::Exporter {
+    ringtrace::SessionStats stats;
+    void on_events(std::span<const Event>, const ringtrace::TraceContext&) override {}
+    void on_finish(const ringtrace::TraceContext&, const ringtrace::SessionStats& s) override { stats = s; }
+  } finish;
+  ringtrace::Exporter* exporters[] = {&read, &finish};
+  const ringtrace::ReplayResult r = ringtrace::replay_file(path, exporters);
+  std::filesystem::remove(path);
+  std::free(leak);
+  ASSERT_TRUE(r.complete) << r.problem;
+  EXPECT_EQ(r.minor_version, 3u);
+  ASSERT_EQ(read.seen.size(), live->seen.size());
+  for (std::size_t i = 0; i < read.seen.size(); ++i) {
+    EXPECT_EQ(read.seen[i].kind, live->seen[i].kind);
+    EXPECT_EQ(read.seen[i].bytes, live->seen[i].bytes);
+    EXPECT_EQ(read.seen[i].zone, live->seen[i].zone);
+  }
+  const ringtrace::MemoryStats& m = finish.stats.memory;
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.allocations, live_stats.allocations);
+  EXPECT_EQ(m.allocated_bytes, live_stats.allocated_bytes);
+  EXPECT_EQ(m.peak_live_bytes, live_stats.peak_live_bytes);
+  EXPECT_EQ(m.peak_time_ns, live_stats.peak_time_ns);
+  ASSERT_FALSE(m.leaks.empty());
+  EXPECT_EQ(m.leaks.size(), live_stats.leaks.size());
+  bool found = false;
+  std::string leaks;
+  for (const auto& l : m.leaks) {
+    found = found || (l.stack == "outer; inner" && l.bytes == 999 && l.blocks == 1);
+    leaks += l.stack + ": " + std::to_string(l.blocks) + " blocks, " + std::to_string(l.bytes) + " bytes\n";
+  }
+  EXPECT_TRUE(found) << leaks;
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 # event kind and rich event, steps, several threads, many drainer passes; drops under
 # the drop policy), a stream file (replay()) and window files, files of processes killed
 # with SIGKILL (with their ring file and with --no-rings), a merged file, the format-1
-# fixtures, a live session with context switches (format 2.1's switches frames), hand-made
+# fixtures, a live session with context switches (format 2.1's switches frames), files
+# with allocations (format 2.3: a killed run's ring file, a preloaded C program), hand-made
 # files of what live sessions write rarely or never (make_synthetic.py: among them format
 # 2.1's module and function frames and function entries, which record_all, built without
 # -finstrument-functions, does not write; headers whose feature bits and process frames
@@ -13,7 +14,7 @@
 # with a flipped byte. The two also say the same on standard error (a problem in the same
 # words, never a traceback). Prints the first differing lines.
 set -uo pipefail
-tool="$1"; record="$2"; python="$3"; work="$4"
+tool="$1"; record="$2"; python="$3"; work="$4"; memory_rings="${5:-}"; memory_app="${6:-}"
 here="$(cd "$(dirname "$0")" && pwd)"
 rtrace="${here}/../../tools/python/rtrace.py"
 fixtures="${here}/../binary/fixtures/format1"
@@ -136,6 +137,28 @@ plain_partial=("${killed}"/killed-plain.rtrace.partial.????????)
 compare "${work}/merged.rtrace"
 [[ $(cut -d' ' -f2 "${work}/out/merged.rtrace.dump" | sort -u | wc -l) -eq 4 ]] || fail "merged.rtrace: not 4 pids"
 has "${work}/merged.rtrace" '^[0-9]* 4194305 '
+
+# --- Allocations (format 2.3): a killed run with its rings in a file, a preloaded C program --
+if [[ -n "${memory_rings}" ]]; then
+  mem="${work}/memory"; mkdir -p "${mem}"
+  "${memory_rings}" "${mem}" >/dev/null 2>&1
+  mem_partial=("${mem}"/memory.rtrace.partial.????????)
+  if [[ -f "${mem_partial[0]}" ]]; then
+    compare "${mem_partial[0]}"
+    compare "${mem_partial[0]}" --no-rings
+    [[ $(grep -c ' alloc "ringtrace: allocated" ' "${work}/out/$(basename "${mem_partial[0]}").dump") -eq 501 ]] ||
+      fail "memory.rtrace: not the 501 allocations (500 in the ring file only)"
+    has "${mem_partial[0]}" ' free "ringtrace: freed" bytes=4096$'
+  else
+    fail "memory_rings left no partial file: $(ls "${mem}")"
+  fi
+fi
+if [[ -n "${memory_app}" ]]; then
+  "${tool}" record --memory -o "${work}/memory_app.rtrace" -- "${memory_app}" >/dev/null 2>&1 ||
+    fail "record --memory of memory_app exits $?"
+  compare "${work}/memory_app.rtrace"
+  has "${work}/memory_app.rtrace" ' alloc "ringtrace: allocated" bytes=12345$'
+fi
 
 # --- Format 1 ----------------------------------------------------------------------------
 for f in "${fixtures}"/*.rtrace; do compare "${f}"; done

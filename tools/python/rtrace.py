@@ -68,14 +68,21 @@ RING_BYTES = {R_BEGIN: 16, R_INSTANT: 16, R_ARG_INT: 16, R_ARG_DOUBLE: 16, R_FUN
 # Event kinds, as `ringtrace dump` names them.
 ZONE_BEGIN, ZONE_END, INSTANT, COUNTER, DROPPED, ARG, FLOW_OUT, FLOW_IN, ASYNC_BEGIN, ASYNC_END, MESSAGE = range(11)
 SWITCH_OUT, SWITCH_IN = 11, 12  # a thread's context switches (switches frames)
+ALLOC, FREE = 13, 14  # format 2.3: allocations and frees (extended records 1 and 2)
 KIND_NAMES = ["zone_begin", "zone_end", "instant", "counter", "dropped", "arg", "flow_out", "flow_in",
-              "async_begin", "async_end", "message", "switch_out", "switch_in"]
+              "async_begin", "async_end", "message", "switch_out", "switch_in", "alloc", "free"]
+# Extended records (kind 15): the subtypes of memory records, the timed bit of a ring
+# header (bit 16) and of a packed record's index (0x100), the session frame's memory flag.
+X_ALLOC, X_FREE = 1, 2
+X_TIMED_HEADER, X_TIMED_PACKED = 1 << 16, 0x100
+SESSION_MEMORY = 1
 # What a value record (kinds 3-6) becomes, by its site's kind.
 VALUE_EVENT = {S_VALUE: ARG, S_FLOW_OUT: FLOW_OUT, S_FLOW_IN: FLOW_IN, S_ASYNC_BEGIN: ASYNC_BEGIN,
                S_ASYNC_END: ASYNC_END}
 
 # Event flags (include/ringtrace/event.hpp's bits).
 DOUBLE, REGION, CLOSED_AT_STOP, LATE, TEXT, TRUNCATED = 1, 2, 4, 8, 16, 32
+SIZE_UNKNOWN = 128  # a free whose block's size is not known
 NOT_LATE = (ARG, FLOW_OUT, FLOW_IN)  # raised without the flag: they take their zone's time
 
 
@@ -204,6 +211,7 @@ class Site:
 
 DROPPED_SITE = Site(b"ringtrace: dropped events", S_INSTANT, 0)
 SWITCH_SITES = {True: Site(b"ringtrace: switched out", S_INSTANT, 0), False: Site(b"ringtrace: switched in", S_INSTANT, 0)}
+MEMORY_SITES = {X_ALLOC: Site(b"ringtrace: allocated", S_INSTANT, 0), X_FREE: Site(b"ringtrace: freed", S_INSTANT, 0)}
 
 
 class Event:
@@ -222,6 +230,8 @@ class Event:
             s += " closed_at_stop"
         if flags & TRUNCATED:
             s += " truncated"
+        if flags & SIZE_UNKNOWN and self.kind == FREE:
+            s += " size_unknown"
         return s
 
 
@@ -292,9 +302,13 @@ def unpack_chunk2(data, pos, end):
                 n, pos = varint(data, pos, end, "an extended record cut short")
                 if n > end - pos:
                     raise Problem("an extended record cut short")
+                # Timed (format 2.3): its first slot is its ticks, as in the ring. A memory
+                # record: ticks, address, size.
+                ticks = struct.unpack_from("<Q", data, pos)[0] if index & X_TIMED_PACKED and n >= 8 else None
+                value = struct.unpack_from("<QQ", data, pos + 8) if n == 24 and ticks is not None else 0
                 pos += n
                 ring_bytes += 8 + (n + 7) // 8 * 8
-                append((R_EXTENDED, index, None, 0, None))
+                append((R_EXTENDED, index & 0xFF, ticks, value, None))
                 continue
             ticks = None
             if kind not in UNTIMED:
@@ -410,6 +424,8 @@ class Section:
         self.has_stop = False
         self.footer = None             # the stats frame's drops by file thread id
         self.function_stats = None     # the functions frame (format 2.2), a dict
+        self.memory = False            # the session recorded allocations (format 2.3 session flags)
+        self.live_blocks = {}          # address -> size: the heap's accounting (account_memory)
         self.segments = []             # the last 16 clock segments
         self.sites = [None]            # by index
         self.index_by_address = {}
@@ -551,7 +567,8 @@ class Section:
         if ftype == F_SESSION:
             if self.have_session:
                 raise Problem("malformed second session frame at byte %d" % offset)
-            self.pid, _tsc, _per_thread, _zero, _tps = f.unpack("<IBBHd", offset, "session")
+            self.pid, _tsc, _per_thread, session_flags, _tps = f.unpack("<IBBHd", offset, "session")
+            self.memory = bool(session_flags & SESSION_MEMORY) and not v1
             self.raw_start_ns, self.realtime_anchor, self.monotonic_anchor, _grace, _ring = \
                 f.unpack("<5Q", offset, "session")
             if not v1:
@@ -803,7 +820,11 @@ class Section:
                     ns = to_ns(ticks)
                     if ns < last_ns:
                         ns = last_ns
-                if kind == R_DROPPED:
+                if kind == R_EXTENDED:
+                    if raw is not None and index in (X_ALLOC, X_FREE) and value:
+                        # The address and size until the heap's accounting (deliver) sizes it.
+                        append(Event(ns, ALLOC if index == X_ALLOC else FREE, MEMORY_SITES[index], value, 0, t))
+                elif kind == R_DROPPED:
                     t.reported_drops += value
                     append(Event(ns, DROPPED, DROPPED_SITE, " count=%d" % value, 0, t))
                 elif kind == R_FUNCTION:
@@ -902,6 +923,8 @@ class Section:
             e.time = floor
             if e.kind not in NOT_LATE:
                 e.flags |= LATE
+        if self.memory:
+            self.account_memory(merged)
         self.out.extend(merged)
         self.last_emitted = merged[-1].time
         for t, begin, cut in taken:
@@ -913,6 +936,24 @@ class Section:
                 if cut > 65536:
                     del t.pending[:cut]
                     t.taken = 0
+
+    def account_memory(self, events):
+        """The heap's accounting (runtime/core/heap.hpp): an allocation's size is its own, a
+        free's that of the live block at its address (else its caller's, else unknown)."""
+        live = self.live_blocks
+        for e in events:
+            if e.kind == ALLOC:
+                address, size = e.fields
+                live[address] = size
+                e.fields = " bytes=%d" % size
+            elif e.kind == FREE:
+                address, size = e.fields
+                known = live.pop(address, None)
+                if known is not None:
+                    size = known
+                elif size == 0:
+                    e.flags |= SIZE_UNKNOWN
+                e.fields = " bytes=%d" % size
 
     def finish(self):
         """The end: what is pending delivered; zones left open closed at the stop time (or
@@ -1055,7 +1096,14 @@ class Section:
                 records.append((R_END, 0, h >> 1, 0, None))
                 continue
             if kind == R_EXTENDED:
-                continue  # nothing of the file's
+                subtype = (h >> 8) & 0xFF
+                if subtype == 0:
+                    continue  # padding: nothing of the file's
+                words = struct.unpack_from("<%dQ" % (n // 8 - 1), ring, at + 8) if n > 8 else ()
+                timed = h & X_TIMED_HEADER and words
+                value = (words[1], words[2]) if timed and n == 32 else 0
+                records.append((R_EXTENDED, subtype, words[0] if timed else None, value, None))
+                continue
             words = struct.unpack_from("<%dQ" % (n // 8 - 1), ring, at + 8)
             ticks = None if kind in UNTIMED else words[0]
             value = 0
