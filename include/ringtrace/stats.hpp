@@ -57,6 +57,9 @@ struct FunctionStats {
 // false; `ringtrace report` and `info` give them from the file).
 struct MemoryStats {
   bool known = false;  // the session recorded allocations and decoded them
+  // The blocks were followed by address (false for a stream's file, a window or snapshot,
+  // whose events carry sizes only: no leaks, and frees of earlier blocks not told apart).
+  bool blocks_known = true;
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
   std::uint64_t allocated_bytes = 0;

@@ -43,6 +43,15 @@ void HeapTracker::allocated(Event& e, std::uint64_t address, std::uint64_t size)
   e.value.u = size;
   ++totals_.allocations;
   totals_.allocated_bytes += size;
+  if (sized_) {
+    totals_.live_bytes += size;
+    totals_.live_blocks += 1;
+    if (totals_.live_bytes > totals_.peak_live_bytes) {
+      totals_.peak_live_bytes = totals_.live_bytes;
+      totals_.peak_time_ns = e.time_ns;
+    }
+    return;
+  }
   const std::vector<std::uint32_t>& s = stack_of(e.thread, e.depth);
   const std::uint32_t node = s.empty() ? 0 : s.back();
   auto it = live_.find(address);
@@ -67,6 +76,18 @@ void HeapTracker::allocated(Event& e, std::uint64_t address, std::uint64_t size)
 void HeapTracker::freed(Event& e, std::uint64_t address, std::uint64_t size, bool known) {
   seen_ = true;
   ++totals_.frees;
+  if (sized_) {
+    e.value.u = size;
+    if (size == 0) {  // not known where it was recorded
+      ++totals_.frees_size_unknown;
+      e.flags |= EventFlags::size_unknown;
+      return;
+    }
+    totals_.freed_bytes += size;
+    totals_.live_bytes -= size < totals_.live_bytes ? size : totals_.live_bytes;
+    if (totals_.live_blocks != 0) --totals_.live_blocks;
+    return;
+  }
   const auto it = known ? live_.find(address) : live_.end();
   if (it != live_.end()) {
     e.value.u = it->second.size;

@@ -68,6 +68,16 @@ class HeapTracker {
   static constexpr std::uint32_t kMaxStackNodes = 1u << 20;
 
   explicit HeapTracker(std::size_t max_blocks = kDefaultMaxBlocks) : max_blocks_(max_blocks) {}
+  // A stream's file (a window, a flight recorder's snapshot, `convert`): its memory events
+  // carry their sizes, resolved where they were recorded, and no addresses. Sizes are
+  // taken as they are, live bytes follow them (a free of a block from before the stream
+  // is counted, as it cannot be told apart, down to 0); no blocks, no leaks.
+  static HeapTracker sized() {
+    HeapTracker h(0);
+    h.sized_ = true;
+    return h;
+  }
+  bool has_blocks() const { return !sized_; }
 
   // Accounts the events [first, last), in time order. `payload(e, address, size)` gives
   // a memory event's address and size as the decoder stored them (false when they are
@@ -77,10 +87,10 @@ class HeapTracker {
     for (Event* e = first; e != last; ++e) {
       switch (e->kind) {
         case EventKind::zone_begin:
-          zone_begin(*e);
+          if (!sized_) zone_begin(*e);
           break;
         case EventKind::zone_end:
-          zone_end(*e);
+          if (!sized_) zone_end(*e);
           break;
         case EventKind::alloc:
         case EventKind::free: {
@@ -122,6 +132,7 @@ class HeapTracker {
   std::uint32_t child(std::uint32_t parent, SiteId site);
 
   std::size_t max_blocks_;
+  bool sized_ = false;
   bool seen_ = false;
   HeapTotals totals_;
   std::unordered_map<std::uint64_t, Block> live_;

@@ -33,6 +33,7 @@ struct RawSessionInfo {
   std::uint64_t boundary_gap_ticks = 0;   // boundary_gap_ticks() of the session
   bool per_thread_counters = false;       // Config::per_thread_counters
   bool memory = false;                    // Config::memory
+  bool memory_sized = false;              // a stream's file: memory records with sizes, no addresses
 };
 
 // Zone boundaries (begins and ends) of one thread are at least this many ticks apart

@@ -201,7 +201,9 @@ bool Section::apply(const Frame& frame) {
       meta_.pid = f.get<std::uint32_t>();
       clock_.tsc = f.get<std::uint8_t>() != 0;
       f.get<std::uint8_t>();  // per-thread counters (the sites' options already say)
-      memory_ = (f.get<std::uint16_t>() & tf::kSessionMemory) != 0;
+      const std::uint16_t flags = f.get<std::uint16_t>();
+      memory_ = (flags & (tf::kSessionMemory | tf::kSessionMemorySized)) != 0;
+      if ((flags & tf::kSessionMemorySized) != 0) heap_ = HeapTracker::sized();
       clock_.ticks_per_second = f.get<double>();
       raw_start_ns_ = f.get<std::uint64_t>();
       realtime_anchor_ = f.get<std::uint64_t>();
@@ -713,6 +715,7 @@ void Section::account_memory(Event* first, Event* last) {
 void Section::memory_stats(MemoryStats& m) const {
   const HeapTotals& h = heap_.totals();
   m.known = true;
+  m.blocks_known = heap_.has_blocks();
   m.allocations = h.allocations;
   m.frees = h.frees;
   m.allocated_bytes = h.allocated_bytes;

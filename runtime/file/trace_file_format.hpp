@@ -37,6 +37,9 @@ inline constexpr std::uint32_t kMinor = 3;
 inline constexpr std::uint32_t kVersionWord = kMajor << 16 | kMinor;
 // The session frame's u16 flags (minor 3; 0 before).
 inline constexpr std::uint16_t kSessionMemory = 1;  // the session recorded allocations (Config::memory)
+// A stream's file (windows, snapshots, convert): memory records carry their sizes (a
+// free's resolved where it was recorded, 0 unknown) and no addresses (0).
+inline constexpr std::uint16_t kSessionMemorySized = 2;
 // The header's u32 at offset 12. Format 2: feature bits.
 inline constexpr std::uint32_t kFeatureMerged = 1;  // process sections (`ringtrace merge`)
 // Format 1: bit 0 set when its frames carry checksum2 (else checksum1).

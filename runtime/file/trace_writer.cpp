@@ -202,7 +202,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     tf::put_u32(p, pid);
     tf::put_u8(p, info.tsc ? 1 : 0);
     tf::put_u8(p, info.per_thread_counters ? 1 : 0);
-    tf::put_u16(p, info.memory ? tf::kSessionMemory : 0);
+    tf::put_u16(p, static_cast<std::uint16_t>((info.memory ? tf::kSessionMemory : 0) |
+                                              (info.memory_sized ? tf::kSessionMemorySized : 0)));
     tf::put_f64(p, info.ticks_per_second);
     tf::put_u64(p, info.start_ns);
     tf::put_u64(p, info.realtime_anchor_ns);
@@ -618,6 +619,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     info.monotonic_anchor_ns =
         static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
     info.boundary_gap_ticks = 0;
+    info.memory_sized = true;  // alloc and free events, if any, as sizes (HeapTracker::sized)
     write_session_frame(context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()),
                         info);
     on_raw_segment(detail::ClockSegment{1, 0, std::uint64_t{1} << 32});  // ns = ticks - 1
@@ -721,6 +723,13 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
           case EventKind::switch_in:
             t.switches.push_back(e);  // a switches frame of their own, before the pass frame
             continue;
+          case EventKind::alloc:  // no address: the size as it was resolved (0: unknown)
+            w = {rd::kMemoryHeader<rd::extended_alloc>, ticks, 0, e.value.u};
+            break;
+          case EventKind::free:
+            w = {rd::kMemoryHeader<rd::extended_free>, ticks, 0,
+                 (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u};
+            break;
           default:
             continue;
         }
@@ -734,7 +743,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
         if (bytes != 0) std::memcpy(w.data() + at, text.data(), bytes);
       }
       const rd::RecordKind kind = rd::kind_of(w.front());
-      if (index == 0 && kind != rd::record_zone_end && kind != rd::record_dropped) index = stream_site(e.site, context);
+      if (index == 0 && kind != rd::record_zone_end && kind != rd::record_dropped && kind != rd::record_extended)
+        index = stream_site(e.site, context);
       const std::size_t used = t.chunk.size();
       t.chunk.resize(used + tf::kMaxPackedBytes + w.size() * 8);
       char* const p =

@@ -2,12 +2,15 @@
 // DIR/memory.rtrace with the rings in a file; some before a drainer pass writes them,
 // 500 more after it, then SIGKILL before the next pass: those are in the ring file only
 // (tests/python/run_tests.sh reads it back with both readers).
+// `memory_rings DIR stream`: a whole recording, DIR/whole.rtrace, written again from its
+// stream as DIR/stream.rtrace (as a window or a snapshot is written: sizes, no addresses).
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <thread>
 
 #include "ringtrace/exporters/binary_trace.hpp"
@@ -15,7 +18,32 @@
 
 void* volatile g_sink;
 
+int stream(const std::filesystem::path& dir) {
+  ringtrace::Config config;
+  config.memory = true;
+  config.process_name = "memory_stream";
+  ringtrace::Session session(config);
+  session.add_exporter(ringtrace::binary_trace_exporter(dir / "whole.rtrace"));
+  void* before = std::malloc(777);  // its free: of a block from before the session
+  g_sink = before;
+  session.start();
+  {
+    RINGTRACE_ZONE("work");
+    std::free(before);
+    for (int i = 0; i < 300; ++i) {
+      void* p = std::malloc(8 + static_cast<std::size_t>(i));
+      g_sink = p;
+      if (i % 3 != 0) std::free(p);
+    }
+  }
+  session.stop();
+  auto writer = ringtrace::binary_trace_exporter(dir / "stream.rtrace");
+  ringtrace::Exporter* to[] = {writer.get()};
+  return ringtrace::replay_file(dir / "whole.rtrace", to).complete ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[2]) == "stream") return stream(argv[1]);
   if (argc != 2) return 2;
   ringtrace::Config config;
   config.memory = true;

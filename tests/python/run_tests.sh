@@ -152,6 +152,14 @@ if [[ -n "${memory_rings}" ]]; then
   else
     fail "memory_rings left no partial file: $(ls "${mem}")"
   fi
+  "${memory_rings}" "${mem}" stream >/dev/null 2>&1 || fail "memory_rings stream exits $?"
+  compare "${mem}/whole.rtrace"
+  compare "${mem}/stream.rtrace"
+  has "${mem}/whole.rtrace" ' free "ringtrace: freed" bytes=0 size_unknown$'
+  has "${mem}/stream.rtrace" ' free "ringtrace: freed" bytes=0 size_unknown$'
+  has "${mem}/stream.rtrace" ' alloc "ringtrace: allocated" bytes=307$'
+  cmp -s <(cut -d' ' -f4- "${work}/out/whole.rtrace.dump") <(cut -d' ' -f4- "${work}/out/stream.rtrace.dump") ||
+    fail "stream.rtrace's events differ from whole.rtrace's"
 fi
 if [[ -n "${memory_app}" ]]; then
   "${tool}" record --memory -o "${work}/memory_app.rtrace" -- "${memory_app}" >/dev/null 2>&1 ||

@@ -75,7 +75,7 @@ KIND_NAMES = ["zone_begin", "zone_end", "instant", "counter", "dropped", "arg", 
 # header (bit 16) and of a packed record's index (0x100), the session frame's memory flag.
 X_ALLOC, X_FREE = 1, 2
 X_TIMED_HEADER, X_TIMED_PACKED = 1 << 16, 0x100
-SESSION_MEMORY = 1
+SESSION_MEMORY, SESSION_MEMORY_SIZED = 1, 2  # a stream's file: sizes only, no addresses
 # What a value record (kinds 3-6) becomes, by its site's kind.
 VALUE_EVENT = {S_VALUE: ARG, S_FLOW_OUT: FLOW_OUT, S_FLOW_IN: FLOW_IN, S_ASYNC_BEGIN: ASYNC_BEGIN,
                S_ASYNC_END: ASYNC_END}
@@ -425,6 +425,7 @@ class Section:
         self.footer = None             # the stats frame's drops by file thread id
         self.function_stats = None     # the functions frame (format 2.2), a dict
         self.memory = False            # the session recorded allocations (format 2.3 session flags)
+        self.memory_sized = False      # ... in a stream's file: sizes only
         self.live_blocks = {}          # address -> size: the heap's accounting (account_memory)
         self.segments = []             # the last 16 clock segments
         self.sites = [None]            # by index
@@ -568,7 +569,8 @@ class Section:
             if self.have_session:
                 raise Problem("malformed second session frame at byte %d" % offset)
             self.pid, _tsc, _per_thread, session_flags, _tps = f.unpack("<IBBHd", offset, "session")
-            self.memory = bool(session_flags & SESSION_MEMORY) and not v1
+            self.memory = bool(session_flags & (SESSION_MEMORY | SESSION_MEMORY_SIZED)) and not v1
+            self.memory_sized = bool(session_flags & SESSION_MEMORY_SIZED) and not v1
             self.raw_start_ns, self.realtime_anchor, self.monotonic_anchor, _grace, _ring = \
                 f.unpack("<5Q", offset, "session")
             if not v1:
@@ -941,7 +943,14 @@ class Section:
         """The heap's accounting (runtime/core/heap.hpp): an allocation's size is its own, a
         free's that of the live block at its address (else its caller's, else unknown)."""
         live = self.live_blocks
+        sized = self.memory_sized
         for e in events:
+            if sized and e.kind in (ALLOC, FREE):  # a stream's file: sizes as they were resolved
+                size = e.fields[1]
+                e.fields = " bytes=%d" % size
+                if e.kind == FREE and size == 0:
+                    e.flags |= SIZE_UNKNOWN
+                continue
             if e.kind == ALLOC:
                 address, size = e.fields
                 live[address] = size
