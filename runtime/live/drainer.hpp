@@ -206,7 +206,9 @@ class Drainer final : public TraceContext {
   bool switches_done(RingCursor& c);  // a retired thread's stream has given everything
 
   void maybe_refit();
-  void update_stats();
+  // `lists`: the per-function lists too (stats().functions' short_by_function and
+  // inlined_by_function: names resolved and sorted), not every pass (kListsPeriodNs).
+  void update_stats(bool lists = true);
   void keep_held_texts();
   void name_leaks();
 
@@ -238,6 +240,7 @@ class Drainer final : public TraceContext {
   TickConverter converter_;
   ClockInfo clock_info_;
   std::uint64_t last_refit_ticks_ = 0;
+  std::uint64_t last_lists_ns_ = 0;  // when update_stats() last made the per-function lists
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;

@@ -226,6 +226,31 @@ bool tail_exit(std::uintptr_t key, std::uintptr_t sp) {
   return ((function_key(0, return_address) ^ key) & kFrameTagMask) == 0;
 }
 
+// Whether an exit at stack pointer `sp` (not a tail exit whose frame is below its CFA) is the innermost
+// frame's own though the stack pointer is not the one its entry saw: the function moved
+// it in between. Below the frame's: a variable-length array or alloca after the entry
+// hook (AddressSanitizer's frames too), or, under g++ without exceptions, the stack
+// arguments of a call (past the sixth) still pushed when the exit hook runs (g++ pops
+// them after it). Above: a function g++ inlined after such a call, entered with the
+// arguments pushed and left after they were popped (its frame is then not at the outer
+// function's stack pointer: recorded as a call, not told apart as inlined). So: the
+// innermost frame has the exit's key (function and call-site tag), on the exit's stack,
+// and is the only frame between the two stack pointers (the one beneath it is not below
+// `sp`); a frame beneath it of the same key at `sp` itself is the exit's own, and the
+// innermost one a deeper call of the function that a longjmp left (closed, marked, by
+// the repair). Ambiguous: a deeper call of the same function from a call site with the
+// same 9-bit tag whose frame is missing (it began while the thread recorded nothing) is
+// taken for this one.
+bool moved_own_exit(const StackMemory& m, std::uintptr_t key, std::uintptr_t sp) {
+  const FunctionFrame* const top = t_functions.top;
+  if (top == m.base() || (top->fn & ~kStateMask) != key || top->sp == sp) return false;
+  if (m.own_stack(top->sp) != m.own_stack(sp)) return false;
+  if (top->sp > sp) return true;
+  const FunctionFrame& beneath = top[-1];
+  if (beneath.sp < sp && m.own_stack(beneath.sp) == m.own_stack(sp)) return false;  // the sentinel's is above all
+  return !(beneath.sp == sp && (beneath.fn & ~kStateMask) == key);
+}
+
 // Everything function_exit_slow() does not close at once: frames left by exceptions and
 // longjmps, frames not recorded, the maximum depth, calls with no frame.
 RINGTRACE_NOINLINE RINGTRACE_COLD void exit_repair(std::uintptr_t key, std::uintptr_t sp, bool tail) noexcept {
@@ -251,6 +276,11 @@ RINGTRACE_NOINLINE RINGTRACE_COLD void exit_repair(std::uintptr_t key, std::uint
   // ordinary exit: a tail exit never has a frame at its CFA (that is its caller's), and a
   // normal exit whose return address only looked like a tail exit's has its own there.
   if (tail && own_frame_below(m, key, sp) != nullptr) return close_tail_exit(m, t, key, sp);
+  if (moved_own_exit(m, key, sp)) {  // a tail exit's own frame, when below its CFA, was found above
+    FunctionFrame* const top = s.top;
+    s.top = top - 1;
+    return close_frame(t, top->fn, false);
+  }
   close_stale(m, t, sp);
   close_inlined_above(m, t, key, sp);
   FunctionFrame* const top = s.top;
