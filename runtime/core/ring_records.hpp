@@ -87,6 +87,13 @@ inline constexpr bool kind_has_time(RecordKind kind) noexcept {
   return kind != record_arg_int && kind != record_arg_double && kind != record_arg_text && kind != record_extended;
 }
 
+// Whether the extended record whose header is `header` is an allocation or a free, whole.
+inline constexpr bool is_memory_record(std::uint64_t header) noexcept {
+  const std::uint64_t subtype = extended_subtype(header);
+  return (subtype == extended_alloc || subtype == extended_free) &&
+         extended_slots(header) == sizeof(MemoryRecord) / 8 && (header & kExtendedTimed) != 0;
+}
+
 // Whether the record whose header is `header` has a time (its second slot): a zone end
 // (in its one slot), a kind with a time, an extended record marked timed (a memory record;
 // a later version's timed subtype, whose time a reader that skips it still keeps).

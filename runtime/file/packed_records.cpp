@@ -127,6 +127,19 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
     delta(header >> 1);
     return out;
   }
+  if (kind == record_extended && is_memory_record(header)) {
+    // An allocation or a free (format 2.3): its payload's size, then its time as a delta
+    // from the chunk's previous record's, its address and its size, as varints.
+    char payload[30];  // three varints of ten bytes at most
+    std::uint64_t at_last = last;
+    char* q = put_time(payload, field_at(record, offsetof(MemoryRecord, ticks)), at_last);
+    q = put_varint(q, field_at(record, offsetof(MemoryRecord, address)));
+    q = put_varint(q, field_at(record, offsetof(MemoryRecord, size)));
+    last = at_last;
+    out = put_varint(out, packed_header(record_extended, extended_subtype(header) | kPackedExtendedTimed));
+    out = put_varint(out, static_cast<std::uint64_t>(q - payload));
+    return put_bytes(out, payload, static_cast<std::size_t>(q - payload));
+  }
   if (kind == record_extended) {  // its subtype, its bytes after the header, those bytes
     const std::uint64_t bytes = extended_slots(header) * 8 - sizeof(ExtendedRecord);
     out = put_varint(
@@ -165,50 +178,67 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
 }
 
 bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {
-  return unpack(packed, ring, error,
-                [](const unsigned char*& p, const unsigned char* end, Words& out, std::uint64_t& last) -> const char* {
-                  // The bulk of a trace first: a zone end, or a begin of one of the first seven call
-                  // sites, whose header is one byte, its time delta one or two.
-                  if (end - p >= 3 && ((p[1] & kVarintMore) == 0 || (p[2] & kVarintMore) == 0)) [[likely]] {
-                    const unsigned h0 = p[0];
-                    if (h0 == record_zone_end ||
-                        ((h0 & (kVarintMore | kPackedKindMask)) == record_zone_begin && h0 > kPackedKindMask)) {
-                      std::uint64_t d = p[1];
-                      const unsigned char* q = p + 2;
-                      if (d >= kVarintMore) d = (d & (kVarintMore - 1)) | (std::uint64_t{*q++} << 7);
-                      const std::uint64_t ticks = last + unzigzag(d);
-                      last = ticks;
-                      p = q;
-                      if (h0 == record_zone_end) {
-                        out.put(end_slot(ticks));
-                      } else {
-                        out.put(unpacked_header(record_zone_begin, h0 >> kPackedIndexShift));
-                        out.put(ticks);
-                      }
-                      return nullptr;
-                    }
-                  }
-                  std::uint64_t h = 0;
-                  if (!get_varint(p, end, h)) return "a header cut short";
-                  const auto kind = static_cast<RecordKind>(h & kPackedKindMask);
-                  const std::uint64_t index = h >> kPackedIndexShift;
-                  if (!kind_assigned(kind)) return "a record kind this reader does not know (a newer format?)";
-                  const bool has_site = kind != record_zone_end && kind != record_dropped && kind != record_extended;
-                  if (has_site && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
-                  if (kind == record_extended) {  // skippable: its length says how far
-                    std::uint64_t bytes = 0;
-                    if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p))
-                      return "an extended record cut short";
-                    out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1) |
-                            ((index & kPackedExtendedTimed) != 0 ? kExtendedTimed : 0));
-                    out.text(p, bytes);
-                    p += bytes;
-                    return nullptr;
-                  }
-                  std::uint64_t ticks = 0;
-                  if (kind_has_time(kind) && !get_ticks(p, end, last, ticks)) return "a time cut short";
-                  return unpack_rest(kind, index, ticks, p, end, out, false);
-                });
+  return unpack(
+      packed, ring, error,
+      [](const unsigned char*& p, const unsigned char* end, Words& out, std::uint64_t& last) -> const char* {
+        // The bulk of a trace first: a zone end, or a begin of one of the first seven call
+        // sites, whose header is one byte, its time delta one or two.
+        if (end - p >= 3 && ((p[1] & kVarintMore) == 0 || (p[2] & kVarintMore) == 0)) [[likely]] {
+          const unsigned h0 = p[0];
+          if (h0 == record_zone_end ||
+              ((h0 & (kVarintMore | kPackedKindMask)) == record_zone_begin && h0 > kPackedKindMask)) {
+            std::uint64_t d = p[1];
+            const unsigned char* q = p + 2;
+            if (d >= kVarintMore) d = (d & (kVarintMore - 1)) | (std::uint64_t{*q++} << 7);
+            const std::uint64_t ticks = last + unzigzag(d);
+            last = ticks;
+            p = q;
+            if (h0 == record_zone_end) {
+              out.put(end_slot(ticks));
+            } else {
+              out.put(unpacked_header(record_zone_begin, h0 >> kPackedIndexShift));
+              out.put(ticks);
+            }
+            return nullptr;
+          }
+        }
+        std::uint64_t h = 0;
+        if (!get_varint(p, end, h)) return "a header cut short";
+        const auto kind = static_cast<RecordKind>(h & kPackedKindMask);
+        const std::uint64_t index = h >> kPackedIndexShift;
+        if (!kind_assigned(kind)) return "a record kind this reader does not know (a newer format?)";
+        const bool has_site = kind != record_zone_end && kind != record_dropped && kind != record_extended;
+        if (has_site && (index == 0 || index > kMaxIndex)) return "a call site index out of range";
+        if (kind == record_extended) {  // skippable: its length says how far
+          std::uint64_t bytes = 0;
+          if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p))
+            return "an extended record cut short";
+          const std::uint64_t subtype = index & 0xFF;
+          if ((subtype == extended_alloc || subtype == extended_free) && (index & kPackedExtendedTimed) != 0) {
+            // A memory record: time delta, address, size (pack_record), exactly `bytes`.
+            const unsigned char* q = p;
+            const unsigned char* const stop = p + bytes;
+            std::uint64_t ticks = 0, address = 0, size = 0;
+            if (!get_ticks(q, stop, last, ticks) || !get_varint(q, stop, address) || !get_varint(q, stop, size) ||
+                q != stop)
+              return "a memory record malformed";
+            out.put(subtype == extended_alloc ? kMemoryHeader<extended_alloc> : kMemoryHeader<extended_free>);
+            out.put(ticks);
+            out.put(address);
+            out.put(size);
+            p = stop;
+            return nullptr;
+          }
+          out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1) |
+                  ((index & kPackedExtendedTimed) != 0 ? kExtendedTimed : 0));
+          out.text(p, bytes);
+          p += bytes;
+          return nullptr;
+        }
+        std::uint64_t ticks = 0;
+        if (kind_has_time(kind) && !get_ticks(p, end, last, ticks)) return "a time cut short";
+        return unpack_rest(kind, index, ticks, p, end, out, false);
+      });
 }
 
 bool unpack_chunk_v1(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {

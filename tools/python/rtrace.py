@@ -302,12 +302,25 @@ def unpack_chunk2(data, pos, end):
                 n, pos = varint(data, pos, end, "an extended record cut short")
                 if n > end - pos:
                     raise Problem("an extended record cut short")
-                # Timed (format 2.3): its first slot is its ticks, as in the ring. A memory
-                # record: ticks, address, size.
-                ticks = struct.unpack_from("<Q", data, pos)[0] if index & X_TIMED_PACKED and n >= 8 else None
-                value = struct.unpack_from("<QQ", data, pos + 8) if n == 24 and ticks is not None else 0
+                ticks, value = None, 0
+                if index & X_TIMED_PACKED and index & 0xFF in (X_ALLOC, X_FREE):
+                    # A memory record (format 2.3): its time's delta, its address, its size.
+                    stop = pos + n
+                    q = pos
+                    try:
+                        d, q = varint(data, q, stop, "a memory record malformed")
+                        address, q = varint(data, q, stop, "a memory record malformed")
+                        size, q = varint(data, q, stop, "a memory record malformed")
+                    except Problem:
+                        raise Problem("a memory record malformed")
+                    if q != stop:
+                        raise Problem("a memory record malformed")
+                    last = ticks = (last + unzigzag(d)) & MASK64
+                    value = (address, size)
+                    ring_bytes += 32  # the ring record it was: header, ticks, address, size
+                else:
+                    ring_bytes += 8 + (n + 7) // 8 * 8
                 pos += n
-                ring_bytes += 8 + (n + 7) // 8 * 8
                 append((R_EXTENDED, index & 0xFF, ticks, value, None))
                 continue
             ticks = None
