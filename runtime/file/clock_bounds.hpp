@@ -32,7 +32,10 @@ struct ClockPlacement {
   std::int64_t offset_ns = 0;                                    // the offset used
   std::uint64_t messages = 0;                                    // messages between this clock and another
   bool contradicted = false;                                     // on a cycle of messages that no offsets satisfy
-  bool agrees() const { return !contradicted && estimate_ns >= low_ns && estimate_ns <= high_ns; }
+  // The estimate lies within the bounds and was kept.
+  bool agrees() const {
+    return !contradicted && offset_ns == estimate_ns && estimate_ns >= low_ns && estimate_ns <= high_ns;
+  }
   bool bounded() const { return low_ns != kNoLowerBound || high_ns != kNoUpperBound; }
 };
 
