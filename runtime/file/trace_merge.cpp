@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "clock_bounds.hpp"
@@ -186,21 +188,44 @@ std::string process_payload(std::uint64_t bytes, const ReplayProcess& m, std::ui
   return payload;
 }
 
-// The flows of a merged file's stream, each end with the pid of its thread.
+// The flows of a merged file's stream that link two processes: each id's k-th FLOW_IN
+// (in the stream's order) paired with its k-th FLOW_OUT as they come, so that memory
+// holds the ends still waiting for their partner and the pairs across processes only.
 class FlowCollector final : public Exporter {
  public:
   struct End {
     std::uint32_t pid;
     std::uint64_t time_ns;
   };
+  struct Pair {
+    End out, in;
+  };
   void on_events(std::span<const Event> events, const TraceContext& context) override {
     for (const Event& e : events) {
       if (e.kind != EventKind::flow_out && e.kind != EventKind::flow_in) continue;
-      auto& ends = e.kind == EventKind::flow_out ? flows[e.value.u].first : flows[e.value.u].second;
-      ends.push_back({context.thread(e.thread).pid, e.time_ns});
+      const bool out = e.kind == EventKind::flow_out;
+      const End end{context.thread(e.thread).pid, e.time_ns};
+      const auto it = waiting_.find(e.value.u);
+      if (it == waiting_.end() || it->second.outs == out) {
+        Waiting& w = waiting_[e.value.u];
+        w.outs = out;
+        w.ends.push_back(end);
+        continue;
+      }
+      const End other = it->second.ends.front();
+      it->second.ends.pop_front();
+      if (it->second.ends.empty()) waiting_.erase(it);
+      if (other.pid != end.pid) pairs.push_back(out ? Pair{end, other} : Pair{other, end});
     }
   }
-  std::map<std::uint64_t, std::pair<std::vector<End>, std::vector<End>>> flows;  // id: outs, ins
+  std::vector<Pair> pairs;
+
+ private:
+  struct Waiting {
+    bool outs = false;  // the ends waiting are sends (else receives)
+    std::deque<End> ends;
+  };
+  std::unordered_map<std::uint64_t, Waiting> waiting_;  // by flow id
 };
 
 // Places the merged file's clocks inside the bounds its flows give (clock_bounds.hpp):
@@ -222,18 +247,14 @@ void measure_clocks(const std::string& merged, std::vector<Source>& sources, con
   std::vector<std::int64_t> estimates(groups, 0);
   for (std::size_t i = 0; i < sources.size(); ++i) estimates[group[i]] = sources[i].meta.offset_ns;
   std::vector<detail::ClockMessage> messages;
-  for (const auto& [id, ends] : collector.flows) {
-    const std::size_t pairs = std::min(ends.first.size(), ends.second.size());
-    for (std::size_t k = 0; k < pairs; ++k) {
-      const auto out = source_of.find(ends.first[k].pid), in = source_of.find(ends.second[k].pid);
-      if (out == source_of.end() || in == source_of.end()) continue;
-      const std::size_t from = group[out->second], to = group[in->second];
-      if (from == to) continue;  // one clock: bounds nothing
-      // Each clock's own times: the file's less the offset the anchors gave.
-      messages.push_back({from, to,
-                          static_cast<std::int64_t>(ends.first[k].time_ns) - sources[out->second].meta.offset_ns,
-                          static_cast<std::int64_t>(ends.second[k].time_ns) - sources[in->second].meta.offset_ns});
-    }
+  for (const FlowCollector::Pair& pair : collector.pairs) {
+    const auto out = source_of.find(pair.out.pid), in = source_of.find(pair.in.pid);
+    if (out == source_of.end() || in == source_of.end()) continue;
+    const std::size_t from = group[out->second], to = group[in->second];
+    if (from == to) continue;  // one clock: bounds nothing
+    // Each clock's own times: the file's less the offset the anchors gave.
+    messages.push_back({from, to, static_cast<std::int64_t>(pair.out.time_ns) - sources[out->second].meta.offset_ns,
+                        static_cast<std::int64_t>(pair.in.time_ns) - sources[in->second].meta.offset_ns});
   }
   if (messages.empty()) return;
   const detail::ClockSolution solved = detail::solve_clock_offsets(reference, estimates, messages);
