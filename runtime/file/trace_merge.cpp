@@ -297,7 +297,7 @@ std::string nanoseconds(std::int64_t ns) {
 }  // namespace
 
 std::string describe_clock(const ReplayProcess& p) {
-  if (!p.realtime_aligned) return "same host and boot as the timeline's: exact";
+  if (!p.realtime_aligned) return "same host and boot: exact";
   const ClockCheck& c = p.clock;
   if (!c.measured) {
     return "offset " + nanoseconds(p.offset_ns) +
