@@ -52,12 +52,21 @@ void print_processes(const std::vector<ReplayProcess>& processes) {
   Columns rows({{}, {Columns::Align::left, kNameCap}, {Columns::Align::left, kNameCap}, {}});
   for (std::size_t i = 0; i < processes.size(); ++i) {
     const ReplayProcess& p = processes[i];
-    std::string clock =
-        p.realtime_aligned ? "offset " + std::to_string(p.offset_ns) + " ns by CLOCK_REALTIME" : "same clock";
-    if (!p.source.empty()) clock += ", from " + p.source;
-    rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, clock + pid_note(processes, i)});
+    const std::string from = p.source.empty() ? "" : "from " + p.source;
+    rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, from + pid_note(processes, i)});
   }
   rows.print(stdout, "  ");
+  // Each process's clock on the file's timeline: exact, by CLOCK_REALTIME, or measured
+  // from the flows between hosts (format 2.3).
+  std::printf("clocks:\n");
+  bool contradicted = false;
+  for (const ReplayProcess& p : processes) {
+    std::printf("  pid %u: %s\n", p.stream_pid != 0 ? p.stream_pid : p.pid, describe_clock(p).c_str());
+    contradicted = contradicted || p.clock.contradicted;
+  }
+  if (contradicted) {
+    std::printf("  the flows between hosts contradict every clock offset: some receive is before its send\n");
+  }
   for (const ReplayProcess& p : processes) {
     if (!p.complete) std::printf("  pid %u: %s\n", p.pid, p.problem.c_str());
   }

@@ -46,12 +46,21 @@ void print_processes(const std::string& output, const std::vector<ReplayProcess>
   Columns rows({{}, {Columns::Align::left, kNameCap}, {Columns::Align::left, kNameCap}, {}});
   for (std::size_t i = 0; i < processes.size(); ++i) {
     const ReplayProcess& p = processes[i];
-    const std::string clock = p.realtime_aligned ? "placed by CLOCK_REALTIME, offset " + std::to_string(p.offset_ns) +
-                                                       " ns (as exact as the hosts' clocks agree)"
-                                                 : "same host and boot: exact";
-    rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, clock + pid_note(processes, i)});
+    rows.add({"pid " + std::to_string(p.pid), p.name, "host " + p.host, describe_clock(p) + pid_note(processes, i)});
   }
   rows.print(stdout, "  ");
+}
+
+// The flows that measured the clocks: every receive after its send, or the contradiction.
+void print_flows(const MergeResult& r) {
+  if (r.messages == 0) return;
+  if (r.clock_problem.empty()) {
+    std::printf("  flows between hosts: %llu messages, every receive after its send (%llu before)\n",
+                static_cast<unsigned long long>(r.messages), static_cast<unsigned long long>(r.receives_before_sends));
+  } else {
+    std::printf("  flows between hosts: %llu messages, %llu receives before their sends: contradictory\n",
+                static_cast<unsigned long long>(r.messages), static_cast<unsigned long long>(r.receives_before_sends));
+  }
 }
 
 // What a successful merge wrote, on standard error as convert's line:
@@ -92,8 +101,16 @@ int merge(const std::vector<std::string>& args) {
                  "The timeline is the CLOCK_MONOTONIC of the process that started first. Processes\n"
                  "recorded on the same host since the same boot share that clock: their times are\n"
                  "exact. Processes of other hosts are placed through the CLOCK_REALTIME time each\n"
-                 "session recorded beside its CLOCK_MONOTONIC one, so they are as exact as the hosts'\n"
-                 "clocks agree (ringtrace cannot measure that; NTP usually keeps it near a millisecond).\n"
+                 "session recorded beside its CLOCK_MONOTONIC one, as exact as the hosts' clocks\n"
+                 "agree (NTP usually keeps it near a millisecond). When flows link processes of\n"
+                 "different hosts (RINGTRACE_FLOW_OUT(id) at a send, RINGTRACE_FLOW_IN(id) at its\n"
+                 "receive), merge reads them and bounds each host's offset (a receive is never\n"
+                 "before its send; round trips bound it from both sides): it keeps CLOCK_REALTIME's\n"
+                 "offset when it lies within the bounds, else takes the middle of the interval (or\n"
+                 "its one bound), and prints per process the offset used, its uncertainty and\n"
+                 "whether CLOCK_REALTIME agreed. Flows that contradict every offset (a receive\n"
+                 "before its send whatever the offsets) are reported: OUT is written with\n"
+                 "CLOCK_REALTIME's offsets and merge exits 1.\n"
                  "\n"
                  "A file cut short (a killed process) gives what it holds up to its last complete\n"
                  "frame; merge then still writes OUT, names the file on standard error and exits 1.\n"
@@ -120,8 +137,10 @@ int merge(const std::vector<std::string>& args) {
   ProgressBar bar("ringtrace merge");
   const MergeResult r = merge_files(inputs, output, std::ref(bar));
   print_processes(output, r.processes);
+  print_flows(r);
   for (const std::string& problem : r.problems) error("merge", problem);
-  if (!r.problems.empty()) return 1;
+  if (!r.clock_problem.empty()) error("merge", output + ": " + r.clock_problem);
+  if (!r.problems.empty() || !r.clock_problem.empty()) return 1;
   print_summary(output, inputs.size(), r.processes.size(), std::chrono::steady_clock::now() - start);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
+#include "ringtrace/exporters/stragglers.hpp"
 #include "ringtrace/exporters/table.hpp"
 
 namespace ringtrace::tool {
@@ -26,6 +27,23 @@ class StatsKeeper final : public Exporter {
   SessionStats stats;
 };
 
+// report --stragglers: the steps of every process side by side.
+int report_stragglers(const std::string& input, bool rings, std::size_t rows) {
+  auto view = straggler_exporter(std::cout, StragglerOptions{rows});
+  ProgressBar bar("ringtrace report");
+  ReplayOptions options;
+  options.progress = std::ref(bar);
+  options.recover_rings = rings;
+  if (rings) options.rings = ring_file_of(input);
+  Exporter* const one[] = {view.get()};
+  const ReplayResult result = replay_file(input, one, options);
+  if (view->steps().steps.empty()) {
+    error("report", input + " has no completed step (Session::step(), ringtrace::frame_mark()): no straggler view");
+  }
+  if (!result.problem.empty()) return error("report", input + ": " + result.problem);
+  return 0;
+}
+
 }  // namespace
 
 int report(const std::vector<std::string>& args) {
@@ -33,6 +51,7 @@ int report(const std::vector<std::string>& args) {
     const std::string help =
         "usage: ringtrace report FILE [--rows N] [--sort-by KEY] [--transparent NAME]... [--estimate-sampled]\n"
         "                             [--fold-steps] [--no-rings]\n"
+        "       ringtrace report FILE --stragglers [--rows N] [--no-rings]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
         "and, when the recording has capture regions (RINGTRACE_REGION), the captured-ops\n"
@@ -48,7 +67,13 @@ int report(const std::vector<std::string>& args) {
         "one row \"step #*\". A file cut short is read up to its last complete chunk, then\n"
         "from its ring file if the recording kept one (see ringtrace convert --help;\n"
         "--no-rings: never), and report exits 1 saying so. FILE is a regular file (a FIFO,\n"
-        "'-' or a device is refused).\n";
+        "'-' or a device is refused).\n"
+        "\n"
+        "--stragglers prints instead, for a stepped program (Session::step()) of several\n"
+        "processes merged into one file (ringtrace merge), per step each process's step time,\n"
+        "the slowest process, the spread (slowest minus fastest) and how far apart the steps\n"
+        "ended on the merged timeline, then how often each process was the slowest;\n"
+        "--rows N keeps the N steps of largest spread (default: every step).\n";
     std::fputs(help.c_str(), stdout);
     return 0;
   }
@@ -57,9 +82,14 @@ int report(const std::vector<std::string>& args) {
   table_options.row_limit = 20;
   OpsSummaryOptions summary_options;
   bool rings = true;
+  bool stragglers = false;
+  bool rows_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
+      rows_given = true;
+    } else if (args[i] == "--stragglers") {
+      stragglers = true;
     } else if (args[i] == "--sort-by") {
       table_options.sort_by = parse_sort_key("--sort-by", option_value(args, i));
     } else if (args[i] == "--transparent") {
@@ -80,6 +110,7 @@ int report(const std::vector<std::string>& args) {
   }
   if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
   check_input(input, rings);
+  if (stragglers) return report_stragglers(input, rings, rows_given ? table_options.row_limit : 0);
   auto table = table_exporter(std::cout, table_options);
   // The summary is held until the end: a recording without capture regions has nothing
   // to say there (every op outside every region), so it is left out.

@@ -96,6 +96,7 @@ bool Section::open_session() {
 
 void Section::place(std::uint32_t pid, std::string name, bool tag_threads) {
   assigned_pid_ = tag_threads ? pid : 0;
+  meta_.stream_pid = assigned_pid_;
   tables_.process_names[pid] = std::move(name);
 }
 

@@ -32,7 +32,8 @@ inline constexpr std::uint32_t kVersion1Merged = 2;
 inline constexpr std::uint32_t kMajor = 2;
 // Minor 1: module and function frames (instrumented functions) and switches frames
 // (docs/file-format.md, "Switches"). Minor 2: the functions frame (calls left out).
-// Minor 3: memory records (extended subtypes 1 and 2) and the session frame's flags.
+// Minor 3: memory records (extended subtypes 1 and 2), the session frame's flags, and the
+// process frame's clock check (offsets measured from flows, merged files).
 inline constexpr std::uint32_t kMinor = 3;
 inline constexpr std::uint32_t kVersionWord = kMajor << 16 | kMinor;
 // The session frame's u16 flags (minor 3; 0 before).
@@ -94,9 +95,16 @@ inline constexpr std::uint64_t kSwitchTimeShift = 4;
 inline constexpr std::uint64_t kSwitchBitsMask = 7;
 
 // A process section's header payload (merged files): u64 section bytes (the frames that
-// follow), i64 offset_ns, u8 flags (bit 0: aligned through CLOCK_REALTIME), 7 bytes 0,
-// str source.
+// follow), i64 offset_ns, u8 flags (kProcess*), 7 bytes 0, str source; then (2.3) the
+// clock check: i64 realtime_offset_ns, i64 low_ns, i64 high_ns (INT64_MIN / INT64_MAX:
+// unbounded), u64 messages (ringtrace::ClockCheck). A reader reads the check only when
+// the payload holds it (a 2.2 frame ends at source) and ignores bytes after it.
 inline constexpr std::size_t kProcessFrameFixedBytes = 24;
+inline constexpr std::size_t kProcessClockBytes = 32;
+inline constexpr std::uint8_t kProcessRealtime = 1;      // offset_ns came from CLOCK_REALTIME anchors
+inline constexpr std::uint8_t kProcessMeasured = 2;      // flows crossed to another clock: bounds measured
+inline constexpr std::uint8_t kProcessAgrees = 4;        // CLOCK_REALTIME's offset lies within the bounds
+inline constexpr std::uint8_t kProcessContradicted = 8;  // the flows admit no offset
 
 // Packed records (docs/file-format.md, "Chunks"): unsigned LEB128 varints (at most ten
 // bytes) and zigzag for signed values. The writer, the encoder of a stream and merge pack

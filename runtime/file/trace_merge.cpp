@@ -6,16 +6,22 @@
 // (the frames' layouts differ); inputs of both are refused.
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <vector>
 
+#include "clock_bounds.hpp"
 #include "crc32c.hpp"
 #include "file_paths.hpp"  // open_input, create_temporary, check_output_path
 #include "frame_reader.hpp"
@@ -159,16 +165,160 @@ void write_frame(std::FILE* f, std::uint32_t type, const std::string& payload, s
   write_all(f, payload.data(), payload.size(), path);
 }
 
-std::string process_payload(std::uint64_t bytes, const ReplayProcess& m) {
+// Its size depends on the source's name only: merge rewrites it in place, with the
+// section's size, then with the offset the flows gave.
+std::string process_payload(std::uint64_t bytes, const ReplayProcess& m, std::uint32_t major) {
   std::string payload;
   tf::put_u64(payload, bytes);
   tf::put_u64(payload, static_cast<std::uint64_t>(m.offset_ns));
-  tf::put_u64(payload, m.realtime_aligned ? 1 : 0);  // u8 flags, 7 bytes 0
+  std::uint64_t flags = m.realtime_aligned ? tf::kProcessRealtime : 0;  // u8 flags, 7 bytes 0
+  if (major != 1) {
+    if (m.clock.measured) flags |= tf::kProcessMeasured;
+    if (m.clock.agrees) flags |= tf::kProcessAgrees;
+    if (m.clock.contradicted) flags |= tf::kProcessContradicted;
+  }
+  tf::put_u64(payload, flags);
   tf::put_str(payload, m.source);
+  if (major != 1) {  // 2.3: the clock check
+    tf::put_u64(payload, static_cast<std::uint64_t>(m.clock.realtime_offset_ns));
+    tf::put_u64(payload, static_cast<std::uint64_t>(m.clock.low_ns));
+    tf::put_u64(payload, static_cast<std::uint64_t>(m.clock.high_ns));
+    tf::put_u64(payload, m.clock.messages);
+  }
   return payload;
 }
 
+// The flows of a merged file's stream that link two processes: each id's k-th FLOW_IN
+// (in the stream's order) paired with its k-th FLOW_OUT as they come, so that memory
+// holds the ends still waiting for their partner and the pairs across processes only.
+class FlowCollector final : public Exporter {
+ public:
+  struct End {
+    std::uint32_t pid;
+    std::uint64_t time_ns;
+  };
+  struct Pair {
+    End out, in;
+  };
+  void on_events(std::span<const Event> events, const TraceContext& context) override {
+    for (const Event& e : events) {
+      if (e.kind != EventKind::flow_out && e.kind != EventKind::flow_in) continue;
+      const bool out = e.kind == EventKind::flow_out;
+      const End end{context.thread(e.thread).pid, e.time_ns};
+      const auto it = waiting_.find(e.value.u);
+      if (it == waiting_.end() || it->second.outs == out) {
+        Waiting& w = waiting_[e.value.u];
+        w.outs = out;
+        w.ends.push_back(end);
+        continue;
+      }
+      const End other = it->second.ends.front();
+      it->second.ends.pop_front();
+      if (it->second.ends.empty()) waiting_.erase(it);
+      if (other.pid != end.pid) pairs.push_back(out ? Pair{end, other} : Pair{other, end});
+    }
+  }
+  std::vector<Pair> pairs;
+
+ private:
+  struct Waiting {
+    bool outs = false;  // the ends waiting are sends (else receives)
+    std::deque<End> ends;
+  };
+  std::unordered_map<std::uint64_t, Waiting> waiting_;  // by flow id
+};
+
+// Places the merged file's clocks inside the bounds its flows give (clock_bounds.hpp):
+// reads the file written so far for its flows, pairs each id's k-th FLOW_IN with its k-th
+// FLOW_OUT (in the stream's order), keeps the pairs whose ends are on different clocks,
+// and sets each source's offset and clock check. `group[i]` is source i's clock,
+// `reference` the timeline's clock.
+void measure_clocks(const std::string& merged, std::vector<Source>& sources, const std::vector<std::size_t>& group,
+                    std::size_t groups, std::size_t reference, MergeResult& result) {
+  FlowCollector collector;
+  Exporter* const one[] = {&collector};
+  ReplayOptions options;
+  options.recover_rings = false;
+  const ReplayResult read = replay_file(merged, std::span<Exporter* const>(one), options);
+  std::map<std::uint32_t, std::size_t> source_of;  // by ThreadInfo::pid
+  for (std::size_t i = 0; i < read.processes.size() && i < sources.size(); ++i) {
+    source_of[read.processes[i].stream_pid] = i;
+  }
+  std::vector<std::int64_t> estimates(groups, 0);
+  for (std::size_t i = 0; i < sources.size(); ++i) estimates[group[i]] = sources[i].meta.offset_ns;
+  std::vector<detail::ClockMessage> messages;
+  for (const FlowCollector::Pair& pair : collector.pairs) {
+    const auto out = source_of.find(pair.out.pid), in = source_of.find(pair.in.pid);
+    if (out == source_of.end() || in == source_of.end()) continue;
+    const std::size_t from = group[out->second], to = group[in->second];
+    if (from == to) continue;  // one clock: bounds nothing
+    // Each clock's own times: the file's less the offset the anchors gave.
+    messages.push_back({from, to, static_cast<std::int64_t>(pair.out.time_ns) - sources[out->second].meta.offset_ns,
+                        static_cast<std::int64_t>(pair.in.time_ns) - sources[in->second].meta.offset_ns});
+  }
+  if (messages.empty()) return;
+  const detail::ClockSolution solved = detail::solve_clock_offsets(reference, estimates, messages);
+  result.messages = messages.size();
+  result.receives_before_sends = solved.receives_before_sends;
+  if (solved.contradicted) {
+    std::string hosts;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (!solved.clocks[group[i]].contradicted) continue;
+      if (hosts.find("'" + sources[i].meta.host + "'") == std::string::npos)
+        hosts += (hosts.empty() ? "'" : ", '") + sources[i].meta.host + "'";
+    }
+    result.clock_problem = "the flows between hosts contradict every clock offset (" + std::to_string(messages.size()) +
+                           " messages; on the clocks of " + hosts + " some receive comes before its send " +
+                           "whatever the offsets): offsets kept from CLOCK_REALTIME, " +
+                           std::to_string(solved.receives_before_sends) + " receives before their sends";
+  }
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const detail::ClockPlacement& c = solved.clocks[group[i]];
+    ReplayProcess& m = sources[i].meta;
+    if (group[i] == reference || c.messages == 0) continue;
+    m.clock.measured = true;
+    m.clock.realtime_offset_ns = m.offset_ns;
+    m.clock.low_ns = c.low_ns;
+    m.clock.high_ns = c.high_ns;
+    m.clock.messages = c.messages;
+    m.clock.contradicted = c.contradicted;
+    m.clock.agrees = c.agrees();
+    m.offset_ns = c.offset_ns;
+  }
+}
+
+std::string nanoseconds(std::int64_t ns) {
+  std::string s = ns > 0 ? "+" : "";
+  s.append(std::to_string(ns));
+  s.append(" ns");
+  return s;
+}
+
 }  // namespace
+
+std::string describe_clock(const ReplayProcess& p) {
+  if (!p.realtime_aligned) return "same host and boot: exact";
+  const ClockCheck& c = p.clock;
+  if (!c.measured) {
+    return "offset " + nanoseconds(p.offset_ns) +
+           " by CLOCK_REALTIME, not measured (no flow to another host): as exact as the hosts' clocks agree";
+  }
+  const std::string n = std::to_string(c.messages) + " messages";
+  if (c.contradicted) {
+    return "offset " + nanoseconds(p.offset_ns) + " by CLOCK_REALTIME; the " + n +
+           " contradict every offset (a receive before its send whatever the offset)";
+  }
+  const std::uint64_t u = c.uncertainty_ns(p.offset_ns);
+  std::string bounds = "[" + (c.low_ns == INT64_MIN ? std::string("-inf") : std::to_string(c.low_ns)) + ", " +
+                       (c.high_ns == INT64_MAX ? std::string("+inf") : std::to_string(c.high_ns)) + "] ns";
+  std::string text =
+      "offset " + nanoseconds(p.offset_ns) +
+      (u == UINT64_MAX ? std::string(" (bounded on one side only)") : " +/- " + std::to_string(u) + " ns") +
+      ", within " + bounds + " from " + n;
+  if (c.agrees) return text + "; CLOCK_REALTIME agrees (its offset kept)";
+  return text + "; CLOCK_REALTIME disagrees: it said " + nanoseconds(c.realtime_offset_ns) + ", off by " +
+         nanoseconds(c.realtime_offset_ns - p.offset_ns);
+}
 
 MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std::filesystem::path& output,
                         const ProgressFunction& progress) {
@@ -209,17 +359,30 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
       const std::int64_t d = a.boot_ns - b.boot_ns;
       return a.meta.host == b.meta.host && d < 1000000000 && d > -1000000000;
     };
-    for (Source& s : sources) {
-      if (same_clock(s, sources[ref])) continue;  // offset 0
-      const Source* group = &s;                   // the first process of s's host and boot sets the offset
-      for (const Source& o : sources) {
-        if (same_clock(o, s)) {
-          group = &o;
+    std::vector<std::size_t> group(sources.size());  // each source's clock: the first source of its host and boot
+    std::vector<std::size_t> clocks;                 // the first source of each clock
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      group[i] = clocks.size();
+      for (std::size_t g = 0; g < clocks.size(); ++g) {
+        if (same_clock(sources[clocks[g]], sources[i])) {
+          group[i] = g;
           break;
         }
       }
-      s.meta.offset_ns = group->boot_ns - sources[ref].boot_ns;
+      if (group[i] == clocks.size()) clocks.push_back(i);
+    }
+    for (Source& s : sources) {
+      if (same_clock(s, sources[ref])) continue;  // offset 0
+      const Source* first = &s;                   // the first process of s's host and boot sets the offset
+      for (const Source& o : sources) {
+        if (same_clock(o, s)) {
+          first = &o;
+          break;
+        }
+      }
+      s.meta.offset_ns = first->boot_ns - sources[ref].boot_ns;
       s.meta.realtime_aligned = true;
+      s.meta.clock.realtime_offset_ns = s.meta.offset_ns;
     }
 
     char header[tf::kHeaderBytes] = {};
@@ -234,10 +397,11 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
     std::uint64_t total = 0, done = 0, reported = 0;
     for (const Source& s : sources) total += s.end - s.begin;
     detail::Frame frame;
+    std::vector<std::pair<long, std::uint64_t>> frames_at;  // each process frame's place and section bytes
     for (Source& s : sources) {
       File in{open_read(s.path)};
       const long frame_at = std::ftell(out.f);
-      write_frame(out.f, tf::frame_process, process_payload(0, s.meta), major, partial);  // its size comes last
+      write_frame(out.f, tf::frame_process, process_payload(0, s.meta, major), major, partial);  // its size comes last
       // Every whole, checked frame; a cut or damaged one ends what this process gives.
       detail::FrameReader frames(in.f, s.begin, s.end, s.header);
       std::uint64_t bytes = 0;
@@ -262,12 +426,24 @@ MergeResult merge_files(std::span<const std::filesystem::path> inputs, const std
       s.meta.complete = s.meta.problem.empty();
       const long after = std::ftell(out.f);
       if (std::fseek(out.f, frame_at, SEEK_SET) != 0) fail(partial, "seek failed");
-      write_frame(out.f, tf::frame_process, process_payload(bytes, s.meta), major, partial);
+      write_frame(out.f, tf::frame_process, process_payload(bytes, s.meta, major), major, partial);
       if (std::fseek(out.f, after, SEEK_SET) != 0) fail(partial, "seek failed");
+      frames_at.emplace_back(frame_at, bytes);
       if (!s.meta.complete)
         result.problems.push_back(s.path + ": process " + std::to_string(s.meta.pid) + ": " + s.meta.problem);
-      result.processes.push_back(s.meta);
     }
+    if (std::fflush(out.f) != 0) fail(partial, std::string("write failed: ") + std::strerror(errno));
+    // Several clocks: the offsets measured from the flows between them, written over the
+    // process frames (of the same size).
+    if (major != 1 && clocks.size() > 1) {
+      measure_clocks(partial, sources, group, clocks.size(), group[ref], result);
+      for (std::size_t i = 0; i < sources.size(); ++i) {
+        if (std::fseek(out.f, frames_at[i].first, SEEK_SET) != 0) fail(partial, "seek failed");
+        write_frame(out.f, tf::frame_process, process_payload(frames_at[i].second, sources[i].meta, major), major,
+                    partial);
+      }
+    }
+    for (const Source& s : sources) result.processes.push_back(s.meta);
     if (progress) progress(total, total);
     if (std::fflush(out.f) != 0 || out.close() != 0)
       fail(partial, std::string("write failed: ") + std::strerror(errno));

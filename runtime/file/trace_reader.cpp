@@ -127,6 +127,7 @@ class FileReplay final : private Delivery {
         break;
       }
       meta.source.assign(frame.payload, 28, n);
+      read_clock_check(frame.payload, 28 + std::size_t{n}, meta);
       const std::uint64_t begin = one.offset();
       const std::uint64_t end = bytes > size_ - begin ? size_ : begin + bytes;
       sections_.push_back(std::make_unique<Section>(tables_, path_, begin, end, std::move(meta), header_));
@@ -134,6 +135,38 @@ class FileReplay final : private Delivery {
       at = end;
     }
     if (sections_.empty() && problem_.empty()) problem_ = "a merged file with no process in it";
+  }
+
+  // Format 2.3: how merge checked the section's offset against the flows between hosts,
+  // after the process frame's source (a 2.2 frame ends there).
+  static void read_clock_check(const std::string& payload, std::size_t at, ReplayProcess& meta) {
+    const auto flags = static_cast<unsigned char>(payload[16]);
+    if (payload.size() < at + tf::kProcessClockBytes) return;
+    ClockCheck& c = meta.clock;
+    std::memcpy(&c.realtime_offset_ns, payload.data() + at, 8);
+    std::memcpy(&c.low_ns, payload.data() + at + 8, 8);
+    std::memcpy(&c.high_ns, payload.data() + at + 16, 8);
+    std::memcpy(&c.messages, payload.data() + at + 24, 8);
+    c.measured = (flags & tf::kProcessMeasured) != 0;
+    c.agrees = (flags & tf::kProcessAgrees) != 0;
+    c.contradicted = (flags & tf::kProcessContradicted) != 0;
+  }
+
+  // The clock of a process placed through CLOCK_REALTIME, as trace metadata
+  // (TraceContext::metadata: the Chrome trace's ringtrace_metadata, the Perfetto trace's
+  // metadata), keyed by the pid its threads carry.
+  void add_clock_facts(std::uint32_t pid, const ReplayProcess& m) {
+    if (!m.realtime_aligned) return;
+    const std::string key = "clock.pid " + std::to_string(pid);
+    tables_.add_fact({key, describe_clock(m)});
+    tables_.add_fact({key + ".offset_ns", m.offset_ns});
+    if (!m.clock.measured) return;
+    tables_.add_fact({key + ".realtime_offset_ns", m.clock.realtime_offset_ns});
+    tables_.add_fact({key + ".messages", static_cast<std::int64_t>(m.clock.messages)});
+    const std::uint64_t u = m.clock.uncertainty_ns(m.offset_ns);
+    if (u != UINT64_MAX) tables_.add_fact({key + ".uncertainty_ns", static_cast<std::int64_t>(u)});
+    tables_.add_fact({key + ".agrees_with_realtime", std::int64_t{m.clock.agrees ? 1 : 0}});
+    tables_.add_fact({key + ".contradicted", std::int64_t{m.clock.contradicted ? 1 : 0}});
   }
 
   // The file's process is its first one; in a merged file every thread carries its
@@ -155,6 +188,7 @@ class FileReplay final : private Delivery {
       }
       used[pid] = true;
       s->place(pid, name, several);
+      if (several) add_clock_facts(pid, s->meta());
       if (first && s->has_session()) {
         tables_.name = name;
         tables_.pid = pid;

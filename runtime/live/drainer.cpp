@@ -1,8 +1,10 @@
 #include "drainer.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>  // getenv, strtoll
 #include <cstring>
 #include <ctime>
 #include <limits>
@@ -37,6 +39,19 @@ constinit thread_local bool t_fork_holds_pass = false;
 Drainer* g_switch_drainer = nullptr;
 // How often a pass remakes stats()' per-function lists while the session runs.
 constexpr std::uint64_t kListsPeriodNs = 100'000'000;
+
+// For tests only (docs/guide.md, "Several processes"): RINGTRACE_TEST_REALTIME_SKEW_NS,
+// read when a session starts, is added to the CLOCK_REALTIME anchor the binary file
+// records, standing for a host whose clock is off by that much, so that a test of
+// merge's offsets measured from flows knows the error it must find. Not an integer: 0.
+std::int64_t realtime_skew_for_tests() {
+  const char* text = std::getenv("RINGTRACE_TEST_REALTIME_SKEW_NS");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long long skew = std::strtoll(text, &end, 10);
+  return errno != 0 || *end != '\0' ? 0 : skew;
+}
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
@@ -158,8 +173,9 @@ void Drainer::start_exporters() {
   timespec real{}, mono{};
   clock_gettime(CLOCK_REALTIME, &real);
   clock_gettime(CLOCK_MONOTONIC, &mono);
-  info.realtime_anchor_ns =
-      static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+  info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u +
+                            static_cast<std::uint64_t>(real.tv_nsec) +
+                            static_cast<std::uint64_t>(realtime_skew_for_tests());
   info.monotonic_anchor_ns =
       static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
   info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());

@@ -39,6 +39,8 @@ F_SESSION, F_SEGMENT, F_SITE, F_THREAD, F_CHUNK, F_STOP, F_STATS, F_END, F_PASS,
 F_MODULE, F_FUNCTION, F_SWITCHES = 12, 13, 14  # format 2.1
 F_FUNCTIONS = 15  # format 2.2: the calls of instrumented functions left out
 SWITCHES_SUMMARY = 0xFFFFFFFF  # a switches frame's thread: the session's summary
+# A process frame's flags (merged files); the last three with format 2.3's clock check.
+PROCESS_REALTIME, PROCESS_MEASURED, PROCESS_AGREES, PROCESS_CONTRADICTED = 1, 2, 4, 8
 FUNCTION_NAMED = 1  # a function frame's flags: name, file and line are the recording's
 
 # Site kinds and options.
@@ -1244,6 +1246,20 @@ def check_input(path):
         raise Unreadable("cannot read '%s': it is %s, not a regular file" % (path, kind))
 
 
+def process_clock(data, start, end, after_source):
+    """How a merged file's process is placed (docs/file-format.md, "Merged files"): the flags
+    byte and, from format 2.3, the clock check after the source (absent: None)."""
+    flags = data[start + 16]
+    clock = {"realtime": bool(flags & PROCESS_REALTIME), "measured": bool(flags & PROCESS_MEASURED),
+             "agrees": bool(flags & PROCESS_AGREES), "contradicted": bool(flags & PROCESS_CONTRADICTED),
+             "realtime_offset_ns": None, "low_ns": None, "high_ns": None, "messages": None}
+    if end - after_source >= 32:
+        realtime, low, high, messages = struct.unpack_from("<qqqQ", data, after_source)
+        clock.update(realtime_offset_ns=realtime, messages=messages,
+                     low_ns=None if low == -(1 << 63) else low, high_ns=None if high == (1 << 63) - 1 else high)
+    return clock
+
+
 class Reader:
     def __init__(self, path, rings):
         self.path = path
@@ -1321,7 +1337,9 @@ class Reader:
             source = bytes(data[start + 28:start + 28 + n]).decode("utf-8", "surrogateescape")
             begin = end
             stop = size if section_bytes > size - begin else begin + section_bytes
-            self.sections.append(Section(data, begin, stop, major, mixed, offset_ns, source))
+            section = Section(data, begin, stop, major, mixed, offset_ns, source)
+            section.clock = process_clock(data, start, end, start + 28 + n)
+            self.sections.append(section)
             at = stop
         if not self.sections and self.problem is None:
             self.problem = "a merged file with no process in it"
@@ -1379,14 +1397,34 @@ class Reader:
         return lines
 
 
+def print_clocks(reader):
+    """One line per process: pid (as its threads carry it), offset_ns, then the clock
+    check's fields as key=value (`-` where the file has none or a side is unbounded)."""
+    for s in reader.sections:
+        c = getattr(s, "clock", None) or {}
+
+        def value(key):
+            v = c.get(key)
+            return "-" if v is None else ("%d" % v if not isinstance(v, bool) else ("1" if v else "0"))
+        fields = " ".join("%s=%s" % (k, value(k)) for k in ("realtime", "measured", "agrees", "contradicted",
+                                                            "realtime_offset_ns", "low_ns", "high_ns", "messages"))
+        sys.stdout.write("pid=%d offset_ns=%d %s\n" % (s.out_pid, s.offset_ns, fields))
+
+
 def main(argv):
     args = argv[1:]
     rings = True
+    clocks = False
     if len(args) == 2 and args[1] == "--no-rings":
         rings = False
         args = args[:1]
-    usage = ("usage: rtrace.py FILE [--no-rings]\n\n"
-             "Prints the file's events as `ringtrace dump FILE` does, one a line (docs/file-format.md).\n")
+    if len(args) == 2 and args[1] == "--clocks":
+        clocks = True
+        args = args[:1]
+    usage = ("usage: rtrace.py FILE [--no-rings | --clocks]\n\n"
+             "Prints the file's events as `ringtrace dump FILE` does, one a line (docs/file-format.md).\n"
+             "--clocks: instead, one line per process of a merged file: how it is placed on the\n"
+             "timeline (offset, CLOCK_REALTIME's offset, the bounds the flows gave, the flags).\n")
     if len(args) == 1 and args[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0
@@ -1404,7 +1442,9 @@ def main(argv):
         check_input(args[0])
         if rings and os.path.lexists(ring_file_of(args[0])):
             check_input(ring_file_of(args[0]))
-        complete = reader.read(emit)
+        complete = reader.read((lambda lines: None) if clocks else emit)
+        if clocks:
+            print_clocks(reader)
         out.flush()
     except Unreadable as e:
         sys.stderr.write("rtrace.py: %s\n" % e)

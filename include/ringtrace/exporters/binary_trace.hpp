@@ -7,7 +7,7 @@
 #pragma once
 
 #include <cstddef>     // sizes
-#include <cstdint>     // counts
+#include <cstdint>     // counts, INT64_MIN
 #include <filesystem>  // paths
 #include <functional>  // progress callbacks
 #include <memory>      // the exporter is shared with the session
@@ -55,6 +55,28 @@ struct BinaryTraceOptions {
 RINGTRACE_API std::shared_ptr<Exporter> binary_trace_exporter(const std::filesystem::path& path,
                                                               BinaryTraceOptions options = {});
 
+// How merge_files() checked a process's clock offset against the messages (flows) that
+// crossed between its host (and boot) and the others'. The bounds are on
+// ReplayProcess::offset_ns; a side with no message is unbounded (low_ns INT64_MIN,
+// high_ns INT64_MAX).
+struct ClockCheck {
+  bool measured = false;                // some flow crossed between this process's clock and another's
+  bool agrees = false;                  // the CLOCK_REALTIME offset lies within the bounds (and was kept)
+  bool contradicted = false;            // the messages admit no offset at all (a receive before its send
+                                        // whatever the offsets): offset_ns is CLOCK_REALTIME's
+  std::int64_t realtime_offset_ns = 0;  // the offset the CLOCK_REALTIME anchors gave
+  std::int64_t low_ns = INT64_MIN, high_ns = INT64_MAX;
+  std::uint64_t messages = 0;  // flows between this process's clock and another
+  // How far the true offset can be from `offset`, as the bounds say: UINT64_MAX when a
+  // side is unbounded.
+  std::uint64_t uncertainty_ns(std::int64_t offset) const {
+    if (low_ns == INT64_MIN || high_ns == INT64_MAX || offset < low_ns || offset > high_ns) return UINT64_MAX;
+    const auto below = static_cast<std::uint64_t>(offset) - static_cast<std::uint64_t>(low_ns);
+    const auto above = static_cast<std::uint64_t>(high_ns) - static_cast<std::uint64_t>(offset);
+    return below > above ? below : above;
+  }
+};
+
 // One recorded process of a file: a file from binary_trace_exporter holds one, a file
 // from `ringtrace merge` one per input process.
 struct ReplayProcess {
@@ -65,9 +87,18 @@ struct ReplayProcess {
   // Added to the process's CLOCK_MONOTONIC times to place them on the file's timeline
   // (the first process's clock): 0 for processes of the first one's host and boot;
   // else derived from both processes' CLOCK_REALTIME anchors, as exact as the hosts'
-  // clocks agree (ringtrace cannot know that; NTP typically keeps it to a millisecond).
+  // clocks agree (NTP typically keeps it to a millisecond), moved inside the bounds that
+  // the flows between the hosts give when it lies outside them (`clock`).
   std::int64_t offset_ns = 0;
   bool realtime_aligned = false;  // offset_ns came from CLOCK_REALTIME anchors
+  // What the messages between hosts said of offset_ns (format 2.3; merge_files() measures
+  // it when some flow links this process's host and boot to another's: its
+  // RINGTRACE_FLOW_OUT and RINGTRACE_FLOW_IN with one id in two processes): a receive is
+  // never before its send, so offset_ns lies within [low_ns, high_ns]. See ClockCheck.
+  ClockCheck clock;
+  // The pid its threads carry in the stream (ThreadInfo::pid), when the file holds
+  // several processes (a pid seen twice is replaced); 0 in a file of one process.
+  std::uint32_t stream_pid = 0;
   bool complete = false;
   std::string problem;  // as ReplayResult::problem, for this process
   // Events read from the process's ring file (BinaryTraceOptions::rings_in_file) after
@@ -135,21 +166,40 @@ struct ReplayOptions {
 RINGTRACE_API ReplayResult replay_file(const std::filesystem::path& path, std::span<Exporter* const> exporters,
                                        const ReplayOptions& options);
 
+// One line on how a process of a merged file is placed on the file's timeline
+// (ReplayProcess::offset_ns and clock): what `ringtrace merge` and `ringtrace info` print,
+// and the trace metadata `clock.pid N` (N its ThreadInfo::pid) that replay_file() of a
+// merged file gives the exporters (the Chrome trace's ringtrace_metadata, the Perfetto
+// trace's metadata), with the numbers as integers beside it (`clock.pid N.offset_ns`,
+// `.realtime_offset_ns`, `.uncertainty_ns`, `.messages`, `.agrees_with_realtime`,
+// `.contradicted`).
+RINGTRACE_API std::string describe_clock(const ReplayProcess& process);
+
 // What merge_files() wrote.
 struct MergeResult {
   std::vector<ReplayProcess> processes;  // in the output's order, with their offsets
   // One line per process whose input was cut short or damaged: what was complete of it
   // is in the output, and replay_file() of the output reports it too.
   std::vector<std::string> problems;
+  // Flows between processes of different clocks (hosts or boots) that bounded the
+  // offsets (ReplayProcess::clock), and how many of their receives come before their
+  // sends with the offsets written: 0, unless the flows contradict every offset; then
+  // `clock_problem` says so (one line) and every offset is CLOCK_REALTIME's.
+  std::uint64_t messages = 0;
+  std::uint64_t receives_before_sends = 0;
+  std::string clock_problem;
 };
 
 // Merges binary trace files of several processes (files of binary_trace_exporter, or of
 // an earlier merge) into `output`, format version 2: a section per process, on the
 // CLOCK_MONOTONIC timeline of the process that started first. Processes of one host and
 // boot share that clock exactly; others are placed through the CLOCK_REALTIME anchors
-// (ReplayProcess::realtime_aligned), as exact as the hosts' clocks agree. replay_file()
+// (ReplayProcess::realtime_aligned), as exact as the hosts' clocks agree, and then, when
+// flows link processes of different clocks, inside the bounds the flows give
+// (ReplayProcess::clock; reading every event once more for the flows). replay_file()
 // of the output delivers one stream, each thread with its process's pid
-// (ThreadInfo::pid). Frames are checked and copied, never decoded. Throws
+// (ThreadInfo::pid). Frames are checked and copied, never decoded (but for the flows,
+// when several clocks are merged). Throws
 // std::runtime_error naming the file when an input cannot be read or is no ringtrace
 // file, or the output cannot be written (checked before reading any input); writes
 // `output`.partial and renames it at the end.
