@@ -241,6 +241,8 @@ void Session::Impl::stop() {
       return;
     }
     running = false;  // running() is false from here; stats() reads the drainer's
+    // Allocations end here: what stop() frees and allocates is ringtrace's own.
+    detail::g_memory_on.store(0, std::memory_order_relaxed);
   }
   // No step or frame mark from here on (they wait for this to end); the current step's
   // zone is left open: the drainer closes it at the stop time.

@@ -90,9 +90,20 @@ std::size_t arena_size(const void* p) {
   return size;
 }
 
+// A sanitizer linked statically into the program (clang's AddressSanitizer) defines the
+// allocation functions in the program itself, as weak aliases of its interceptors, which
+// these functions replace: its allocator is then reached through the interceptors' own
+// names (there is no next definition of it). Otherwise the next definition after this
+// object (a shared libasan or libtsan, a malloc library, glibc).
+const char* g_prefix = "";
+
 template <class F>
 void look_up(F& f, const char* name) {
-  f = reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+  char full[64] = {};
+  const std::size_t prefix = std::strlen(g_prefix);
+  std::memcpy(full, g_prefix, prefix);
+  std::memcpy(full + prefix, name, std::strlen(name));
+  f = reinterpret_cast<F>(::dlsym(*g_prefix != '\0' ? RTLD_DEFAULT : RTLD_NEXT, full));
 }
 
 // The next definitions, or false while they are being looked up (or are missing: a
@@ -102,6 +113,15 @@ bool next_known() {
   if (state == 2) [[likely]]
     return true;
   if (state == 0 && g_state.compare_exchange_strong(state, 1, std::memory_order_acq_rel)) {
+    for (const char* prefix : {"__interceptor_", "___interceptor_"}) {
+      char full[32] = {};
+      std::memcpy(full, prefix, std::strlen(prefix));
+      std::memcpy(full + std::strlen(prefix), "malloc", 6);
+      if (::dlsym(RTLD_DEFAULT, full) != nullptr) {
+        g_prefix = prefix;
+        break;
+      }
+    }
     Next n;
     look_up(n.malloc, "malloc");
     look_up(n.free, "free");
@@ -169,6 +189,11 @@ void* new_nothrow(std::size_t size, std::size_t align) noexcept {
 }
 
 }  // namespace
+
+// Named on the link line (`-u ringtrace_memory_functions`, CMake's and the .pc's): takes
+// this object from the archive whatever else defines malloc (a statically linked
+// sanitizer's weak definitions, which these replace).
+RINGTRACE_ALLOC_API void ringtrace_memory_functions() noexcept {}
 
 RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept {
   if (!next_known()) return arena_alloc(size);

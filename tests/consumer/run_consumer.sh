@@ -2,7 +2,8 @@
 # run_consumer.sh <mode> <source dir> <build dir> <work dir>
 #   install, build-tree, subdirectory, shared: the CMake ways (app/CMakeLists.txt).
 #   pkg-config: installed with a prefix, app/ built by plain g++ with `pkg-config --cflags --libs ringtrace`
-#           (and its function hooks with `... ringtrace-functions`).
+#           (and its function hooks with `... ringtrace-functions`, its allocation functions with
+#           `... ringtrace-memory`, and the installed tool's `record --memory`).
 #   readme: every ```cpp block of README.md and docs/guide.md built the same way; a block with main() is run
 #           (in an empty folder), one without is compiled as a translation unit.
 #   benchmark-install, benchmark-build-tree, benchmark-pkg-config: a Google Benchmark
@@ -70,7 +71,18 @@ case "${mode}" in
       -o "${work}/build/functions_work.o"
     "${cxx}" -std=c++20 -O2 "${source_dir}/tests/consumer/app/functions_main.cpp" "${work}/build/functions_work.o" \
       -o "${work}/build/consumer_functions" "${function_flags[@]}"
-    "${work}/build/consumer_functions" ;;
+    "${work}/build/consumer_functions"
+    # ringtrace-memory.pc: the allocation functions; and the installed tool's record
+    # --memory, which finds the installed libringtrace_preload.so beside it.
+    read -r -a memory_flags <<<"$(pkg-config --cflags --libs ringtrace-memory)"
+    "${cxx}" -std=c++20 -O2 "${source_dir}/tests/consumer/app/memory_main.cpp" -o "${work}/build/consumer_memory" \
+      "${memory_flags[@]}"
+    "${work}/build/consumer_memory"
+    if [[ -x "${work}/prefix/bin/ringtrace" ]]; then
+      "${work}/prefix/bin/ringtrace" record --memory -o "${work}/build/true.rtrace" -- /bin/true
+      "${work}/prefix/bin/ringtrace" dump "${work}/build/true.rtrace" | grep -q ' alloc "ringtrace: allocated" ' ||
+        { echo "pkg-config: the installed record --memory recorded no allocation of /bin/true"; exit 1; }
+    fi ;;
   readme)
     awk -v dir="${work}" '
       /^```cpp[[:space:]]*$/ { inside = 1; n += 1; file = sprintf("%s/block%02d.cpp", dir, n); printf "" > file; next }

@@ -5,9 +5,12 @@
 # and its allocations are the program's plus what the C library allocated for it (stdio's
 # buffer, the thread's); the 12345-byte block it never frees is live at the end (its
 # free is nowhere); every free's size is known; a run killed with SIGKILL 300 ms after
-# its last allocation gives every allocation up to the kill from its partial file.
+# its last allocation gives every allocation up to the kill from its partial file. Built
+# with -finstrument-functions (still not linking ringtrace), every allocation of the worker
+# thread lands in its function's zone, `worker`, and main's in `main`'s (the C library's
+# own at a thread's start and at the exit are outside every zone).
 set -uo pipefail
-tool="$1"; app="$2"; work="$3"
+tool="$1"; app="$2"; work="$3"; app_functions="${4:-}"
 rm -rf "${work}"; mkdir -p "${work}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -47,6 +50,25 @@ else
   w=$(awk -v main="$(awk '{print $2; exit}' "${work}/killed.dump")" '$3 != main && $4 == "alloc"' "${work}/killed.dump" | wc -l)
   [[ ${w} -eq ${w_allocs} ]] || fail "killed run: ${w} worker allocations read back, not ${w_allocs}: $(cat "${work}/killed.dump.err")"
   grep -q ' alloc "ringtrace: allocated" bytes=12345$' "${work}/killed.dump" || fail "killed run: the last allocation before the kill is missing"
+fi
+
+# -finstrument-functions: the preload's hooks record the functions; allocations in them.
+if [[ -n "${app_functions}" ]]; then
+  "${tool}" record --memory -o "${work}/functions.rtrace" -- "${app_functions}" >/dev/null 2>"${work}/functions.err" ||
+    fail "record of the instrumented program exits $?: $(cat "${work}/functions.err")"
+  "${tool}" dump "${work}/functions.rtrace" >"${work}/functions.dump" || fail "dump exits $?"
+  # Per thread, the innermost open zone of each alloc and free.
+  awk '$4 == "zone_begin" { n[$3] += 1; top[$3, n[$3]] = $5 }
+       $4 == "zone_end" { n[$3] -= 1 }
+       $4 == "alloc" || $4 == "free" { print $3, (n[$3] > 0 ? top[$3, n[$3]] : "(none)") }' \
+    "${work}/functions.dump" | sort | uniq -c >"${work}/functions.zones"
+  in_worker=$(awk '$3 == "\"worker\"" { s += $1 } END { print s + 0 }' "${work}/functions.zones")
+  [[ ${in_worker} -eq $((w_allocs + w_frees)) ]] ||
+    fail "instrumented: ${in_worker} allocations and frees in worker's zone, not $((w_allocs + w_frees)): $(cat "${work}/functions.zones")"
+  # main's own (the C library's at the thread's start and the process's exit are outside it).
+  in_main=$(awk '$3 == "\"main\"" { s += $1 } END { print s + 0 }' "${work}/functions.zones")
+  [[ ${in_main} -ge $((m_allocs + m_frees)) ]] ||
+    fail "instrumented: ${in_main} allocations and frees in main's zone, fewer than $((m_allocs + m_frees))"
 fi
 
 if [[ ${failures} -ne 0 ]]; then

@@ -27,6 +27,10 @@
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 
+// The sized delete, declared whether or not the compiler turns sized deallocation on
+// (clang 14 does not by default): the test calls it by hand.
+void operator delete(void* p, std::size_t size) noexcept;
+
 namespace {
 
 using ringtrace::Event;
