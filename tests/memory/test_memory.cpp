@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <new>
@@ -26,6 +27,7 @@
 #include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
+#include "support/validating_exporter.hpp"  // test_scale
 
 // The sized delete, declared whether or not the compiler turns sized deallocation on
 // (clang 14 does not by default): the test calls it by hand.
@@ -424,5 +426,71 @@ TEST(Memory, TheBinaryFileGivesWhatTheLiveSessionGave) {
   EXPECT_TRUE(found) << leaks;
   std::filesystem::remove(path);
 }
+
+// Four threads allocating flat out: under the block policy every allocation and free is
+// recorded; under the drop policy what is not recorded is counted, per thread, exactly.
+void flat_out(ringtrace::OverflowPolicy policy) {
+  const int n = std::max(2000, static_cast<int>(200000 * ringtrace::testing::test_scale()));
+  ringtrace::Config config = memory_config();
+  config.overflow = policy;
+  config.buffer_records = 4096;  // small rings: the drop policy drops
+  ringtrace::Session session(config);
+  struct Counts final : ringtrace::Exporter {
+    std::map<ringtrace::ThreadId, std::uint64_t> memory, zones;
+    void on_events(std::span<const Event> events, const ringtrace::TraceContext&) override {
+      for (const Event& e : events) {
+        if (e.kind == EventKind::alloc || e.kind == EventKind::free) ++memory[e.thread];
+        if (e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end) ++zones[e.thread];
+      }
+    }
+  };
+  auto counts = std::make_shared<Counts>();
+  session.add_exporter(counts);
+  session.start();
+  // pthreads, not std::thread: a std::thread's state is freed on its thread, an
+  // allocation of the test's own there.
+  struct Work {
+    static void* run(void* arg) {
+      const int count = *static_cast<const int*>(arg);
+      RINGTRACE_ZONE("flat");
+      for (int i = 0; i < count; ++i) {
+        void* p = std::malloc(1000 + static_cast<std::size_t>(i % 512));
+        g_sink = p;
+        std::free(p);
+      }
+      return nullptr;
+    }
+  };
+  pthread_t threads[4];
+  for (pthread_t& t : threads) ASSERT_EQ(pthread_create(&t, nullptr, &Work::run, const_cast<int*>(&n)), 0);
+  for (pthread_t t : threads) pthread_join(t, nullptr);
+  session.stop();
+  const ringtrace::SessionStats stats = session.stats();
+  int threads_seen = 0;
+  for (const ringtrace::ThreadStats& t : stats.threads) {
+    if (counts->zones[t.thread] == 0 && t.dropped == 0) continue;  // not one of the four
+    ++threads_seen;
+    // Each thread: 2n allocations and frees, its zone's begin and end (a zone is dropped
+    // whole: two events).
+    EXPECT_EQ(counts->memory[t.thread] + counts->zones[t.thread] + t.dropped, 2u * n + 2u)
+        << "thread " << t.thread << ": " << counts->memory[t.thread] << " allocations and frees, "
+        << counts->zones[t.thread] << " zone boundaries, " << t.dropped << " dropped";
+    if (policy == ringtrace::OverflowPolicy::block) {
+      EXPECT_EQ(t.dropped, 0u);
+      EXPECT_EQ(counts->memory[t.thread], 2u * n);
+    }
+  }
+  EXPECT_EQ(threads_seen, 4);
+  EXPECT_EQ(
+      stats.dropped, stats.dropped_without_ring + [&] {
+        std::uint64_t d = 0;
+        for (const auto& t : stats.threads) d += t.dropped;
+        return d;
+      }());
+}
+
+TEST(Memory, FourThreadsFlatOutKeepEveryAllocationUnderTheBlockPolicy) { flat_out(ringtrace::OverflowPolicy::block); }
+
+TEST(Memory, FourThreadsFlatOutCountEveryDropUnderTheDropPolicy) { flat_out(ringtrace::OverflowPolicy::drop); }
 
 }  // namespace
