@@ -84,6 +84,8 @@ class BoundedRecorder final : public Exporter {
       case EventKind::dropped:
       case EventKind::async_begin:
       case EventKind::message:
+      case EventKind::alloc:
+      case EventKind::free:
         break;
     }
     if (!cut_) {

@@ -76,6 +76,10 @@ const char* kind_name(EventKind kind) {
       return "switch_out";
     case EventKind::switch_in:
       return "switch_in";
+    case EventKind::alloc:
+      return "alloc";
+    case EventKind::free:
+      return "free";
   }
   return nullptr;
 }
@@ -152,6 +156,10 @@ class Printer final : public Exporter {
       case EventKind::switch_in:
         field("bits", e.value.u);  // SwitchBits: 1 preempted, 2 stream_start, 4 after_loss
         break;
+      case EventKind::alloc:
+      case EventKind::free:
+        field("bytes", e.value.u);
+        break;
       default:
         break;
     }
@@ -159,6 +167,7 @@ class Printer final : public Exporter {
     if ((e.flags & EventFlags::closed_at_stop) != 0) out_ += " closed_at_stop";
     if ((e.flags & EventFlags::closed_at_window_end) != 0) out_ += " closed_at_window_end";
     if ((e.flags & EventFlags::truncated) != 0) out_ += " truncated";
+    if ((e.flags & EventFlags::size_unknown) != 0 && e.kind == EventKind::free) out_ += " size_unknown";
     out_ += '\n';
   }
   void flush() {

@@ -16,6 +16,7 @@ class ValidatingExporter final : public Exporter {
  public:
   struct Thread {
     std::uint64_t messages = 0;
+    std::uint64_t allocs = 0, frees = 0;
     std::vector<SiteId> stack;
     std::uint64_t begins = 0, ends = 0, instants = 0, counters = 0, dropped = 0, closed_at_stop = 0;
     std::uint64_t args = 0, flows = 0, asyncs = 0, unattached = 0;  // unattached: args, flows with no open zone
@@ -97,6 +98,11 @@ class ValidatingExporter final : public Exporter {
           ++(kind == 1 ? t.switch_outs : t.switch_ins);
           break;
         }
+        case EventKind::alloc:
+        case EventKind::free:
+          if (e.depth != t.stack.size()) ++depth_errors;
+          ++(e.kind == EventKind::alloc ? t.allocs : t.frees);
+          break;
       }
     }
   }
