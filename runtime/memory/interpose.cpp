@@ -278,6 +278,4 @@ RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t) noexcept { r
 RINGTRACE_NEW_API void operator delete(void* p, std::size_t size, std::align_val_t) noexcept { release(p, size); }
 RINGTRACE_NEW_API void operator delete[](void* p, std::size_t size, std::align_val_t) noexcept { release(p, size); }
 RINGTRACE_NEW_API void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
-RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  release(p, 0);
-}
+RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
