@@ -36,6 +36,7 @@
 #include <variant>  // TraceMetadata values
 #include <vector>
 
+#include "heap_counter.hpp"  // the live heap's counter track (Config::memory)
 #include "output.hpp"        // escaping, number formatting, OutputSink
 #include "step_zones.hpp"    // Session::step()'s zones
 #include "zone_tracker.hpp"  // begin time and duration of each zone at its end
@@ -91,6 +92,7 @@ class ChromeTraceExporter final : public Exporter {
     }
     ++runs_;
     run_ = Run{};
+    run_.heap = detail::HeapCounter(options_.heap_interval_ns);
     run_.tracker.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
     run_.pid = options_.pid != 0 ? options_.pid : context.process_id();
     if (run_.pid == 0) run_.pid = static_cast<std::uint32_t>(::getpid());
@@ -160,6 +162,10 @@ class ChromeTraceExporter final : public Exporter {
           break;
         case EventKind::alloc:
         case EventKind::free:
+          // The zone's bytes (ZoneTracker), and the process's live heap.
+          run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          run_.heap.feed(e, thread_pid(context.thread(e.thread), context),
+                         [&](const detail::HeapCounter::Sample& s) { write_heap(s, context); });
           break;
       }
     }
@@ -169,6 +175,7 @@ class ChromeTraceExporter final : public Exporter {
     context_ = &context;
     close_open_zones(context);
     run_.tracker.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
+    run_.heap.finish([&](const detail::HeapCounter::Sample& s) { write_heap(s, context); });
     // Every thread named (also one that delivered no event), each with its last name;
     // not a folded one that delivered none (Config::max_thread_rows): nothing to name.
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
@@ -508,7 +515,8 @@ class ChromeTraceExporter final : public Exporter {
     if (attached != nullptr && zone.tag < attached->args.size()) {
       args = std::string_view(attached->args).substr(zone.tag);
     }
-    char* p = room(kEventBytes + name.size() + ids.size() + location.size() + category.size() + args.size());
+    // kEventBytes, and the memory args' 80 at most.
+    char* p = room(kEventBytes + 80 + name.size() + ids.size() + location.size() + category.size() + args.size());
     if (region) {
       p = copy(p, ",\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":");
     } else if (!category.empty()) {
@@ -524,7 +532,9 @@ class ChromeTraceExporter final : public Exporter {
     p = put_us(p, zone.begin_ns);
     p = copy(p, ",\"dur\":");
     p = put_dur(p, zone.total_ns);
-    if (region || closed_at_stop || closed_at_window_end || zone.on_cpu_known || !location.empty() || !args.empty()) {
+    const bool allocated = zone.memory.allocations != 0;  // Config::memory
+    if (region || closed_at_stop || closed_at_window_end || zone.on_cpu_known || allocated || !location.empty() ||
+        !args.empty()) {
       p = copy(p, ",\"args\":{");
       const char* first = p;
       if (region) {
@@ -534,6 +544,12 @@ class ChromeTraceExporter final : public Exporter {
       if (zone.on_cpu_known) {  // its thread's switches are recorded (Config::context_switches)
         p = copy(p, ",\"on_cpu_ns\":");
         p = put_uint(p, zone.on_cpu_ns());
+      }
+      if (allocated) {  // bytes and allocations in the zone and its children
+        p = copy(p, ",\"alloc_bytes\":");
+        p = put_uint(p, zone.memory.allocated_bytes);
+        p = copy(p, ",\"allocs\":");
+        p = put_uint(p, zone.memory.allocations);
       }
       if (closed_at_stop) p = copy(p, ",\"closed_at_stop\":true");
       if (closed_at_window_end) p = copy(p, ",\"closed_at_window_end\":true");
@@ -759,6 +775,21 @@ class ChromeTraceExporter final : public Exporter {
     done(p);
   }
 
+  // A sample of the process's live heap (Config::memory; heap_counter.hpp says which are
+  // written): a counter of its own name, on the process as every counter.
+  void write_heap(const detail::HeapCounter::Sample& s, const TraceContext& context) {
+    const std::string_view ids = thread_ids(s.thread, context);
+    char* p = room(kEventBytes + ids.size());
+    p = copy(p, ",\n{\"ph\":\"C\",\"cat\":\"ringtrace.memory\",\"name\":\"ringtrace: heap (bytes)\"");
+    p = copy(p, ids);
+    p = copy(p, ",\"ts\":");
+    p = put_us(p, s.time_ns);
+    p = copy(p, ",\"args\":{\"value\":");
+    p = put_uint(p, s.bytes);
+    p = copy(p, "}}");
+    done(p);
+  }
+
   // `"<counter> (tid <os tid>)"`, escaped once per counter and thread. The os tid, not
   // the thread's name: it stays the same when the thread is renamed (one track), and
   // two threads of one name keep two tracks; viewers show each thread's tid by its name.
@@ -827,6 +858,7 @@ class ChromeTraceExporter final : public Exporter {
     std::vector<std::uint32_t> named_pids;                // other processes named so far (merged files)
     std::vector<std::vector<Deferred>> deferred;          // per thread: zones waiting for their outer one
     std::uint64_t skipped_counters = 0;
+    detail::HeapCounter heap;  // the processes' live heaps (Config::memory)
   };
   Run run_;
   const TraceContext* context_ = nullptr;  // the context of the call being served

@@ -135,6 +135,8 @@ class FoldedStacksExporter final : public Exporter {
         end(e);
       } else if (detail::is_switch(e.kind)) [[unlikely]] {
         run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+      } else if (detail::is_memory(e.kind)) [[unlikely]] {
+        allocated(e, context);
       }
     }
   }
@@ -145,8 +147,10 @@ class FoldedStacksExporter final : public Exporter {
   }
 
  private:
-  // Thread-root frames are told apart from sites by the top bit.
+  // Thread-root frames are told apart from sites by the top bit; the frame of allocations
+  // outside every zone is the one frame above every site id.
   static constexpr std::uint32_t kThreadFrame = 0x80000000u;
+  static constexpr std::uint32_t kNoZoneFrame = kThreadFrame - 1;
 
   struct Node {
     std::uint32_t parent;
@@ -154,13 +158,15 @@ class FoldedStacksExporter final : public Exporter {
     std::uint64_t self_ns;  // wall, or on-CPU (FoldedStacksOptions::on_cpu)
     std::uint64_t total_ns;
     std::uint64_t calls;
+    std::uint64_t alloc_bytes = 0;  // allocated in the leaf zone itself (Config::memory)
+    std::uint64_t allocs = 0;
   };
 
   std::uint32_t child(std::uint32_t parent, std::uint32_t frame) {
     bool inserted = false;
     const auto fresh = static_cast<std::uint32_t>(run_.nodes.size());
     const std::uint32_t node = run_.children.find_or_insert(parent, frame, fresh, inserted);
-    if (inserted) run_.nodes.push_back(Node{parent, frame, 0, 0, 0});
+    if (inserted) run_.nodes.push_back(Node{parent, frame, 0, 0, 0, 0, 0});
     return node;
   }
 
@@ -199,6 +205,19 @@ class FoldedStacksExporter final : public Exporter {
     node.self_ns += (options_.on_cpu ? zone.self_on_cpu_ns() : zone.self_ns) * zone.weight;
     node.total_ns += (options_.on_cpu ? zone.on_cpu_ns() : zone.total_ns) * zone.weight;
     node.calls += zone.weight;
+    node.alloc_bytes += zone.self_memory.allocated_bytes * zone.weight;
+    node.allocs += zone.self_memory.allocations * zone.weight;
+  }
+
+  // An alloc or free: the zone's bytes (ZoneTracker, at its close); outside every zone,
+  // an allocation counts in the frame "(no zone)" (under the thread's root frame).
+  RINGTRACE_NOINLINE void allocated(const Event& e, const TraceContext& context) {
+    run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+    if (e.kind != EventKind::alloc || !cursor(e.thread).empty()) return;
+    if (options_.thread_root) run_.book.see(e.thread, context);
+    Node& node = run_.nodes[child(run_.thread_roots[e.thread], kNoZoneFrame)];
+    node.alloc_bytes += e.value.u;
+    node.allocs += 1;
   }
 
   // Zones a stream left open (a live session closes them itself at stop()) end at the
@@ -214,6 +233,10 @@ class FoldedStacksExporter final : public Exporter {
         return node.total_ns;
       case FoldedValue::calls:
         return node.calls;
+      case FoldedValue::alloc_bytes:
+        return node.alloc_bytes;
+      case FoldedValue::allocs:
+        return node.allocs;
       case FoldedValue::self_ns:
         break;
     }
@@ -229,8 +252,10 @@ class FoldedStacksExporter final : public Exporter {
       thread_frames[t] =
           sanitize_frame(info.name.empty() ? std::string("thread ") + std::to_string(info.os_tid) : info.name);
     }
+    const std::string no_zone = "(no zone)";
     auto frame_name = [&](std::uint32_t frame) -> const std::string& {
       if ((frame & kThreadFrame) != 0) return thread_frames[frame & ~kThreadFrame];
+      if (frame == kNoZoneFrame) return no_zone;
       if (!site_done[frame]) {
         site_frames[frame] = sanitize_frame(context.site(frame).name);
         site_done[frame] = true;
@@ -340,7 +365,7 @@ class FoldedStacksExporter final : public Exporter {
     std::vector<std::vector<std::uint32_t>> cursors;  // per thread: trie node of each open zone
     std::vector<std::uint32_t> thread_roots;          // per thread: its root node (0 without thread_root)
     ChildTable children;
-    std::vector<Node> nodes = {Node{0, 0, 0, 0, 0}};  // the root above every stack, then the stacks' nodes
+    std::vector<Node> nodes = {Node{0, 0, 0, 0, 0, 0, 0}};  // the root above every stack, then the stacks' nodes
   };
   Run run_;
 };

@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "heap_counter.hpp"  // the live heap's counter track (Config::memory)
 #include "output.hpp"        // OutputSink, UTF-8 repair
 #include "step_zones.hpp"    // Session::step()'s zones
 #include "zone_tracker.hpp"  // begin time of each zone at its end
@@ -48,6 +49,8 @@ constexpr unsigned category_iids = 3, debug_annotations = 4, type = 9, name_iid 
                    flow_ids = 47, terminating_flow_ids = 48;
 // TrackDescriptor
 constexpr unsigned uuid = 1, name = 2, process = 3, thread = 4, parent_uuid = 5, counter = 8;
+// CounterDescriptor: its unit, UNIT_SIZE_BYTES
+constexpr unsigned counter_unit = 3, unit_size_bytes = 3;
 // ProcessDescriptor / ThreadDescriptor
 constexpr unsigned pid = 1, tid = 2, process_name = 6, thread_name = 5;
 // InternedData; EventName / EventCategory / DebugAnnotationName
@@ -219,6 +222,7 @@ class PerfettoExporter final : public Exporter {
     }
     started_ = true;
     run_ = Run{};
+    run_.heap = detail::HeapCounter(options_.heap_interval_ns);
     run_.tracker.on_off_cpu([this](const detail::OffCpuInterval& off) { write_off_cpu(off, *context_); });
     out_.clear();
     run_.pid = options_.pid != 0 ? options_.pid : context.process_id();
@@ -292,6 +296,10 @@ class PerfettoExporter final : public Exporter {
           break;
         case EventKind::alloc:
         case EventKind::free:
+          // The zone's bytes (ZoneTracker), and the process's live heap.
+          run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+          run_.heap.feed(e, thread_pid(e.thread, context),
+                         [&](const detail::HeapCounter::Sample& s) { write_heap(s, context); });
           break;
       }
       if (out_.size() >= options_.buffer_bytes) flush();
@@ -311,6 +319,7 @@ class PerfettoExporter final : public Exporter {
                               close_zone(zone, outer, context);
                             });
     run_.tracker.end_off_cpu(context.clock().stop_ns);  // threads off the CPU at the end
+    run_.heap.finish([&](const detail::HeapCounter::Sample& s) { write_heap(s, context); });
     for (ThreadId t = 0; t < context.thread_count(); ++t) {
       if (context.thread(t).id == t)
         see_thread(t, context, context.clock().stop_ns);  // not a folded thread without events
@@ -699,6 +708,10 @@ class PerfettoExporter final : public Exporter {
       p.end(d);
     }
     if (zone.on_cpu_known) annotate_uint(s, p, "on_cpu_ns", zone.on_cpu_ns());  // Config::context_switches
+    if (zone.memory.allocations != 0) {  // Config::memory: in the zone and its children
+      annotate_uint(s, p, "alloc_bytes", zone.memory.allocated_bytes);
+      annotate_uint(s, p, "allocs", zone.memory.allocations);
+    }
     if ((zone.flags & EventFlags::closed_at_stop) != 0) {
       const std::size_t d = p.begin(f::debug_annotations);
       p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, "closed_at_stop"));
@@ -917,6 +930,45 @@ class PerfettoExporter final : public Exporter {
     end_packet(*on, packet);
   }
 
+  // The live heap's counter track of a thread's process (Config::memory), described the
+  // first time: "ringtrace: heap (bytes)", unit bytes.
+  std::uint64_t heap_track(ThreadId thread, const TraceContext& context) {
+    const std::string key = std::string("\x03heap") + process_key(thread, context);
+    const auto it = run_.counter_tracks.find(key);
+    if (it != run_.counter_tracks.end()) return it->second;
+    const std::uint64_t uuid = counter_uuid(run_.counter_tracks.size());
+    run_.counter_tracks.emplace(key, uuid);
+    const std::uint64_t parent = process_track(thread, context);
+    const std::size_t packet = begin_untimed(run_.global);
+    Proto p(out_);
+    const std::size_t track = p.begin(f::track_descriptor);
+    p.uint(f::uuid, uuid);
+    p.uint(f::parent_uuid, parent);
+    p.str(f::name, "ringtrace: heap (bytes)");
+    const std::size_t counter = p.begin(f::counter);
+    p.uint(f::counter_unit, f::unit_size_bytes);
+    p.end(counter);
+    p.end(track);
+    end_packet(run_.global, packet);
+    return uuid;
+  }
+
+  // A sample of the live heap (heap_counter.hpp says which are written), on the sequence
+  // of the thread whose event brought the heap to it.
+  void write_heap(const detail::HeapCounter::Sample& sample, const TraceContext& context) {
+    see_thread(sample.thread, context, sample.time_ns);
+    const std::uint64_t track = heap_track(sample.thread, context);
+    Sequence* on = nullptr;
+    const std::size_t packet = begin_packet(sample.thread, sample.time_ns, on);
+    Proto p(out_);
+    const std::size_t event = p.begin(f::track_event);
+    p.uint(f::type, kCounter);
+    p.uint(f::track_uuid, track);
+    p.sint(f::counter_value, static_cast<std::int64_t>(sample.bytes));
+    p.end(event);
+    end_packet(*on, packet);
+  }
+
   // Async spans: a track per span name and id (its begin and end may be on different
   // threads), under the process.
   void write_async(const Event& e, const TraceContext& context) {
@@ -982,6 +1034,7 @@ class PerfettoExporter final : public Exporter {
     std::vector<Attached> attached;
     std::vector<std::uint32_t> other_processes;  // pids of other_process_uuid(0, 1, ...)
     std::uint64_t args_without_zone = 0;
+    detail::HeapCounter heap;  // the processes' live heaps (Config::memory)
   };
   Run run_;
   const TraceContext* context_ = nullptr;  // the context of the call being served

@@ -30,7 +30,7 @@ void reject_gzip(const std::string& path) {
   }
 }
 
-double seconds(std::uint64_t ns) { return static_cast<double>(ns) / kNsPerSecond; }
+constexpr double kBytesPerMB = 1e6;
 
 }  // namespace
 
@@ -100,6 +100,7 @@ struct PstatsAggregator::State {
   detail::SampleRates rates;
   bool estimate = false;
   bool on_cpu = false;
+  bool alloc_bytes = false;
   std::uint64_t dropped_events = 0;
   std::uint64_t closed_at_stop = 0;
   std::string key_text;  // scratch for resolve()
@@ -182,8 +183,12 @@ struct PstatsAggregator::State {
     ThreadCounts& thread = threads[zone.thread];
     Counts& f = functions[callee];
     const std::uint64_t w = zone.weight;  // 1 unless estimating sampled sites
-    const std::uint64_t self_ns = on_cpu ? zone.self_on_cpu_ns() : zone.self_ns;
-    const std::uint64_t total_ns = on_cpu ? zone.on_cpu_ns() : zone.total_ns;
+    std::uint64_t self_ns = on_cpu ? zone.self_on_cpu_ns() : zone.self_ns;
+    std::uint64_t total_ns = on_cpu ? zone.on_cpu_ns() : zone.total_ns;
+    if (alloc_bytes) {  // PstatsOptions::alloc_bytes: bytes allocated in place of times
+      self_ns = zone.self_memory.allocated_bytes;
+      total_ns = zone.memory.allocated_bytes;
+    }
     f.calls += w;
     f.self_ns += self_ns * w;
     if (--thread.function_active[callee] == 0) {
@@ -211,14 +216,16 @@ PstatsAggregator::PstatsAggregator(PstatsAggregator&&) noexcept = default;
 PstatsAggregator& PstatsAggregator::operator=(PstatsAggregator&&) noexcept = default;
 
 void PstatsAggregator::reset() {
-  const bool estimate = state_->estimate, on_cpu = state_->on_cpu;
+  const bool estimate = state_->estimate, on_cpu = state_->on_cpu, alloc_bytes = state_->alloc_bytes;
   state_ = std::make_unique<State>();
   state_->estimate = estimate;
   state_->on_cpu = on_cpu;
+  state_->alloc_bytes = alloc_bytes;
 }
 
 void PstatsAggregator::set_estimate_sampled(bool on) { state_->estimate = on; }
 void PstatsAggregator::set_on_cpu(bool on) { state_->on_cpu = on; }
+void PstatsAggregator::set_alloc_bytes(bool on) { state_->alloc_bytes = on; }
 
 void PstatsAggregator::add(std::span<const Event> events, const TraceContext& context) {
   State& s = *state_;
@@ -241,6 +248,10 @@ void PstatsAggregator::add(std::span<const Event> events, const TraceContext& co
       case EventKind::switch_in:
         s.tracker.feed(e, on_close);  // the thread's CPU state, for on-CPU times
         break;
+      case EventKind::alloc:
+      case EventKind::free:
+        if (s.alloc_bytes) s.tracker.feed(e, on_close);  // the zones' bytes
+        break;
       default:
         break;
     }
@@ -258,6 +269,7 @@ PstatsTable PstatsAggregator::table() const {
   PstatsTable table;
   table.estimated = s.estimate && s.rates.any_sampled();
   table.on_cpu = s.on_cpu;
+  table.alloc_bytes = s.alloc_bytes;
   table.functions.reserve(s.keys.size());
   for (std::size_t i = 0; i < s.keys.size(); ++i) {
     const State::Counts& c = s.functions[i];
@@ -299,7 +311,12 @@ std::string encode_pstats(const PstatsTable& table) {
   };
   w.begin_dict();
   if (table.functions.empty()) write_note("<ringtrace: no zones recorded>");
-  if (table.on_cpu) write_note("<ringtrace: times are on-CPU>");
+  if (table.on_cpu && !table.alloc_bytes) write_note("<ringtrace: times are on-CPU>");
+  if (table.alloc_bytes) write_note("<ringtrace: times are MB allocated>");
+  // Seconds, or with alloc_bytes megabytes where seconds go.
+  const auto seconds_of = [&table](std::uint64_t v) {
+    return table.alloc_bytes ? static_cast<double>(v) / kBytesPerMB : static_cast<double>(v) / kNsPerSecond;
+  };
   // Edges grouped by callee, each group in order of first call.
   std::vector<std::uint32_t> order(table.edges.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -312,8 +329,8 @@ std::string encode_pstats(const PstatsTable& table) {
     w.begin_tuple(5);
     w.integer(f.primitive_calls);  // cc
     w.integer(f.calls);            // nc
-    w.float64(seconds(f.self_ns));
-    w.float64(seconds(f.cumulative_ns));
+    w.float64(seconds_of(f.self_ns));
+    w.float64(seconds_of(f.cumulative_ns));
     w.begin_dict();
     while (next < order.size() && table.edges[order[next]].callee < id) ++next;  // malformed ids
     for (; next < order.size() && table.edges[order[next]].callee == id; ++next) {
@@ -324,8 +341,8 @@ std::string encode_pstats(const PstatsTable& table) {
       w.begin_tuple(4);
       w.integer(e.calls);            // nc first in an edge, as cProfile stores it
       w.integer(e.primitive_calls);  // cc
-      w.float64(seconds(e.self_ns));
-      w.float64(seconds(e.cumulative_ns));
+      w.float64(seconds_of(e.self_ns));
+      w.float64(seconds_of(e.cumulative_ns));
     }
     w.end_dict();
   }
@@ -356,6 +373,7 @@ PstatsExporter::PstatsExporter(std::string path, PstatsOptions options)
   sink_ = std::make_unique<Sink>(path_);
   aggregator_.set_estimate_sampled(options_.estimate_sampled);
   aggregator_.set_on_cpu(options_.on_cpu);
+  aggregator_.set_alloc_bytes(options_.alloc_bytes);
 }
 
 PstatsExporter::~PstatsExporter() = default;

@@ -57,7 +57,10 @@ std::vector<std::size_t> by_cumulative(const PstatsTable& table) {
   return order;
 }
 
-double seconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+// Seconds, or with PstatsTable::alloc_bytes megabytes where seconds go (as in the file).
+double seconds(const PstatsTable& table, std::uint64_t v) {
+  return static_cast<double>(v) / (table.alloc_bytes ? 1e6 : 1e9);
+}
 
 }  // namespace
 
@@ -74,11 +77,14 @@ std::string format_pstats_report(const PstatsTable& input, const PstatsReportOpt
   if (input.estimated) {
     out.append("   Estimates: zones of sampled sites counted as many times as their sampling rate\n\n");
   }
-  if (input.on_cpu) {
+  if (input.alloc_bytes) {
+    out.append(
+        "   Times are megabytes allocated (10^6 bytes): tottime in the function itself, cumtime with its callees\n\n");
+  } else if (input.on_cpu) {
     out.append("   Times are on-CPU: each zone's time less the time its thread was switched out inside it\n\n");
   }
   double total_tt = 0;  // summed as pstats sums it: in seconds, in the file's order
-  for (const PstatsFunction& f : table.functions) total_tt += seconds(f.self_ns);
+  for (const PstatsFunction& f : table.functions) total_tt += seconds(input, f.self_ns);
   out.append("         ");
   detail::append_uint(out, table.total_calls());
   out.append(" function calls ");
@@ -111,8 +117,8 @@ std::string format_pstats_report(const PstatsTable& input, const PstatsReportOpt
       detail::append_uint(calls, f.primitive_calls);
     }
     append_padded(out, calls, 9);
-    const double tt = seconds(f.self_ns);
-    const double ct = seconds(f.cumulative_ns);
+    const double tt = seconds(input, f.self_ns);
+    const double ct = seconds(input, f.cumulative_ns);
     append_format(out, " %8.3f", tt);
     if (f.calls == 0) {
       out.append(9, ' ');

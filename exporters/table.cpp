@@ -79,6 +79,12 @@ struct CpuGroup {
   detail::LatencyHistogram histogram;
 };
 
+// A group's bytes allocated less freed (Config::memory), kept apart as CpuGroup's.
+struct MemoryGroup {
+  std::int64_t total_bytes = 0;  // outermost activations only, children included
+  std::int64_t self_bytes = 0;   // every call, children excluded
+};
+
 // A group's key and order, read when the table is made.
 struct GroupKey {
   std::uint32_t name = 0;                        // index into names
@@ -140,6 +146,11 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
       columns.insert(columns.end() - (with_stack ? 1 : 0), detail::report::TextColumn{c});
     }
   }
+  if (table.memory) {  // PyTorch's profile_memory columns
+    for (const char* c : {"CPU Mem", "Self CPU Mem"}) {
+      columns.insert(columns.end() - (with_stack ? 1 : 0), detail::report::TextColumn{c});
+    }
+  }
   std::vector<std::vector<std::string>> rows;
   rows.reserve(table.rows.size());
   for (const TableRow& r : table.rows) {
@@ -160,6 +171,10 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
            {r.on_cpu_self_ns, r.on_cpu_total_ns, r.on_cpu_avg_ns, r.on_cpu_p50_ns, r.on_cpu_p99_ns}) {
         row.push_back(format_time(v, unit));
       }
+    }
+    if (table.memory) {
+      row.push_back(detail::report::format_memory(r.cpu_memory_usage));
+      row.push_back(detail::report::format_memory(r.self_cpu_memory_usage));
     }
     if (with_stack) row.push_back(join_stack(r.stack, true));
     rows.push_back(std::move(row));
@@ -198,6 +213,7 @@ std::string format_csv(const KeyAverages& table, const TableOptions& options) {
   std::string out = stacks ? "name,stack," : "name,";
   out.append("self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls");
   if (table.on_cpu) out.append(",on_cpu_self_ns,on_cpu_total_ns,on_cpu_avg_ns,on_cpu_p50_ns,on_cpu_p99_ns");
+  if (table.memory) out.append(",cpu_memory_bytes,self_cpu_memory_bytes");
   out.append("\r\n");
   for (const TableRow& r : table.rows) {
     detail::append_csv_field(out, r.name);
@@ -222,6 +238,12 @@ std::string format_csv(const KeyAverages& table, const TableOptions& options) {
         detail::append_uint(out, v);
       }
     }
+    if (table.memory) {
+      for (const std::int64_t v : {r.cpu_memory_usage, r.self_cpu_memory_usage}) {
+        out.push_back(',');
+        detail::append_int(out, v);
+      }
+    }
     out.append("\r\n");
   }
   return out;
@@ -237,6 +259,7 @@ std::string format_json(const KeyAverages& table) {
   append_uint(out, table.dropped);
   if (table.estimated) out.append(",\"estimated\":true");
   if (table.on_cpu) out.append(",\"on_cpu\":true");
+  if (table.memory) out.append(",\"memory\":true");
   out.append(",\"dropped_by_thread\":[");
   for (std::size_t i = 0; i < table.dropped_by_thread.size(); ++i) {
     const ThreadDrops& t = table.dropped_by_thread[i];
@@ -290,6 +313,12 @@ std::string format_json(const KeyAverages& table) {
         append_uint(out, value);
       }
     }
+    if (table.memory) {
+      out.append(",\"cpu_memory_bytes\":");
+      detail::append_int(out, r.cpu_memory_usage);
+      out.append(",\"self_cpu_memory_bytes\":");
+      detail::append_int(out, r.self_cpu_memory_usage);
+    }
     out.push_back('}');
   }
   out.append("]}\n");
@@ -328,6 +357,10 @@ std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
       return r.on_cpu_p50_ns;
     case S::on_cpu_p99:
       return r.on_cpu_p99_ns;
+    case S::cpu_memory:  // signed: the sign bit flipped keeps the order
+      return static_cast<std::uint64_t>(r.cpu_memory_usage) ^ (std::uint64_t{1} << 63);
+    case S::self_cpu_memory:
+      return static_cast<std::uint64_t>(r.self_cpu_memory_usage) ^ (std::uint64_t{1} << 63);
     case S::name:
     case S::first_seen:
       break;
@@ -381,6 +414,7 @@ struct TableRun {
   // were on-CPU for their whole time: their numbers are copied).
   bool on_cpu = false;
   std::vector<CpuGroup> cpu_groups;
+  std::vector<MemoryGroup> memory_groups;  // by group, once the stream had a memory event
 
   std::uint32_t group_for_key(std::vector<std::uint32_t> key) {
     auto [it, inserted] = group_index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
@@ -453,8 +487,8 @@ struct TableRun {
             options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
-      } else if (detail::is_switch(e.kind)) [[unlikely]] {
-        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
+      } else if (detail::is_switch(e.kind) || detail::is_memory(e.kind)) [[unlikely]] {
+        tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});  // CPU state, bytes
       }
     }
   }
@@ -491,6 +525,16 @@ struct TableRun {
     c.histogram.record(z.on_cpu_ns(), w);
   }
 
+  // A zone closed in a stream with memory events: its bytes to its group (the zones closed
+  // before the first such event had none).
+  [[gnu::noinline]] void on_close_memory(const detail::ClosedZone& z, std::uint32_t g, bool outermost) {
+    if (g >= memory_groups.size()) memory_groups.resize(groups.size());
+    const auto w = static_cast<std::int64_t>(z.weight);
+    MemoryGroup& m = memory_groups[g];
+    m.self_bytes += z.self_cpu_memory_usage() * w;
+    if (outermost) m.total_bytes += z.cpu_memory_usage() * w;
+  }
+
   // A begin at depth >= kScanDepth: counts it; true when the group was already open there.
   [[gnu::noinline]] bool push_deep(ThreadId thread, std::uint32_t g) {
     if (thread >= threads.size()) threads.resize(thread + 1);
@@ -512,6 +556,8 @@ struct TableRun {
     if (options.top_level_only && z.depth != 0) return;
     if (tracker.any_switches()) [[unlikely]]
       on_close_cpu(z, g, outermost);
+    if (tracker.any_memory()) [[unlikely]]
+      on_close_memory(z, g, outermost);
     Group& group = groups[g];
     if (group.histogram.count() == 0) [[unlikely]]
       keys[g].first_seen = next_seen++;
@@ -527,6 +573,7 @@ struct TableRun {
     self_total_ns += z.self_ns * w;
     if (options.top_level_only && z.depth != 0) return;
     if (tracker.any_switches()) on_close_cpu(z, g, outermost);
+    if (tracker.any_memory()) on_close_memory(z, g, outermost);
     Group& group = groups[g];
     if (group.histogram.count() == 0) keys[g].first_seen = next_seen++;
     group.self_ns += z.self_ns * w;
@@ -545,6 +592,8 @@ struct TableRun {
     out.on_cpu = on_cpu || tracker.any_switches();
     if (out.on_cpu && !on_cpu) start_on_cpu();  // switches, and no zone closed since
     cpu_groups.resize(groups.size());
+    out.memory = tracker.any_memory();
+    memory_groups.resize(groups.size());
     // Rows carry numbers only until sorted; names and stacks are filled in for the rows
     // kept (thousands of groups, a row limit of 100 by default).
     std::vector<TableRow> rows;
@@ -573,6 +622,8 @@ struct TableRun {
         r.on_cpu_p99_ns = c.histogram.percentile(99);
         r.on_cpu_max_ns = c.histogram.max();
       }
+      r.cpu_memory_usage = memory_groups[i].total_bytes;
+      r.self_cpu_memory_usage = memory_groups[i].self_bytes;
       rows.push_back(r);
       group_of.push_back(static_cast<std::uint32_t>(i));
     }

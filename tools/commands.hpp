@@ -81,6 +81,15 @@ std::string thousands(std::uint64_t n);
 // (inlined, then short calls), at most `rows` of each.
 std::string functions_left_out(const FunctionStats& f, std::size_t rows);
 
+// A recording's allocations (MemoryStats, memory_text.cpp): one or two lines, counts,
+// bytes, the peak and when (after `start_ns`, the clock's start), what is still live,
+// what the live heap leaves out ("" without memory); and the blocks still live at the
+// end by the zones that allocated them, largest first (at most `rows`, 0: all).
+std::string memory_summary(const MemoryStats& m, std::uint64_t start_ns);
+std::string leaks_table(const MemoryStats& m, std::size_t rows);
+// Whether a key sorts by a memory column (empty without allocations).
+bool memory_key(TableOptions::SortBy key);
+
 // For processes[i] of a merged file whose pid an earlier process has too: a note for the
 // end of its row, since the reader gives it an unused pid (docs/guide.md, "Several
 // processes"); "" for the others.

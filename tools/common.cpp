@@ -64,6 +64,8 @@ constexpr SortKey kSortKeys[] = {
     {"on-cpu-avg", TableOptions::SortBy::on_cpu_avg},
     {"on-cpu-p50", TableOptions::SortBy::on_cpu_p50},
     {"on-cpu-p99", TableOptions::SortBy::on_cpu_p99},
+    {"cpu-mem", TableOptions::SortBy::cpu_memory},
+    {"self-cpu-mem", TableOptions::SortBy::self_cpu_memory},
     {"first-seen", TableOptions::SortBy::first_seen},
 };
 
@@ -98,6 +100,10 @@ bool on_cpu_key(TableOptions::SortBy key) {
   using S = TableOptions::SortBy;
   return key == S::on_cpu_self || key == S::on_cpu_total || key == S::on_cpu_avg || key == S::on_cpu_p50 ||
          key == S::on_cpu_p99;
+}
+
+bool memory_key(TableOptions::SortBy key) {
+  return key == TableOptions::SortBy::cpu_memory || key == TableOptions::SortBy::self_cpu_memory;
 }
 
 bool wants_help(const std::vector<std::string>& args) {

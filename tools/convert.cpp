@@ -53,7 +53,7 @@ constexpr const char* kHelp =
     "options:\n"
     "  --source-locations     Chrome: file and line of each zone in its args\n"
     "  --per-thread-counters  Chrome: one counter track per thread\n"
-    "  --folded-value V       folded: self (default), total or calls\n"
+    "  --folded-value V       folded: self (default), total, calls, alloc-bytes or allocs\n"
     "  --thread-roots         folded: one root frame per thread\n"
     "  --transparent NAME     summary: a zone that wraps ops without being one (repeatable)\n"
     "  --rows N               table: rows kept (default 100, 0: all)\n"
@@ -62,6 +62,10 @@ constexpr const char* kHelp =
     "                         as many times as their rate (estimates of the whole run)\n"
     "  --on-cpu               pstats, folded: each zone's on-CPU time instead of its wall\n"
     "                         time (needs a recording with context switches; the files say so)\n"
+    "  --alloc-bytes          pstats, folded: bytes allocated in each zone instead of its time\n"
+    "                         (an allocation profile and flame graph; needs a recording with\n"
+    "                         memory: ringtrace record --memory; pstats writes MB where\n"
+    "                         seconds go and says so)\n"
     "  --no-rings             never read a ring file beside FILE\n"
     "  --symbols-path DIR     instrumented functions the recording left unnamed (or named\n"
     "                         module+0x... only) are named from the recorded modules'\n"
@@ -118,7 +122,8 @@ struct Request {
   OpsSummaryOptions summary_options;
   TableOptions table_options;
   bool estimate = false;
-  bool on_cpu = false;  // --on-cpu: pstats (folded_options carries its own)
+  bool on_cpu = false;       // --on-cpu: pstats (folded_options carries its own)
+  bool alloc_bytes = false;  // --alloc-bytes: pstats (folded_options carries its own)
   bool rings = true;
   std::vector<std::filesystem::path> symbol_paths;
 
@@ -162,8 +167,12 @@ Request parse(const std::vector<std::string>& args) {
         r.folded_options.value = FoldedValue::total_ns;
       } else if (v == "calls") {
         r.folded_options.value = FoldedValue::calls;
+      } else if (v == "alloc-bytes" || v == "alloc_bytes") {
+        r.folded_options.value = FoldedValue::alloc_bytes;
+      } else if (v == "allocs") {
+        r.folded_options.value = FoldedValue::allocs;
       } else {
-        throw UsageError("--folded-value takes self, total or calls, not '" + v + "'");
+        throw UsageError("--folded-value takes self, total, calls, alloc-bytes or allocs, not '" + v + "'");
       }
     } else if (a == "--thread-roots") {
       r.folded_options.thread_root = true;
@@ -177,6 +186,9 @@ Request parse(const std::vector<std::string>& args) {
       r.estimate = true;
     } else if (a == "--on-cpu") {
       r.folded_options.on_cpu = r.on_cpu = true;
+    } else if (a == "--alloc-bytes") {
+      r.folded_options.value = FoldedValue::alloc_bytes;
+      r.alloc_bytes = true;
     } else if (a == "--no-rings") {
       r.rings = false;
     } else if (a == "--symbols-path") {
@@ -217,6 +229,7 @@ std::vector<std::shared_ptr<Exporter>> open_outputs(const Request& r) {
     PstatsOptions pstats_options;
     pstats_options.estimate_sampled = r.estimate;
     pstats_options.on_cpu = r.on_cpu;
+    pstats_options.alloc_bytes = r.alloc_bytes;
     exporters.push_back(pstats_exporter(r.pstats, pstats_options));
   }
   if (!r.folded.empty()) {

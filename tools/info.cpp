@@ -5,6 +5,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -151,6 +152,14 @@ int info(const std::vector<std::string>& args) {
   } else if (s.context_switches != 0) {
     std::printf("switches:    %llu context switches, %llu lost\n", static_cast<unsigned long long>(s.context_switches),
                 static_cast<unsigned long long>(s.context_switches_lost));
+  }
+  // memory_summary's lines ("Memory: ...", "Memory, not in the live heap: ...") as info's.
+  std::string memory = memory_summary(s.memory, census.clock.start_ns);
+  if (!memory.empty()) {
+    memory.replace(0, std::string_view("Memory: ").size(), "memory:      ");
+    const std::size_t second = memory.find("\nMemory, ");
+    if (second != std::string::npos) memory.replace(second + 1, std::string_view("Memory, ").size(), "             ");
+    std::fputs(memory.c_str(), stdout);
   }
   const std::string left_out = functions_left_out(s.functions, 0);
   if (!left_out.empty()) std::printf("functions:   %s", left_out.c_str());

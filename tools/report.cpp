@@ -23,8 +23,12 @@ namespace {
 class StatsKeeper final : public Exporter {
  public:
   void on_events(std::span<const Event>, const TraceContext&) override {}
-  void on_finish(const TraceContext&, const SessionStats& s) override { stats = s; }
+  void on_finish(const TraceContext& context, const SessionStats& s) override {
+    stats = s;
+    start_ns = context.clock().start_ns;
+  }
   SessionStats stats;
+  std::uint64_t start_ns = 0;
 };
 
 // report --stragglers: the steps of every process side by side.
@@ -50,7 +54,7 @@ int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     const std::string help =
         "usage: ringtrace report FILE [--rows N] [--sort-by KEY] [--transparent NAME]... [--estimate-sampled]\n"
-        "                             [--fold-steps] [--no-rings]\n"
+        "                             [--fold-steps] [--no-rings] [--leaks]\n"
         "       ringtrace report FILE --stragglers [--rows N] [--no-rings]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
@@ -64,7 +68,10 @@ int report(const std::vector<std::string>& args) {
         "--context-switches). --transparent names a zone that wraps ops without being one (a\n"
         "step), as in the summary exporter. --estimate-sampled counts zones of sampled sites as\n"
         "many times as their rate (and says so); --fold-steps puts Session::step()'s zones in\n"
-        "one row \"step #*\". A file cut short is read up to its last complete chunk, then\n"
+        "one row \"step #*\". A recording with allocations (ringtrace record --memory) adds the\n"
+        "table's CPU Mem columns (keys cpu-mem, self-cpu-mem) and a memory summary; --leaks\n"
+        "prints, instead of the table, the blocks still live at the end grouped by the zones that\n"
+        "allocated them, largest first (--rows of them). A file cut short is read up to its last complete chunk, then\n"
         "from its ring file if the recording kept one (see ringtrace convert --help;\n"
         "--no-rings: never), and report exits 1 saying so. FILE is a regular file (a FIFO,\n"
         "'-' or a device is refused).\n"
@@ -84,6 +91,7 @@ int report(const std::vector<std::string>& args) {
   bool rings = true;
   bool stragglers = false;
   bool rows_given = false;
+  bool leaks = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
@@ -100,6 +108,8 @@ int report(const std::vector<std::string>& args) {
       table_options.estimate_sampled = summary_options.estimate_sampled = true;
     } else if (args[i] == "--no-rings") {
       rings = false;
+    } else if (args[i] == "--leaks") {
+      leaks = true;
     } else if (!args[i].empty() && args[i][0] == '-') {
       return error("report", "unknown option '" + args[i] + "' (see ringtrace report --help)", 2);
     } else if (input.empty()) {
@@ -111,7 +121,9 @@ int report(const std::vector<std::string>& args) {
   if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
   check_input(input, rings);
   if (stragglers) return report_stragglers(input, rings, rows_given ? table_options.row_limit : 0);
-  auto table = table_exporter(std::cout, table_options);
+  // --leaks: the table is computed (and left unprinted) all the same: one code path.
+  std::ostringstream unprinted;
+  auto table = leaks ? table_exporter(unprinted, table_options) : table_exporter(std::cout, table_options);
   // The summary is held until the end: a recording without capture regions has nothing
   // to say there (every op outside every region), so it is left out.
   std::ostringstream summary_text;
@@ -125,7 +137,17 @@ int report(const std::vector<std::string>& args) {
   Exporter* const all[] = {table.get(), summary.get(), &kept};
   const ReplayResult result = replay_file(input, all, options);
   const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
+  if (leaks) {
+    std::cout << memory_summary(kept.stats.memory, kept.start_ns)
+              << leaks_table(kept.stats.memory, table_options.row_limit);
+    std::cout.flush();
+    if (!result.problem.empty()) return error("report", input + ": " + result.problem);
+    return 0;
+  }
   if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
+  // Allocations (a recording with Config::memory): one line, or two.
+  const std::string memory = memory_summary(kept.stats.memory, kept.start_ns);
+  if (!memory.empty()) std::cout << "\n" << memory;
   // What the table does not show: calls of instrumented functions left out, by function.
   const std::string left_out =
       functions_left_out(kept.stats.functions, table_options.row_limit == 0 ? SIZE_MAX : table_options.row_limit);
@@ -136,6 +158,11 @@ int report(const std::vector<std::string>& args) {
                         std::string(sort_key_name(table_options.sort_by)) +
                         " left the rows in name order (record with "
                         "ringtrace record --context-switches)");
+  }
+  if (memory_key(table_options.sort_by) && !dynamic_cast<const TableExporter&>(*table).table().memory) {
+    error("report", input + " has no allocations (no memory columns): --sort-by " +
+                        std::string(sort_key_name(table_options.sort_by)) +
+                        " left the rows in name order (record with ringtrace record --memory)");
   }
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);
   return 0;

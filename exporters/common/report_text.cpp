@@ -1,6 +1,7 @@
 #include "report_text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "output.hpp"
 
@@ -79,6 +80,21 @@ std::uint64_t whole_percent(std::uint64_t part, std::uint64_t whole) {
   if (part >= whole) return part == whole ? 100 : (percent_hundredths(part, whole) + 50) / 100;
   const std::uint64_t p = (percent_hundredths(part, whole) + 50) / 100;
   return std::clamp<std::uint64_t>(p, 1, 99);
+}
+
+std::string format_memory(std::int64_t bytes) {
+  constexpr std::uint64_t kKB = 1024, kMB = 1024 * kKB, kGB = 1024 * kMB;
+  const std::uint64_t magnitude =
+      bytes < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
+  const std::uint64_t unit = magnitude >= kGB ? kGB : magnitude >= kMB ? kMB : magnitude >= kKB ? kKB : 1;
+  if (unit == 1) return std::to_string(bytes) + " B";
+  // "%.2f" of the same double Python formats (nbytes * 1.0 / unit): both round it exactly.
+  char text[48];
+  std::snprintf(text, sizeof text, "%.2f %s", static_cast<double>(bytes) / static_cast<double>(unit),
+                unit == kGB   ? "GB"
+                : unit == kMB ? "MB"
+                              : "KB");
+  return text;
 }
 
 std::string terminal_text(std::string_view s) {

@@ -34,6 +34,11 @@ double percent(std::uint64_t part, std::uint64_t whole);
 // and never 0 unless part == 0, so "100%" always means everything; 0 when whole is 0.
 std::uint64_t whole_percent(std::uint64_t part, std::uint64_t whole);
 
+// Bytes as PyTorch's _format_memory writes them (the table's "CPU Mem"): from 1 KB up
+// (1024 bytes) in KB, MB or GB with two decimals ("1.50 KB", "-2.00 MB"), else whole
+// bytes ("512 B", "-8 B"); the unit by the magnitude, negative values included.
+std::string format_memory(std::int64_t bytes);
+
 // A name made safe for a terminal: invalid UTF-8 replaced (U+FFFD), control
 // characters (including newlines and tabs) shown as '?'.
 std::string terminal_text(std::string_view s);

@@ -26,6 +26,15 @@
 //   on-CPU (ClosedZone::on_cpu_known says which).
 // Intervals, as they end, go to the callback given to on_off_cpu() (the Chrome and
 // Perfetto exporters draw them).
+//
+// Memory (Config::memory, docs/memory.md): feed the alloc and free events too. Each goes
+// to the innermost zone open on its thread (none: it belongs to no zone); a closed zone
+// gets what it and its children allocated and freed (ClosedZone::memory: PyTorch's
+// cpu_memory_usage is its allocated less freed bytes) and what it did itself, children
+// excluded (self_memory), as its total and self times. Per thread the tracker keeps a
+// stack of the open zones' counts no deeper than the deepest zone that saw a memory
+// event; a zone closes by adding its counts to its parent's, so the cost is constant per
+// event whatever the nesting, and a stream without memory events pays one test per end.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +61,27 @@ struct OpenZone {
   std::uint64_t child_off;  // sum of direct children's off-CPU times so far
 };
 
+// What a zone allocated and freed: bytes and counts of alloc and free events.
+struct ZoneMemory {
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t allocations = 0;
+  std::uint64_t freed_bytes = 0;  // of the frees whose size is known (EventFlags::size_unknown: 0)
+  std::uint64_t frees = 0;        // every free
+  // Allocated less freed bytes: PyTorch's cpu_memory_usage (negative when the zone freed
+  // more than it allocated).
+  std::int64_t net_bytes() const { return static_cast<std::int64_t>(allocated_bytes - freed_bytes); }
+  void add(const ZoneMemory& o) {
+    allocated_bytes += o.allocated_bytes;
+    allocations += o.allocations;
+    freed_bytes += o.freed_bytes;
+    frees += o.frees;
+  }
+  ZoneMemory minus(const ZoneMemory& o) const {
+    return ZoneMemory{allocated_bytes - o.allocated_bytes, allocations - o.allocations, freed_bytes - o.freed_bytes,
+                      frees - o.frees};
+  }
+};
+
 struct ClosedZone {
   ThreadId thread;
   SiteId site;
@@ -70,8 +100,14 @@ struct ClosedZone {
   std::uint64_t off_cpu_ns;       // time its thread was off the CPU inside it (<= total_ns)
   std::uint64_t self_off_cpu_ns;  // of which outside its direct children (<= self_ns)
   bool on_cpu_known;              // the thread's switches were tracked when it ended
+  // Alloc and free events fed while it was open: in it or its children (memory), in it
+  // outside its children (self_memory). Zeros without memory events.
+  ZoneMemory memory;
+  ZoneMemory self_memory;
   std::uint64_t on_cpu_ns() const { return total_ns - off_cpu_ns; }
   std::uint64_t self_on_cpu_ns() const { return self_ns - self_off_cpu_ns; }
+  std::int64_t cpu_memory_usage() const { return memory.net_bytes(); }            // children included
+  std::int64_t self_cpu_memory_usage() const { return self_memory.net_bytes(); }  // children excluded
 };
 
 // An interval a thread spent off the CPU, as the tracker closed it.
@@ -83,6 +119,7 @@ struct OffCpuInterval {
 };
 
 inline bool is_switch(EventKind kind) { return kind == EventKind::switch_out || kind == EventKind::switch_in; }
+inline bool is_memory(EventKind kind) { return kind == EventKind::alloc || kind == EventKind::free; }
 
 // Each site's sampling rate (SiteInfo::sample_every, 1 for sites not sampled), looked up
 // once per site: the `factor` an estimating exporter feeds with each begin.
@@ -155,17 +192,26 @@ class ZoneTracker {
         known = e.thread < cpu_.size() && cpu_[e.thread].tracked;
       }
       std::vector<OpenZone>& stack = stacks_[e.thread];
+      ClosedZone closed{e.thread,  site,
+                        tag,       static_cast<std::uint8_t>(flags | e.flags),
+                        value,     begin_ns,
+                        e.time_ns, total,
+                        self,      static_cast<std::uint32_t>(stack.size() - 1),
+                        weight,    off,
+                        self_off,  known,
+                        {},        {}};
+      if (any_memory_) [[unlikely]]
+        close_memory(e.thread, stack.size(), closed);
       stack.pop_back();
       if (!stack.empty()) {
         stack.back().child_ns += total;
         stack.back().child_off += off;
       }
-      const ClosedZone closed{e.thread,  site,  tag,  static_cast<std::uint8_t>(flags | e.flags), value,  begin_ns,
-                              e.time_ns, total, self, static_cast<std::uint32_t>(stack.size()),   weight, off,
-                              self_off,  known};
       on_close(closed, std::span<const OpenZone>(stack.data(), stack.size()));
     } else if (is_switch(e.kind)) [[unlikely]] {
       feed_switch(e);
+    } else if (is_memory(e.kind)) [[unlikely]] {
+      feed_memory(e);
     }
   }
 
@@ -220,6 +266,8 @@ class ZoneTracker {
   }
   // A switch event has been fed: zones have on-CPU times (exporters show their columns).
   bool any_switches() const { return any_switches_; }
+  // An alloc or free event has been fed: zones have memory (exporters show it).
+  bool any_memory() const { return any_memory_; }
   // The thread is off the CPU now (and since when), as the switches fed say.
   bool off_cpu(ThreadId thread) const { return thread < cpu_.size() && cpu_[thread].out; }
 
@@ -271,6 +319,42 @@ class ZoneTracker {
     }
   }
 
+  // The counts of a thread's open zones, outermost first: entry i is zone i's, for the
+  // zones below the deepest one a memory event reached (those above it have none yet).
+  struct OpenMemory {
+    ZoneMemory total;     // its own events and its closed children's
+    ZoneMemory children;  // its closed children's
+  };
+  RINGTRACE_NOINLINE void feed_memory(const Event& e) {
+    any_memory_ = true;
+    const std::size_t depth = stack_for(e.thread).size();
+    if (depth == 0) return;  // outside every zone
+    if (e.thread >= memory_.size()) memory_.resize(e.thread + 1);
+    std::vector<OpenMemory>& m = memory_[e.thread];
+    if (m.size() < depth) m.resize(depth);
+    ZoneMemory& z = m[depth - 1].total;
+    if (e.kind == EventKind::alloc) {
+      z.allocated_bytes += e.value.u;
+      ++z.allocations;
+    } else {
+      z.freed_bytes += e.value.u;
+      ++z.frees;
+    }
+  }
+  // The zone `depth` deep on `thread` closes: its counts into `closed`, and into its parent's.
+  void close_memory(ThreadId thread, std::size_t depth, ClosedZone& closed) {
+    if (thread >= memory_.size() || memory_[thread].size() != depth) return;  // nothing reached it
+    std::vector<OpenMemory>& m = memory_[thread];
+    const OpenMemory z = m.back();
+    m.pop_back();
+    closed.memory = z.total;
+    closed.self_memory = z.total.minus(z.children);
+    if (!m.empty()) {  // its parent is m.back(): depth - 1 entries are left
+      m.back().total.add(z.total);
+      m.back().children.add(z.total);
+    }
+  }
+
   std::vector<OpenZone>& stack_for(ThreadId thread) {
     if (thread >= stacks_.size()) [[unlikely]]
       stacks_.resize(thread + 1);
@@ -281,6 +365,8 @@ class ZoneTracker {
   bool any_switches_ = false;
   std::vector<CpuState> cpu_;  // by thread, once a switch was fed
   std::function<void(const OffCpuInterval&)> interval_sink_;
+  bool any_memory_ = false;
+  std::vector<std::vector<OpenMemory>> memory_;  // by thread, once a memory event was fed
 };
 
 }  // namespace ringtrace::detail

@@ -68,9 +68,14 @@ inline constexpr std::uint64_t after_loss = 4;
 }  // namespace SwitchBits
 
 namespace EventFlags {
-inline constexpr std::uint8_t counter_double = 1;         // counter or arg value is value.d
-inline constexpr std::uint8_t value_double = 1;           // the same bit, by its general name
-inline constexpr std::uint8_t region = 2;                 // zone of a RINGTRACE_REGION site
+inline constexpr std::uint8_t counter_double = 1;  // counter or arg value is value.d
+inline constexpr std::uint8_t value_double = 1;    // the same bit, by its general name
+inline constexpr std::uint8_t region = 2;          // zone of a RINGTRACE_REGION site
+// alloc or free (the same bit as region, by kind): a block the heap's accounting does not
+// hold (a free of a block allocated before the session or not recorded; an allocation
+// past Config::memory_max_blocks, and its free): it is not in the live heap
+// (MemoryStats::live_bytes, the exporters' heap counter), and in the zones' bytes it is.
+inline constexpr std::uint8_t untracked = 2;
 inline constexpr std::uint8_t closed_at_stop = 4;         // end made up at stop(): zone still open
 inline constexpr std::uint8_t late = 8;                   // time raised to keep the stream ordered
 inline constexpr std::uint8_t text = 16;                  // arg: the value is text (TraceContext::text)

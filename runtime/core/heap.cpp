@@ -61,6 +61,7 @@ void HeapTracker::allocated(Event& e, std::uint64_t address, std::uint64_t size)
     it->second = Block{size, node};
   } else if (live_.size() >= max_blocks_) {
     ++totals_.untracked_blocks;
+    e.flags |= EventFlags::untracked;
     return;
   } else {
     live_.emplace(address, Block{size, node});
@@ -98,6 +99,7 @@ void HeapTracker::freed(Event& e, std::uint64_t address, std::uint64_t size, boo
     return;
   }
   ++totals_.frees_unmatched;
+  e.flags |= EventFlags::untracked;
   if (size != 0) {  // its caller said (a sized delete)
     e.value.u = size;
     totals_.freed_bytes += size;

@@ -6,7 +6,9 @@
 // (decoder.hpp, kMemoryPayloadBytes); account() reads them back, keeps the live blocks
 // by address, and gives each event its size in value.u: an allocation's own, a free's
 // that of the block it frees (or the size its caller gave, a sized delete, for a block
-// it does not know; else 0 and EventFlags::size_unknown: never guessed). On the way it
+// it does not know; else 0 and EventFlags::size_unknown: never guessed), and flags
+// EventFlags::untracked the events of blocks it does not hold (so that an exporter's sum
+// of the events' bytes is its live bytes). On the way it
 // keeps the totals, the peak of the live bytes and when, and for each live block the
 // stack of zones that allocated it (by site, innermost last), so that what is still live
 // at the end (the leaks) is grouped by where it was allocated.

@@ -37,8 +37,9 @@ ringtrace_re='^_Z(T[hv][0-9n_]*_)?Z?N[rVKRO]*9ringtrace'
 own_re='^_ZN8own_code11every_macro'
 # The aggregates' members, demangled: "ringtrace::T::T(", "ringtrace::T::~T(",
 # "ringtrace::T::operator=(".
-aggregate_members="$(sed -n 's/^OWN_CODE_AGGREGATE(\([A-Za-z]*\))$/\1/p' "${here}/own_code.cpp" |
-  awk '{ printf "%s^ringtrace::%s::(~?%s|operator=)\\(", (NR > 1 ? "|" : ""), $1, $1 }')"
+# A nested type (Outer::Inner) is named by its last part in its members.
+aggregate_members="$(sed -n 's/^OWN_CODE_AGGREGATE(\([A-Za-z:]*\))$/\1/p' "${here}/own_code.cpp" |
+  awk '{ n = split($1, part, "::"); printf "%s^ringtrace::%s::(~?%s|operator=)\\(", (NR > 1 ? "|" : ""), $1, part[n] }')"
 if [[ -z "${aggregate_members}" ]]; then
   echo "FAIL: no OWN_CODE_AGGREGATE lines in own_code.cpp"
   exit 1

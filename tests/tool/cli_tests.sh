@@ -225,7 +225,7 @@ for pair in calls:Calls max:Max p99:p99 avg:Avg total:Total name:Name self:Self;
 done
 cmp -s "${work}/sort_default.txt" "${work}/sort_self.txt" || fail "--sort-by self is not the default order"
 # An unknown key: a usage error that lists every key.
-keys="name, self-percent, self, total-percent, total, avg, min, max, p50, p99, calls, on-cpu-self, on-cpu-total, on-cpu-avg, on-cpu-p50, on-cpu-p99, first-seen"
+keys="name, self-percent, self, total-percent, total, avg, min, max, p50, p99, calls, on-cpu-self, on-cpu-total, on-cpu-avg, on-cpu-p50, on-cpu-p99, cpu-mem, self-cpu-mem, first-seen"
 expect_error 2 report "${run}" --sort-by busiest
 [[ "$(cat "${work}/err.txt")" == "ringtrace report: --sort-by: unknown key 'busiest'; the keys are ${keys}" ]] \
   || fail "--sort-by busiest: $(cat "${work}/err.txt")"
@@ -237,6 +237,13 @@ expect_error 2 report "${run}" --sort-by
 grep -q '^Name ' "${work}/sort_on_cpu.txt" || fail "--sort-by on_cpu_p99: no table"
 [[ $(wc -l <"${work}/sort_on_cpu.err") -eq 1 ]] && grep -q "^ringtrace report: .* has no context switches (no on-CPU columns): --sort-by on-cpu-p99 left the rows in name order" "${work}/sort_on_cpu.err" \
   || fail "--sort-by on_cpu_p99 without switches: $(cat "${work}/sort_on_cpu.err")"
+# A memory key on a recording without allocations: the table, and one line saying so.
+"${tool}" report "${run}" --sort-by self_cpu_mem >"${work}/sort_mem.txt" 2>"${work}/sort_mem.err" \
+  || fail "--sort-by self_cpu_mem exits $?"
+grep -q '^Name ' "${work}/sort_mem.txt" || fail "--sort-by self_cpu_mem: no table"
+grep -q 'CPU Mem' "${work}/sort_mem.txt" && fail "--sort-by self_cpu_mem without allocations: CPU Mem columns"
+[[ $(wc -l <"${work}/sort_mem.err") -eq 1 ]] && grep -q "^ringtrace report: .* has no allocations (no memory columns): --sort-by self-cpu-mem left the rows in name order" "${work}/sort_mem.err" \
+  || fail "--sort-by self_cpu_mem without allocations: $(cat "${work}/sort_mem.err")"
 
 # --- report: the captured-ops summary only with regions ----------------------------------
 # names.rtrace (above) has zones and no capture region: the table, and no summary.

@@ -26,6 +26,11 @@ struct ChromeTraceOptions {
   // several threads interleave in time order. true: one series per counter and thread,
   // named "<counter> (tid <os tid>)".
   bool per_thread_counters = false;
+  // With Config::memory: the counter "ringtrace: heap (bytes)" of each process, its live
+  // heap, written at most about three times per this interval (nanoseconds), its highest
+  // value in every interval (the peak with it) kept exact, to the nanosecond; 0: a sample
+  // at every change (docs/memory.md, "Exporters").
+  std::uint64_t heap_interval_ns = 100'000;
 };
 
 // Writes the trace to `path` (gzip-compressed when it ends in ".gz") while the session

@@ -17,6 +17,12 @@ enum class FoldedValue {
   self_ns,   // time in the leaf zone itself, children excluded (nanoseconds)
   total_ns,  // time in the leaf zone including its children (nanoseconds)
   calls,     // number of times the leaf zone was entered from this stack
+  // Config::memory, an allocation flame graph: bytes allocated in the leaf zone itself,
+  // children excluded (alloc_bytes), or its allocations (allocs). Allocations outside
+  // every zone count in a frame "(no zone)" (under the thread's frame with thread_root).
+  // Frees are not counted.
+  alloc_bytes,
+  allocs,
 };
 
 struct FoldedStacksOptions {

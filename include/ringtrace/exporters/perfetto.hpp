@@ -31,6 +31,11 @@ struct PerfettoOptions {
   // "Snapshot" markers on a "Clock Snapshots" track. trace_processor reads the same
   // times either way.
   bool delta_timestamps = false;
+  // With Config::memory: the counter track "ringtrace: heap (bytes)" of each process, its
+  // live heap, written at most about three times per this interval (nanoseconds), its
+  // highest value in every interval (the peak with it) kept exact, to the nanosecond; 0: a
+  // sample at every change (docs/memory.md, "Exporters").
+  std::uint64_t heap_interval_ns = 100'000;
 };
 
 // Writes the trace to `path` while the session runs (its temporary

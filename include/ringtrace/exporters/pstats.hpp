@@ -68,6 +68,11 @@ struct PstatsTable {
   // tottime and cumtime are on-CPU times (PstatsOptions::on_cpu). The file says so with
   // an entry of no calls, ('~', 0, '<ringtrace: times are on-CPU>'); the report too.
   bool on_cpu = false;
+  // Config::memory, an allocation profile (PstatsOptions::alloc_bytes): self_ns and
+  // cumulative_ns hold bytes allocated (in the zone itself; with its children), and the
+  // file and the reports write them as megabytes (10^6 bytes) where seconds go. The file
+  // says so with an entry of no calls, ('~', 0, '<ringtrace: times are MB allocated>').
+  bool alloc_bytes = false;
 
   std::uint64_t total_calls() const;
   std::uint64_t total_primitive_calls() const;
@@ -94,6 +99,8 @@ class RINGTRACE_API PstatsAggregator {
   void set_estimate_sampled(bool on);
   // tottime and cumtime of each zone's on-CPU time (PstatsOptions::on_cpu). Kept across reset().
   void set_on_cpu(bool on);
+  // tottime and cumtime of bytes allocated (PstatsOptions::alloc_bytes). Kept across reset().
+  void set_alloc_bytes(bool on);
   void add(std::span<const Event> events, const TraceContext& context);
   // End of the stream: zones it left open end at `stop_ns` (or the last event's time),
   // flagged closed_at_stop, as a live session closes them at stop().
@@ -144,6 +151,10 @@ struct PstatsOptions {
   // was switched out inside it; Config::context_switches, docs/context-switches.md)
   // instead of its wall time; see PstatsTable::on_cpu for how the file says so.
   bool on_cpu = false;
+  // With Config::memory, an allocation profile: tottime is the bytes a function's zones
+  // allocated themselves (children excluded), cumtime with their children, as megabytes
+  // (10^6 bytes) where seconds go; see PstatsTable::alloc_bytes. Calls are counted as ever.
+  bool alloc_bytes = false;
 };
 
 // Aggregates the stream and writes the pstats file at stop() (on_finish). The file is

@@ -40,7 +40,9 @@ struct TableOptions {
     on_cpu_total,
     on_cpu_avg,
     on_cpu_p50,
-    on_cpu_p99
+    on_cpu_p99,
+    cpu_memory,      // KeyAverages::memory: CPU Mem (bytes allocated less freed, children included)
+    self_cpu_memory  // Self CPU Mem (children excluded)
   };
   // The unit of every time in the text form; automatic picks s, ms, us or ns per value.
   // (CSV and JSON always hold integer nanoseconds.)
@@ -91,6 +93,13 @@ struct TableRow {
   // The largest on-CPU time of one call (in the struct only, not in the forms): with
   // max_ns, the slowest call waited at least max_ns - on_cpu_max_ns.
   std::uint64_t on_cpu_max_ns = 0;
+  // Memory (KeyAverages::memory: the stream had alloc and free events, Config::memory):
+  // PyTorch's cpu_memory_usage, bytes allocated less bytes freed inside the zone with its
+  // children (summed over outermost activations only, as total_ns), and its self part,
+  // children excluded (over every call). Negative when the zone freed more than it
+  // allocated. 0 without memory events.
+  std::int64_t cpu_memory_usage = 0;
+  std::int64_t self_cpu_memory_usage = 0;
 };
 
 struct ThreadDrops {
@@ -111,6 +120,10 @@ struct KeyAverages {
   // The stream had context switches (Config::context_switches): the rows' on-CPU columns
   // are filled in, and every form shows them.
   bool on_cpu = false;
+  // The stream had alloc or free events (Config::memory): the rows' memory columns are
+  // filled in, and every form shows them ("CPU Mem", "Self CPU Mem"), as PyTorch's table
+  // does with profile_memory.
+  bool memory = false;
 };
 
 // The table of a recorded stream (what the exporter computes live).
