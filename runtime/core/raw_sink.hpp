@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>  // clock_gettime: read_clock_anchors
 #include <filesystem>
 #include <span>
 #include <string_view>
@@ -35,6 +36,18 @@ struct RawSessionInfo {
   bool memory = false;                    // Config::memory
   bool memory_sized = false;              // a stream's file: memory records with sizes, no addresses
 };
+
+// CLOCK_REALTIME and CLOCK_MONOTONIC read together: a session frame's anchors, from which
+// a reader places a process of another host or boot on its timeline.
+inline void read_clock_anchors(RawSessionInfo& info) noexcept {
+  timespec real{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  info.realtime_anchor_ns =
+      static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
+  info.monotonic_anchor_ns =
+      static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+}
 
 // Zone boundaries (begins and ends) of one thread are at least this many ticks apart
 // once decoded: a boundary read within that of the thread's previous event is placed

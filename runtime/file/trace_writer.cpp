@@ -611,13 +611,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     info.tsc = false;             // ordered), no ring, no boundary gap (its times kept)
     info.ticks_per_second = 1e9;
     info.start_ns = context.clock().start_ns;
-    timespec real{}, mono{};
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    info.realtime_anchor_ns =
-        static_cast<std::uint64_t>(real.tv_sec) * 1000000000u + static_cast<std::uint64_t>(real.tv_nsec);
-    info.monotonic_anchor_ns =
-        static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+    detail::read_clock_anchors(info);
     info.boundary_gap_ticks = 0;
     info.memory_sized = true;  // alloc and free events, if any, as sizes (HeapTracker::sized)
     write_session_frame(context.process_id() != 0 ? context.process_id() : static_cast<std::uint32_t>(::getpid()),

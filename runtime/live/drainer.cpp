@@ -170,14 +170,8 @@ void Drainer::start_exporters() {
   info.tsc = use_tsc_;
   info.ticks_per_second = converter_.ticks_per_second();
   info.start_ns = clock_info_.start_ns;
-  timespec real{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  info.realtime_anchor_ns = static_cast<std::uint64_t>(real.tv_sec) * 1000000000u +
-                            static_cast<std::uint64_t>(real.tv_nsec) +
-                            static_cast<std::uint64_t>(realtime_skew_for_tests());
-  info.monotonic_anchor_ns =
-      static_cast<std::uint64_t>(mono.tv_sec) * 1000000000u + static_cast<std::uint64_t>(mono.tv_nsec);
+  read_clock_anchors(info);
+  info.realtime_anchor_ns += static_cast<std::uint64_t>(realtime_skew_for_tests());
   info.merge_grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config_.merge_grace).count());
   info.ring_bytes = ring_bytes_for(config_.buffer_records);
   info.boundary_gap_ticks = boundary_gap_;

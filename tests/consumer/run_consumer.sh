@@ -79,9 +79,9 @@ case "${mode}" in
       "${memory_flags[@]}"
     "${work}/build/consumer_memory"
     if [[ -x "${work}/prefix/bin/ringtrace" ]]; then
-      "${work}/prefix/bin/ringtrace" record --memory -o "${work}/build/true.rtrace" -- /bin/true
-      "${work}/prefix/bin/ringtrace" dump "${work}/build/true.rtrace" | grep -q ' alloc "ringtrace: allocated" ' ||
-        { echo "pkg-config: the installed record --memory recorded no allocation of /bin/true"; exit 1; }
+      "${work}/prefix/bin/ringtrace" record --memory -o "${work}/build/ls.rtrace" -- ls -l / >/dev/null
+      "${work}/prefix/bin/ringtrace" dump "${work}/build/ls.rtrace" | grep -q ' alloc "ringtrace: allocated" ' ||
+        { echo "pkg-config: the installed record --memory recorded no allocation of ls"; exit 1; }
     fi ;;
   readme)
     awk -v dir="${work}" '

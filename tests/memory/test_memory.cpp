@@ -307,7 +307,10 @@ TEST(Memory, AllocationsInASignalHandlerAreRecordedOrCounted) {
   for (const auto& s : events->seen) {
     if (s.zone == "signalled" && s.kind == EventKind::alloc && s.bytes == 24) ++in_zone;
   }
-  EXPECT_EQ(in_zone + stats.memory.unrecorded_nested, 200u);
+  // Each of the handler's is recorded in the zone or counted as nested in the thread's slow
+  // path (with the thread's own allocations there, when it binds its ring: ringtrace's).
+  EXPECT_LE(in_zone, 200u);
+  EXPECT_GE(in_zone + stats.memory.unrecorded_nested, 200u);
   EXPECT_EQ(stats.dropped, 0u);
 }
 
