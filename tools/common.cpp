@@ -64,6 +64,7 @@ constexpr SortKey kSortKeys[] = {
     {"on-cpu-avg", TableOptions::SortBy::on_cpu_avg},
     {"on-cpu-p50", TableOptions::SortBy::on_cpu_p50},
     {"on-cpu-p99", TableOptions::SortBy::on_cpu_p99},
+    {"flops", TableOptions::SortBy::flops},
     {"first-seen", TableOptions::SortBy::first_seen},
 };
 

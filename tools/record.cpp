@@ -68,6 +68,8 @@ constexpr const char* kHelp =
     "                    off-CPU)                            RINGTRACE_CONTEXT_SWITCHES=1\n"
     "                    Where the kernel refuses them (perf_event_paranoid 3, a seccomp\n"
     "                    filter), this is said once and PROGRAM is recorded without them.\n"
+    "  --node-id ID      the node the program's processes run on, as report --by-node\n"
+    "                    and merged files name it (default: host:pid)  RINGTRACE_NODE_ID\n"
     "\n"
     "The filters apply to the events the session decodes (every output but the binary\n"
     "file, which keeps every call; convert does not filter). A program that starts a\n"
@@ -210,6 +212,10 @@ int record(const std::vector<std::string>& args) {
       settings.emplace_back("RINGTRACE_INLINED", "1");
     } else if (a == "--context-switches") {
       settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
+    } else if (a == "--node-id") {
+      const std::string& id = option_value(args, i);
+      if (id.empty() || id.size() > 256) throw UsageError("--node-id: '" + id + "' is not 1 to 256 bytes");
+      settings.emplace_back("RINGTRACE_NODE_ID", id);
       switches = true;
     } else if (a == "--policy") {
       const std::string& policy = option_value(args, i);
