@@ -212,11 +212,11 @@ int record(const std::vector<std::string>& args) {
       settings.emplace_back("RINGTRACE_INLINED", "1");
     } else if (a == "--context-switches") {
       settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
+      switches = true;
     } else if (a == "--node-id") {
       const std::string& id = option_value(args, i);
       if (id.empty() || id.size() > 256) throw UsageError("--node-id: '" + id + "' is not 1 to 256 bytes");
       settings.emplace_back("RINGTRACE_NODE_ID", id);
-      switches = true;
     } else if (a == "--policy") {
       const std::string& policy = option_value(args, i);
       if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
