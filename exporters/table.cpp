@@ -3,8 +3,11 @@
 // zone as its tag, marked when an outer activation of the same group is already open
 // on that thread (found by scanning the thread's open zones, which are in L1; a
 // per-group count covers stacks deeper than the scan), so that recursion is counted
-// once in Total. The ZoneTracker gives total and self times. Memory: per site, per
-// group (a bounded histogram each) and per thread; nothing per event.
+// once in Total. The ZoneTracker gives total and self times. A zone's arguments come
+// after its begin: the one rows are grouped by (input shapes, TableOptions::group_by_arg)
+// moves the open zone to the group of its value (its tag changed in place), and its
+// `flops` are kept per thread and depth until it closes. Memory: per site, per group (a
+// bounded histogram each) and per thread; nothing per event.
 #include "ringtrace/exporters/table.hpp"
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <utility>  // std::exchange
 
 #include "latency_histogram.hpp"
 #include "numbers_only.hpp"
@@ -85,12 +89,16 @@ struct MemoryGroup {
   std::int64_t self_bytes = 0;   // every call, children excluded
 };
 
-// A group's key and order, read when the table is made.
+// A group's key and order, read when the table is made. Its key as a vector (group_index):
+// name, node, arg, frames...
 struct GroupKey {
   std::uint32_t name = 0;                        // index into names
+  std::uint32_t node = 0;                        // index into node_names (group_by_node), else 0
+  std::uint32_t arg = 0;                         // index into arg_values (0: "", no argument)
   std::vector<std::uint32_t> frames;             // enclosing names, outermost first (stack grouping)
   std::uint64_t first_seen = ~std::uint64_t{0};  // order of the group's first counted call
 };
+constexpr std::size_t kKeyFrames = 3;  // a key vector's frames start after name, node, arg
 
 // Tag of an open zone in the tracker: its group, and kNested when an outer activation of
 // the same group is open on the same thread. (2^31 groups would take over 128 GB.)
@@ -98,8 +106,89 @@ constexpr std::uint32_t kNested = 0x80000000u;
 constexpr std::size_t kScanDepth = 32;  // open zones scanned for an outer activation
 
 struct ThreadState {
-  std::vector<std::uint32_t> deep;  // by group: open activations at depth >= kScanDepth
+  std::vector<std::uint32_t> deep;   // by group: open activations at depth >= kScanDepth
+  std::vector<std::uint64_t> flops;  // by depth: the open zone's `flops` so far
 };
+
+// What an arg event's key is to the table (TableRun::arg_role, by site).
+constexpr std::uint8_t kArgSeen = 1;   // looked up
+constexpr std::uint8_t kArgFlops = 2;  // "flops": summed per row
+constexpr std::uint8_t kArgKey = 4;    // the key rows are grouped by
+
+// The FLOP units of PyTorch's table: the unit of the smallest positive count shown.
+constexpr const char* kFlopUnits[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"};
+constexpr std::size_t kFlopUnitCount = sizeof kFlopUnits / sizeof kFlopUnits[0];
+
+// The index into kFlopUnits for the smallest positive count (PyTorch's auto_scale_flops:
+// floor(log10(n) / 3), at most PFLOPs), computed on integers.
+std::size_t flop_unit(std::uint64_t smallest) {
+  std::size_t digits = 0;
+  for (std::uint64_t n = smallest; n >= 10; n /= 10) ++digits;  // floor(log10(n))
+  return std::min(digits / 3, kFlopUnitCount - 1);
+}
+
+// n in units of 10^(3 * unit) with three decimals, rounded half up: 1234567 in KFLOPs is
+// "1234.567", in MFLOPs "1.235".
+std::string scaled_flops(std::uint64_t n, std::size_t unit) {
+  std::uint64_t divisor = 1;
+  for (std::size_t i = 0; i < unit; ++i) divisor *= 1000;
+  std::uint64_t whole = n / divisor;
+  const std::uint64_t rest = n % divisor;  // < 10^15: rest * 1000 fits
+  std::uint64_t thousandths = divisor == 1 ? 0 : (rest * 1000 + divisor / 2) / divisor;
+  if (thousandths == 1000) {
+    ++whole;
+    thousandths = 0;
+  }
+  std::string out = std::to_string(whole);
+  const std::string fraction = std::to_string(thousandths);
+  out.push_back('.');
+  out.append(3 - fraction.size(), '0');
+  out.append(fraction);
+  return out;
+}
+
+// The smallest positive flops among the rows; 0 when no row has any.
+std::uint64_t smallest_flops(const KeyAverages& table) {
+  std::uint64_t smallest = 0;
+  for (const TableRow& r : table.rows) {
+    if (r.flops != 0 && (smallest == 0 || r.flops < smallest)) smallest = r.flops;
+  }
+  return smallest;
+}
+
+// A node column when rows are grouped by node and the stream came from several.
+bool shows_nodes(const KeyAverages& table) { return table.nodes > 1; }
+
+// The text column of the grouping argument: PyTorch's name for the input shapes.
+std::string arg_header(const std::string& key) { return key == "input_shapes" ? "Input Shapes" : key; }
+
+// PyTorch's widths: input shapes cut at 80 code points, source locations at 75 (keeping
+// their end, the file's name and line).
+constexpr std::size_t kArgWidth = 80;
+constexpr std::size_t kSourceWidth = 75;
+
+// `s` (valid UTF-8) cut to its last `width` code points, the first three of which become
+// "..." when it is longer.
+std::string keep_end(const std::string& s, std::size_t width) {
+  const std::size_t points = detail::report::display_width(s);
+  if (points <= width) return s;
+  std::size_t skip = points - width + 3;  // code points to drop, then "..."
+  std::size_t at = 0;
+  while (at < s.size() && skip > 0) {
+    ++at;
+    while (at < s.size() && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) ++at;
+    --skip;
+  }
+  return "..." + s.substr(at);
+}
+
+std::string source_text(const TableRow& r) {
+  if (r.source_file.empty()) return {};
+  std::string s = detail::report::terminal_text(r.source_file) + ":" + std::to_string(r.source_line);
+  s = keep_end(s, kSourceWidth);
+  if (r.source_locations > 1) s += " and " + std::to_string(r.source_locations - 1) + " more";
+  return s;
+}
 
 detail::report::Unit unit_of(TableOptions::TimeUnit u) {
   switch (u) {
@@ -137,20 +226,28 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
   using detail::report::format_time;
   const detail::report::Unit unit = unit_of(options.time_unit);
   const bool with_stack = options.group_by_stack_n > 0;
+  const bool with_nodes = shows_nodes(table);
+  const bool with_arg = !table.arg_key.empty();
+  const std::uint64_t smallest = smallest_flops(table);
+  const std::size_t flops_unit = flop_unit(smallest);
   std::vector<detail::report::TextColumn> columns = {{"Name", true}, {"Self %"}, {"Self"}, {"Total %"},
                                                      {"Total"},      {"Avg"},    {"Min"},  {"Max"},
                                                      {"p50"},        {"p99"},    {"Calls"}};
-  if (with_stack) columns.push_back({"Stack", true});
   if (table.on_cpu) {
     for (const char* c : {"On-CPU Self", "On-CPU Total", "On-CPU Avg", "On-CPU p50", "On-CPU p99"}) {
-      columns.insert(columns.end() - (with_stack ? 1 : 0), detail::report::TextColumn{c});
+      columns.push_back(detail::report::TextColumn{c});
     }
   }
   if (table.memory) {  // PyTorch's profile_memory columns
     for (const char* c : {"CPU Mem", "Self CPU Mem"}) {
-      columns.insert(columns.end() - (with_stack ? 1 : 0), detail::report::TextColumn{c});
+      columns.push_back(detail::report::TextColumn{c});
     }
   }
+  if (with_nodes) columns.push_back({"Node ID", true});
+  if (with_arg) columns.push_back({detail::report::terminal_text(arg_header(table.arg_key)), true});
+  if (smallest != 0) columns.push_back({std::string("Total ") + kFlopUnits[flops_unit]});
+  if (with_stack) columns.push_back({"Stack", true});
+  if (table.source_locations) columns.push_back({"Source Location", true});
   std::vector<std::vector<std::string>> rows;
   rows.reserve(table.rows.size());
   for (const TableRow& r : table.rows) {
@@ -176,7 +273,11 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
       row.push_back(detail::report::format_memory(r.cpu_memory_usage));
       row.push_back(detail::report::format_memory(r.self_cpu_memory_usage));
     }
+    if (with_nodes) row.push_back(detail::report::terminal_text(r.node_id));
+    if (with_arg) row.push_back(detail::report::truncate_to_width(detail::report::terminal_text(r.arg), kArgWidth));
+    if (smallest != 0) row.push_back(r.flops == 0 ? "--" : scaled_flops(r.flops, flops_unit));
     if (with_stack) row.push_back(join_stack(r.stack, true));
+    if (table.source_locations) row.push_back(source_text(r));
     rows.push_back(std::move(row));
   }
   std::string out;
@@ -207,19 +308,38 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
 }
 
 // Percentages with two decimals (as in the text table), times in whole nanoseconds; the
-// stack column only when rows are grouped by stack.
+// stack column only when rows are grouped by stack, and the other optional columns when
+// the text form has them (flops as the raw count).
 std::string format_csv(const KeyAverages& table, const TableOptions& options) {
   const bool stacks = options.group_by_stack_n > 0;
+  const bool nodes = shows_nodes(table);
+  const bool arg = !table.arg_key.empty();
+  const bool flops = smallest_flops(table) != 0;
   std::string out = stacks ? "name,stack," : "name,";
+  if (nodes) out.append("node_id,");
+  if (arg) {
+    detail::append_csv_field(out, "arg:" + table.arg_key);
+    out.push_back(',');
+  }
   out.append("self_percent,self_ns,total_percent,total_ns,avg_ns,min_ns,max_ns,p50_ns,p99_ns,calls");
   if (table.on_cpu) out.append(",on_cpu_self_ns,on_cpu_total_ns,on_cpu_avg_ns,on_cpu_p50_ns,on_cpu_p99_ns");
   if (table.memory) out.append(",cpu_memory_bytes,self_cpu_memory_bytes");
+  if (flops) out.append(",flops");
+  if (table.source_locations) out.append(",source_file,source_line,source_locations");
   out.append("\r\n");
   for (const TableRow& r : table.rows) {
     detail::append_csv_field(out, r.name);
     out.push_back(',');
     if (stacks) {
       detail::append_csv_field(out, join_stack(r.stack, false));
+      out.push_back(',');
+    }
+    if (nodes) {
+      detail::append_csv_field(out, r.node_id);
+      out.push_back(',');
+    }
+    if (arg) {
+      detail::append_csv_field(out, r.arg);
       out.push_back(',');
     }
     detail::report::append_percent_number(out, r.self_ns, table.self_total_ns);
@@ -244,6 +364,18 @@ std::string format_csv(const KeyAverages& table, const TableOptions& options) {
         detail::append_int(out, v);
       }
     }
+    if (flops) {
+      out.push_back(',');
+      detail::append_uint(out, r.flops);
+    }
+    if (table.source_locations) {
+      out.push_back(',');
+      detail::append_csv_field(out, r.source_file);
+      out.push_back(',');
+      detail::append_uint(out, r.source_line);
+      out.push_back(',');
+      detail::append_uint(out, r.source_locations);
+    }
     out.append("\r\n");
   }
   return out;
@@ -260,6 +392,16 @@ std::string format_json(const KeyAverages& table) {
   if (table.estimated) out.append(",\"estimated\":true");
   if (table.on_cpu) out.append(",\"on_cpu\":true");
   if (table.memory) out.append(",\"memory\":true");
+  const bool nodes = shows_nodes(table);
+  const bool flops = smallest_flops(table) != 0;
+  if (nodes) {
+    out.append(",\"nodes\":");
+    append_uint(out, table.nodes);
+  }
+  if (!table.arg_key.empty()) {
+    out.append(",\"arg_key\":");
+    detail::append_json_string(out, table.arg_key);
+  }
   out.append(",\"dropped_by_thread\":[");
   for (std::size_t i = 0; i < table.dropped_by_thread.size(); ++i) {
     const ThreadDrops& t = table.dropped_by_thread[i];
@@ -319,6 +461,26 @@ std::string format_json(const KeyAverages& table) {
       out.append(",\"self_cpu_memory_bytes\":");
       detail::append_int(out, r.self_cpu_memory_usage);
     }
+    if (nodes) {
+      out.append(",\"node_id\":");
+      detail::append_json_string(out, r.node_id);
+    }
+    if (!table.arg_key.empty()) {
+      out.append(",\"arg\":");
+      detail::append_json_string(out, r.arg);
+    }
+    if (flops) {
+      out.append(",\"flops\":");
+      append_uint(out, r.flops);
+    }
+    if (table.source_locations) {
+      out.append(",\"source_file\":");
+      detail::append_json_string(out, r.source_file);
+      out.append(",\"source_line\":");
+      append_uint(out, r.source_line);
+      out.append(",\"source_locations\":");
+      append_uint(out, r.source_locations);
+    }
     out.push_back('}');
   }
   out.append("]}\n");
@@ -361,6 +523,8 @@ std::uint64_t sort_number(const TableRow& r, TableOptions::SortBy by) {
       return static_cast<std::uint64_t>(r.cpu_memory_usage) ^ (std::uint64_t{1} << 63);
     case S::self_cpu_memory:
       return static_cast<std::uint64_t>(r.self_cpu_memory_usage) ^ (std::uint64_t{1} << 63);
+    case S::flops:
+      return r.flops;
     case S::name:
     case S::first_seen:
       break;
@@ -384,6 +548,8 @@ std::string format_table(const KeyAverages& table, const TableOptions& options) 
 
 namespace detail {
 
+std::string table_arg_key(const TableOptions& options);
+
 // One run's aggregation: everything a run adds to, made afresh by one assignment at
 // on_start (and after on_finish, to free it) from the exporter's options: nothing of a
 // run reaches the next. Not in the anonymous namespace, where g++ 12 inlines its calls
@@ -391,7 +557,11 @@ namespace detail {
 struct TableRun {
   TableRun() = default;
   explicit TableRun(const TableOptions& exporter_options)
-      : options(exporter_options), stack_n(std::min(exporter_options.group_by_stack_n, kMaxStackFrames)) {}
+      : options(exporter_options),
+        stack_n(std::min(exporter_options.group_by_stack_n, kMaxStackFrames)),
+        keyed(stack_n > 0 || exporter_options.group_by_node),
+        arg_key(table_arg_key(exporter_options)),
+        extras(exporter_options.source_locations) {}
 
   TableOptions options;  // the exporter's
   detail::ZoneTracker tracker;
@@ -410,22 +580,58 @@ struct TableRun {
   std::vector<ThreadState> threads;
   std::uint64_t self_total_ns = 0;
   std::uint64_t next_seen = 0;
+  // Groups found through `transitions` (the stack's, or a node's, with the site), not by
+  // the site alone. A top-level zone's transition has kTopLevel | node for its parent.
+  bool keyed = false;
+  static constexpr std::uint32_t kTopLevel = 0x80000000u;
+  // Nodes (group_by_node): each thread's, looked up at its first zone.
+  std::vector<std::string> node_names;
+  std::unordered_map<std::string, std::uint32_t> node_index;
+  std::vector<std::uint32_t> thread_node;  // by ThreadId (kNoGroup: not looked up)
+  // Arguments: the grouping key's values (0: "", a zone without it), each arg site's role,
+  // the groups a zone moves to when its value arrives, the flops per group.
+  std::string arg_key;
+  std::vector<std::string> arg_values{std::string()};
+  std::unordered_map<std::string, std::uint32_t> arg_index{{std::string(), 0u}};
+  std::vector<std::uint8_t> arg_role;  // by SiteId: kArg* bits, 0 not looked up
+  detail::U64Map regroups;             // (group, arg value) -> group
+  std::vector<std::uint64_t> group_flops;
+  bool any_flops = false;
+  bool extras = false;                           // a close has more to do: flops, source locations
+  std::vector<std::vector<SiteId>> group_sites;  // source_locations: each group's sites, first closed first
   // On-CPU: from the first zone closed after a switch event on (the zones closed before
   // were on-CPU for their whole time: their numbers are copied).
   bool on_cpu = false;
   std::vector<CpuGroup> cpu_groups;
   std::vector<MemoryGroup> memory_groups;  // by group, once the stream had a memory event
 
+  // key: name, node, arg, frames...
   std::uint32_t group_for_key(std::vector<std::uint32_t> key) {
     auto [it, inserted] = group_index.try_emplace(key, static_cast<std::uint32_t>(groups.size()));
     if (inserted) {
       GroupKey k;
-      k.name = key.front();
-      k.frames.assign(key.begin() + 1, key.end());
+      k.name = key[0];
+      k.node = key[1];
+      k.arg = key[2];
+      k.frames.assign(key.begin() + kKeyFrames, key.end());
       keys.push_back(std::move(k));
       groups.emplace_back();
+      group_flops.push_back(0);
+      if (options.source_locations) group_sites.emplace_back();
     }
     return it->second;
+  }
+
+  // The node of a thread's zones (group_by_node), by its process.
+  std::uint32_t node_of(ThreadId thread, const TraceContext& context) {
+    if (thread >= thread_node.size()) thread_node.resize(thread + 1, kNoGroup);
+    if (thread_node[thread] == kNoGroup) {
+      const std::string node(context.node_id_of(context.thread(thread).pid));
+      auto [it, inserted] = node_index.try_emplace(node, static_cast<std::uint32_t>(node_names.size()));
+      if (inserted) node_names.push_back(node);
+      thread_node[thread] = it->second;
+    }
+    return thread_node[thread];
   }
 
   [[gnu::noinline]] void resolve_site(SiteId site, const TraceContext& context) {
@@ -442,20 +648,26 @@ struct TableRun {
     auto [it, inserted] = name_index.try_emplace(std::string(name), static_cast<std::uint32_t>(names.size()));
     if (inserted) names.emplace_back(name);
     site_name[site] = it->second;
-    if (stack_n == 0) site_group[site] = group_for_key({it->second});
+    if (!keyed) site_group[site] = group_for_key({it->second, 0, 0});
   }
 
-  [[gnu::noinline]] std::uint32_t resolve_transition(std::uint32_t parent, SiteId site) {
-    std::vector<std::uint32_t> key{site_name[site]};
+  // The group of a zone of `site` under `parent` (kNoGroup: at the top of its thread, of
+  // node `node`), found by its transition once made. Only the frames' names count: a
+  // parent regrouped by its argument gives its children the same frames.
+  [[gnu::noinline]] std::uint32_t resolve_transition(std::uint32_t parent, SiteId site, std::uint32_t node) {
+    std::vector<std::uint32_t> key{site_name[site], node, 0};
     if (parent != kNoGroup) {
       const GroupKey& p = keys[parent];
-      std::vector<std::uint32_t> frames = p.frames;
-      frames.push_back(p.name);
-      const std::size_t keep = std::min(stack_n, frames.size());
-      key.insert(key.end(), frames.end() - static_cast<std::ptrdiff_t>(keep), frames.end());
+      key[1] = p.node;
+      if (stack_n > 0) {
+        std::vector<std::uint32_t> frames = p.frames;
+        frames.push_back(p.name);
+        const std::size_t keep = std::min(stack_n, frames.size());
+        key.insert(key.end(), frames.end() - static_cast<std::ptrdiff_t>(keep), frames.end());
+      }
     }
     const std::uint32_t g = group_for_key(std::move(key));
-    transitions.find_or_insert(detail::U64Map::key(parent + 1u, site), g);
+    transitions.find_or_insert(detail::U64Map::key(parent != kNoGroup ? parent + 1u : kTopLevel | node, site), g);
     return g;
   }
 
@@ -467,14 +679,17 @@ struct TableRun {
         const std::span<const detail::OpenZone> open = tracker.open(e.thread);
         std::uint32_t g;
         if (!options.fold_steps && steps.is_step(e.site, context)) [[unlikely]] {
-          g = step_group(e.value.u);
-        } else if (stack_n == 0) {
+          g = step_group(e.value.u, options.group_by_node ? node_of(e.thread, context) : 0);
+        } else if (!keyed) {
           g = site_group[e.site];
         } else {
-          const std::uint32_t parent = open.empty() ? kNoGroup : open.back().tag & ~kNested;
-          g = transitions.find(detail::U64Map::key(parent + 1u, e.site), kNoGroup);
+          // A zone's node is its parent's; the stack counts only when grouping by it.
+          const std::uint32_t parent = open.empty() || stack_n == 0 ? kNoGroup : open.back().tag & ~kNested;
+          const std::uint32_t node = parent == kNoGroup && options.group_by_node ? node_of(e.thread, context) : 0;
+          g = transitions.find(detail::U64Map::key(parent != kNoGroup ? parent + 1u : kTopLevel | node, e.site),
+                               kNoGroup);
           if (g == kNoGroup) [[unlikely]]
-            g = resolve_transition(parent, e.site);
+            g = resolve_transition(parent, e.site, node);
         }
         __builtin_prefetch(&groups[g], 1);  // for the close
         bool nested = false;
@@ -487,19 +702,96 @@ struct TableRun {
             options.estimate_sampled ? rates.of(e.site, context) : 1);
       } else if (e.kind == EventKind::zone_end) {
         tracker.feed(e, [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
+      } else if (e.kind == EventKind::arg) {
+        on_arg(e, context);
       } else if (detail::is_switch(e.kind) || detail::is_memory(e.kind)) [[unlikely]] {
         tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});  // CPU state, bytes
       }
     }
   }
 
+  // A value or text on the innermost open zone: its flops, or the value it is grouped by.
+  [[gnu::noinline]] void on_arg(const Event& e, const TraceContext& context) {
+    if (e.site >= arg_role.size()) arg_role.resize(std::max<std::size_t>(e.site + 1, context.site_count()), 0);
+    std::uint8_t& role = arg_role[e.site];
+    if (role == 0) {
+      const std::string_view key = context.site(e.site).name;
+      role = static_cast<std::uint8_t>(kArgSeen | (key == "flops" ? kArgFlops : 0) |
+                                       (!arg_key.empty() && key == arg_key ? kArgKey : 0));
+    }
+    if (role == kArgSeen) return;
+    detail::OpenZone* zone = tracker.innermost(e.thread);
+    if (zone == nullptr) return;  // with no zone open it belongs to nothing
+    const std::size_t depth = tracker.open(e.thread).size() - 1;
+    if ((role & kArgFlops) != 0) add_flops(e, depth);
+    if ((role & kArgKey) != 0) regroup(*zone, e.thread, depth, arg_value(e, context));
+  }
+
+  // A zone's `flops`: integers at or above 0, and finite numbers at or above 0 (rounded);
+  // a zone given several has their sum. Texts are not counts.
+  void add_flops(const Event& e, std::size_t depth) {
+    std::uint64_t n = 0;
+    if ((e.flags & EventFlags::text) != 0) return;
+    if ((e.flags & EventFlags::value_double) != 0) {
+      if (!(e.value.d >= 0) || !(e.value.d < 1.8e19)) return;  // NaN, negative, infinite or too large
+      n = static_cast<std::uint64_t>(e.value.d + 0.5);
+    } else {
+      if (e.value.i < 0) return;
+      n = static_cast<std::uint64_t>(e.value.i);
+    }
+    if (e.thread >= threads.size()) threads.resize(e.thread + 1);
+    std::vector<std::uint64_t>& flops = threads[e.thread].flops;
+    if (depth >= flops.size()) flops.resize(depth + 1, 0);
+    flops[depth] += n;
+    any_flops = extras = true;
+  }
+
+  // The grouping argument's value as text: the text, or the number as written.
+  std::uint32_t arg_value(const Event& e, const TraceContext& context) {
+    std::string value;
+    if ((e.flags & EventFlags::text) != 0) {
+      value = context.text(e);
+    } else if ((e.flags & EventFlags::value_double) != 0) {
+      detail::append_double(value, e.value.d);
+    } else {
+      detail::append_int(value, e.value.i);
+    }
+    auto [it, inserted] = arg_index.try_emplace(std::move(value), static_cast<std::uint32_t>(arg_values.size()));
+    if (inserted) arg_values.push_back(it->first);
+    return it->second;
+  }
+
+  // Moves the open zone at `depth` of `thread` to the group of its name (node, frames)
+  // with argument value `arg`; a second value of the key on one zone wins.
+  void regroup(detail::OpenZone& zone, ThreadId thread, std::size_t depth, std::uint32_t arg) {
+    const std::uint32_t from = zone.tag & ~kNested;
+    if (keys[from].arg == arg) return;
+    std::uint32_t to = regroups.find(detail::U64Map::key(from, arg), kNoGroup);
+    if (to == kNoGroup) {
+      const GroupKey k = keys[from];  // a copy: group_for_key grows keys
+      std::vector<std::uint32_t> key{k.name, k.node, arg};
+      key.insert(key.end(), k.frames.begin(), k.frames.end());
+      to = group_for_key(std::move(key));
+      regroups.find_or_insert(detail::U64Map::key(from, arg), to);
+    }
+    // Nested when an outer activation of its new group is open on the thread.
+    const std::span<const detail::OpenZone> open = tracker.open(thread);
+    bool nested = false;
+    for (std::size_t i = 0; i < std::min(depth, kScanDepth); ++i) nested |= (open[i].tag & ~kNested) == to;
+    if (depth >= kScanDepth) {
+      --threads[thread].deep[from];
+      nested |= push_deep(thread, to);
+    }
+    zone.tag = nested ? to | kNested : to;
+  }
+
   // The row of Session::step()'s step N, "step #N" (steps are on a track of their own,
   // outside every other zone).
-  [[gnu::noinline]] std::uint32_t step_group(std::uint64_t step) {
+  [[gnu::noinline]] std::uint32_t step_group(std::uint64_t step, std::uint32_t node) {
     const std::string name = detail::step_zone_label(step);
     auto [it, inserted] = name_index.try_emplace(name, static_cast<std::uint32_t>(names.size()));
     if (inserted) names.push_back(name);
-    return group_for_key({it->second});
+    return group_for_key({it->second, node, 0});
   }
 
   // The first close after a switch: every group's numbers so far are its on-CPU ones.
@@ -546,6 +838,8 @@ struct TableRun {
   void on_close(const detail::ClosedZone& z) {
     const std::uint32_t g = z.tag & ~kNested;
     const bool outermost = (z.tag & kNested) == 0;
+    if (extras) [[unlikely]]
+      on_close_extras(z, g);
     if (z.depth >= kScanDepth) [[unlikely]]
       --threads[z.thread].deep[g];
     if (z.weight != 1) [[unlikely]] {
@@ -565,6 +859,21 @@ struct TableRun {
     group.inclusive_ns += z.total_ns;
     if (outermost) group.total_ns += z.total_ns;
     deferred.push(groups, g, group.histogram.add(z.total_ns));
+  }
+
+  // The closed zone's flops (its thread's slot at its depth, emptied for the next zone
+  // there) and call site, where the row counts the zone.
+  [[gnu::noinline]] void on_close_extras(const detail::ClosedZone& z, std::uint32_t g) {
+    std::uint64_t flops = 0;
+    if (z.thread < threads.size() && z.depth < threads[z.thread].flops.size()) {
+      flops = std::exchange(threads[z.thread].flops[z.depth], 0);
+    }
+    if (options.top_level_only && z.depth != 0) return;
+    group_flops[g] += flops * z.weight;
+    if (options.source_locations) {
+      std::vector<SiteId>& sites = group_sites[g];
+      if (std::find(sites.begin(), sites.end(), z.site) == sites.end()) sites.push_back(z.site);
+    }
   }
 
   // A zone that stands for `weight` zones (estimate_sampled).
@@ -589,6 +898,9 @@ struct TableRun {
     KeyAverages out;
     out.self_total_ns = self_total_ns;
     out.estimated = options.estimate_sampled && rates.any_sampled();
+    out.arg_key = arg_key;
+    out.nodes = node_names.size();
+    out.source_locations = options.source_locations;
     out.on_cpu = on_cpu || tracker.any_switches();
     if (out.on_cpu && !on_cpu) start_on_cpu();  // switches, and no zone closed since
     cpu_groups.resize(groups.size());
@@ -612,6 +924,7 @@ struct TableRun {
       r.p99_ns = g.histogram.percentile(99);
       r.self_percent = detail::report::percent(r.self_ns, self_total_ns);
       r.total_percent = detail::report::percent(r.total_ns, self_total_ns);
+      r.flops = group_flops[i];
       if (out.on_cpu) {
         const CpuGroup& c = cpu_groups[i];
         const std::uint64_t n = c.histogram.count();
@@ -637,6 +950,8 @@ struct TableRun {
       const std::uint64_t x = sort_number(rows[a], by), y = sort_number(rows[b], by);
       if (x != y) return x > y;
       if (ka.name != kb.name) return names[ka.name] < names[kb.name];  // names are interned: index equal iff text equal
+      if (ka.arg != kb.arg) return arg_values[ka.arg] < arg_values[kb.arg];
+      if (ka.node != kb.node) return node_names[ka.node] < node_names[kb.node];
       return std::lexicographical_compare(ka.frames.begin(), ka.frames.end(), kb.frames.begin(), kb.frames.end(),
                                           [&](std::uint32_t f, std::uint32_t g) { return names[f] < names[g]; });
     };
@@ -651,6 +966,9 @@ struct TableRun {
       const GroupKey& k = keys[group_of[order[i]]];
       r.name = names[k.name];
       for (const std::uint32_t f : k.frames) r.stack.push_back(names[f]);
+      r.arg = arg_values[k.arg];
+      if (options.group_by_node) r.node_id = node_names[k.node];
+      if (options.source_locations) source_of(r, group_sites[group_of[order[i]]], context);
     }
     out.dropped = stats.dropped;
     for (const ThreadStats& t : stats.threads) {
@@ -664,7 +982,31 @@ struct TableRun {
     out.closed_at_stop = stats.closed_at_stop;
     return out;
   }
+
+  // A row's source location: its first site's, and how many distinct ones its sites have.
+  static void source_of(TableRow& r, const std::vector<SiteId>& sites, const TraceContext& context) {
+    std::vector<std::pair<std::string_view, std::uint32_t>> seen;
+    for (const SiteId site : sites) {
+      const SiteInfo& info = context.site(site);
+      const std::pair<std::string_view, std::uint32_t> at{info.file != nullptr ? info.file : "", info.line};
+      if (std::find(seen.begin(), seen.end(), at) == seen.end()) seen.push_back(at);
+    }
+    if (seen.empty()) return;
+    r.source_file = seen.front().first;
+    r.source_line = seen.front().second;
+    r.source_locations = static_cast<std::uint32_t>(seen.size());
+  }
 };
+
+// The argument rows are grouped by; std::invalid_argument for two different ones.
+std::string table_arg_key(const TableOptions& options) {
+  if (options.group_by_arg.empty()) return options.group_by_input_shapes ? "input_shapes" : "";
+  if (options.group_by_input_shapes && options.group_by_arg != "input_shapes") {
+    throw std::invalid_argument("ringtrace: table: group_by_input_shapes and group_by_arg \"" + options.group_by_arg +
+                                "\" both set: the table groups by one argument");
+  }
+  return options.group_by_arg;
+}
 
 }  // namespace detail
 
@@ -696,6 +1038,7 @@ void TableExporter::on_finish(const TraceContext& context, const SessionStats& s
 const KeyAverages& TableExporter::table() const { return impl_->result; }
 
 std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {
+  detail::table_arg_key(options);  // throws for two grouping arguments
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = options;
   return std::make_unique<TableExporter>(std::move(impl));
@@ -707,6 +1050,7 @@ std::vector<std::filesystem::path> TableExporter::output_paths() const {
 }
 
 std::shared_ptr<Exporter> table_exporter(const std::filesystem::path& path, TableOptions options) {
+  detail::table_arg_key(options);  // throws for two grouping arguments
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);
   impl->output.emplace(path.string());  // fails now, naming the path
@@ -714,6 +1058,7 @@ std::shared_ptr<Exporter> table_exporter(const std::filesystem::path& path, Tabl
 }
 
 std::shared_ptr<Exporter> table_exporter(std::ostream& stream, TableOptions options) {
+  detail::table_arg_key(options);  // throws for two grouping arguments
   auto impl = std::make_unique<TableExporter::Impl>();
   impl->options = std::move(options);
   impl->output.emplace(stream, "key-averages table stream");

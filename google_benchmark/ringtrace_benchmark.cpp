@@ -70,6 +70,7 @@ class MetadataContext final : public TraceContext {
   const std::string& process_name() const override { return base_.process_name(); }
   std::string_view text(const Event& e) const override { return base_.text(e); }
   std::uint32_t process_id() const override { return pid_; }
+  std::string_view node_id_of(std::uint32_t pid) const override { return base_.node_id_of(pid); }
   std::span<const TraceMetadata> metadata() const override { return metadata_; }
 
  private:

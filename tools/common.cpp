@@ -66,6 +66,7 @@ constexpr SortKey kSortKeys[] = {
     {"on-cpu-p99", TableOptions::SortBy::on_cpu_p99},
     {"cpu-mem", TableOptions::SortBy::cpu_memory},
     {"self-cpu-mem", TableOptions::SortBy::self_cpu_memory},
+    {"flops", TableOptions::SortBy::flops},
     {"first-seen", TableOptions::SortBy::first_seen},
 };
 

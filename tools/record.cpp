@@ -73,6 +73,8 @@ constexpr const char* kHelp =
     "                    A dynamically linked PROGRAM that does not link ringtrace is\n"
     "                    recorded through libringtrace_preload.so (LD_PRELOAD); one\n"
     "                    that links ringtrace links ringtrace::memory     RINGTRACE_MEMORY=1\n"
+    "  --node-id ID      the node the program's processes run on, as report --by-node\n"
+    "                    and merged files name it (default: host:pid)  RINGTRACE_NODE_ID\n"
     "\n"
     "The filters apply to the events the session decodes (every output but the binary\n"
     "file, which keeps every call; convert does not filter). A program that starts a\n"
@@ -241,6 +243,10 @@ int record(const std::vector<std::string>& args) {
     } else if (a == "--memory") {
       settings.emplace_back("RINGTRACE_MEMORY", "1");
       memory = true;
+    } else if (a == "--node-id") {
+      const std::string& id = option_value(args, i);
+      if (id.empty() || id.size() > 256) throw UsageError("--node-id: '" + id + "' is not 1 to 256 bytes");
+      settings.emplace_back("RINGTRACE_NODE_ID", id);
     } else if (a == "--policy") {
       const std::string& policy = option_value(args, i);
       if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");

@@ -54,7 +54,8 @@ int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     const std::string help =
         "usage: ringtrace report FILE [--rows N] [--sort-by KEY] [--transparent NAME]... [--estimate-sampled]\n"
-        "                             [--fold-steps] [--no-rings] [--leaks]\n"
+        "                             [--fold-steps] [--by-input-shapes | --by-arg KEY] [--by-node]\n"
+        "                             [--source-locations] [--no-rings] [--leaks]\n"
         "       ringtrace report FILE --stragglers [--rows N] [--no-rings]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
@@ -68,11 +69,18 @@ int report(const std::vector<std::string>& args) {
         "--context-switches). --transparent names a zone that wraps ops without being one (a\n"
         "step), as in the summary exporter. --estimate-sampled counts zones of sampled sites as\n"
         "many times as their rate (and says so); --fold-steps puts Session::step()'s zones in\n"
-        "one row \"step #*\". A recording with allocations (ringtrace record --memory) adds the\n"
-        "table's CPU Mem columns (keys cpu-mem, self-cpu-mem) and a memory summary; --leaks\n"
-        "prints, instead of the table, the blocks still live at the end grouped by the zones that\n"
-        "allocated them, largest first (--rows of them). A file cut short is read up to its last complete chunk, then\n"
-        "from its ring file if the recording kept one (see ringtrace convert --help;\n"
+        "one row \"step #*\". --by-input-shapes groups the rows by name and the zones'\n"
+        "input_shapes argument (RINGTRACE_ZONE_TEXT(\"input_shapes\", ...)), --by-arg KEY by\n"
+        "name and argument KEY, --by-node by name and node (the processes of a merged file;\n"
+        "a Node ID column when there are several); --source-locations adds each row's call\n"
+        "site (file:line). Zones with a \"flops\" argument add a Total FLOPs column (sort by\n"
+        "it with --sort-by flops). A recording with allocations (ringtrace record --memory)\n"
+        "adds the table's CPU Mem columns (keys cpu-mem, self-cpu-mem) and a memory summary;\n"
+        "--leaks prints, instead of the table, the blocks still live at the end grouped by the\n"
+        "zones that allocated them, largest first (--rows of them). --stragglers prints, for a\n"
+        "merged file of stepped processes, each step's time per process and the slowest.\n"
+        "A file cut short is read up to its last complete chunk,\n"
+        "then from its ring file if the recording kept one (see ringtrace convert --help;\n"
         "--no-rings: never), and report exits 1 saying so. FILE is a regular file (a FIFO,\n"
         "'-' or a device is refused).\n"
         "\n"
@@ -104,6 +112,15 @@ int report(const std::vector<std::string>& args) {
       summary_options.transparent_names.push_back(option_value(args, i));
     } else if (args[i] == "--fold-steps") {
       table_options.fold_steps = true;
+    } else if (args[i] == "--by-input-shapes") {
+      table_options.group_by_input_shapes = true;
+    } else if (args[i] == "--by-arg") {
+      table_options.group_by_arg = option_value(args, i);
+      if (table_options.group_by_arg.empty()) return error("report", "--by-arg: an empty key", 2);
+    } else if (args[i] == "--by-node") {
+      table_options.group_by_node = true;
+    } else if (args[i] == "--source-locations") {
+      table_options.source_locations = true;
     } else if (args[i] == "--estimate-sampled") {
       table_options.estimate_sampled = summary_options.estimate_sampled = true;
     } else if (args[i] == "--no-rings") {
@@ -119,6 +136,10 @@ int report(const std::vector<std::string>& args) {
     }
   }
   if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
+  if (table_options.group_by_input_shapes && !table_options.group_by_arg.empty() &&
+      table_options.group_by_arg != "input_shapes") {
+    return error("report", "--by-input-shapes and --by-arg " + table_options.group_by_arg + ": one argument only", 2);
+  }
   check_input(input, rings);
   if (stragglers) return report_stragglers(input, rings, rows_given ? table_options.row_limit : 0);
   // --leaks: the table is computed (and left unprinted) all the same: one code path.

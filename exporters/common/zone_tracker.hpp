@@ -245,6 +245,13 @@ class ZoneTracker {
     return std::span<const OpenZone>(stacks_[thread].data(), stacks_[thread].size());
   }
 
+  // The innermost zone open on `thread`, or null: for an exporter that changes its tag
+  // after the begin (the table regroups a zone when its grouping argument arrives).
+  OpenZone* innermost(ThreadId thread) {
+    if (thread >= stacks_.size() || stacks_[thread].empty()) return nullptr;
+    return &stacks_[thread].back();
+  }
+
   std::uint32_t thread_count() const { return static_cast<std::uint32_t>(stacks_.size()); }
 
   // The thread ran at `time_ns`: an off-CPU interval it is in ends there (what feed()

@@ -200,6 +200,12 @@ struct Config {
   // Shown by exporters that name the process (Chrome trace metadata).
   std::string process_name = "ringtrace";
 
+  // The node this process runs on, as the key-averages table names it when several
+  // processes are merged into one file (TableOptions::group_by_node): a machine, a rank,
+  // anything (at most 256 bytes). Empty: the environment's RINGTRACE_NODE_ID if set,
+  // else "host:pid". The binary trace file keeps it.
+  std::string node_id;
+
   // Categories switched off at start() (ringtrace::set_category_enabled switches them
   // at any time; a category not listed keeps its current state, on by default).
   std::vector<std::string> disabled_categories;

@@ -73,6 +73,11 @@ class TraceContext {
   RINGTRACE_NO_INSTRUMENT virtual const std::string& process_name_of(std::uint32_t /*pid*/) const {
     return process_name();
   }
+  // The node of process `pid` (a ThreadInfo::pid; 0: the context's own process): the
+  // machine, or the rank, it ran on, as its session named it (Config::node_id,
+  // RINGTRACE_NODE_ID, `ringtrace record --node-id`; by default "host:pid"). Valid as long
+  // as the context. "" when unknown (a hand-built stream that names no node).
+  RINGTRACE_NO_INSTRUMENT virtual std::string_view node_id_of(std::uint32_t /*pid*/) const { return {}; }
   // Facts about the whole trace added by whoever feeds the exporters (ringtrace::benchmark:
   // the trace's bound and what it left out), complete when on_finish is called. The
   // exporters with a place for them write them at the end, beside the session's counts:

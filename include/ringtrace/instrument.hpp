@@ -17,6 +17,7 @@
 //   RINGTRACE_ZONE_VALUE("bytes", n);         integer or floating-point argument
 //   RINGTRACE_ZONE_TEXT("path", text);        text argument (std::string_view, std::string, literal)
 //   RINGTRACE_ZONE_TEXT("path", text, size);  text argument of `size` bytes, copied (cut at 1024 bytes, marked)
+//   RINGTRACE_ZONE_FLOPS(n);                  the zone did n floating-point operations (value "flops")
 //   RINGTRACE_FLOW_OUT(id);                   this zone starts flow `id` (64-bit)
 //   RINGTRACE_FLOW_IN(id);                    this zone (any thread, later) ends it
 // and on their own:
@@ -85,6 +86,7 @@ RINGTRACE_API void frame_mark() noexcept;
 #define RINGTRACE_INSTANT_SITE(site) static_cast<void>(0)
 #define RINGTRACE_COUNTER_SITE(site, value) static_cast<void>(0)
 #define RINGTRACE_ZONE_VALUE(key, value) static_cast<void>(0)
+#define RINGTRACE_ZONE_FLOPS(count) static_cast<void>(0)
 #define RINGTRACE_ZONE_TEXT(...) static_cast<void>(0)
 #define RINGTRACE_FLOW_OUT(id) static_cast<void>(0)
 #define RINGTRACE_FLOW_IN(id) static_cast<void>(0)
@@ -262,6 +264,11 @@ RINGTRACE_API void frame_mark() noexcept;
     RINGTRACE_SITE_(ringtrace_site_, key, value);                \
     ::ringtrace::detail::zone_value(&ringtrace_site_, (number)); \
   } while (0)
+
+// RINGTRACE_ZONE_FLOPS(count): the innermost open zone did `count` floating-point
+// operations: the integer argument "flops" (RINGTRACE_ZONE("matmul", "flops", n) says the
+// same), which the key-averages table sums per row into its Total FLOPs column.
+#define RINGTRACE_ZONE_FLOPS(count) RINGTRACE_ZONE_VALUE("flops", static_cast<std::int64_t>(count))
 
 // RINGTRACE_ZONE_TEXT(key, text): a literal, std::string, std::string_view (or a
 // NUL-terminated char*), the size implied; RINGTRACE_ZONE_TEXT(key, text, size): `size`

@@ -5,6 +5,7 @@
 
 #include <cstddef>      // batch sizes
 #include <cstdint>      // times
+#include <map>          // node ids by process
 #include <mutex>        // MemoryExporter is read from other threads
 #include <string>       // owned names
 #include <string_view>  // texts
@@ -34,6 +35,9 @@ struct RecordedTrace {
   std::vector<ThreadInfo> threads;  // index: ThreadId
   std::vector<Event> events;        // ordered by time_ns
   std::string texts;                // arg and message texts: an event's value.u is its offset here
+  // Node ids by process (TraceContext::node_id_of): key 0 for the trace's own process,
+  // else a ThreadInfo::pid. A process not here has none ("").
+  std::map<std::uint32_t, std::string> node_ids;
   SessionStats stats;
 };
 
@@ -58,6 +62,7 @@ class RINGTRACE_API RecordedTraceContext final : public TraceContext {
   RINGTRACE_NO_INSTRUMENT const ClockInfo& clock() const override { return trace_.clock; }
   RINGTRACE_NO_INSTRUMENT const std::string& process_name() const override { return trace_.process_name; }
   std::string_view text(const Event& e) const override;
+  std::string_view node_id_of(std::uint32_t pid) const override;
 
  private:
   const RecordedTrace& trace_;

@@ -50,6 +50,10 @@ class ReplayTables final : public TraceContext {
     const auto it = process_names.find(p);
     return it == process_names.end() ? name : it->second;
   }
+  std::string_view node_id_of(std::uint32_t p) const override {
+    const auto it = node_ids.find(p == 0 ? pid : p);
+    return it == node_ids.end() ? std::string_view{} : std::string_view(it->second);
+  }
   std::string_view text(const Event& e) const override {
     if ((e.kind != EventKind::arg && e.kind != EventKind::message) || (e.flags & EventFlags::text) == 0) return {};
     const auto it = texts.find(e.value.u);
@@ -102,6 +106,7 @@ class ReplayTables final : public TraceContext {
   // Alloc and free events' address and size until the heap's accounting takes them.
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> memory_payloads;
   std::map<std::uint32_t, std::string> process_names;  // by ThreadInfo::pid (merged files)
+  std::map<std::uint32_t, std::string> node_ids;       // by the pid process_names has
   std::vector<TraceMetadata> facts;
   std::string name;
   std::uint32_t pid = 0;

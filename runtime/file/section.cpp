@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "file_paths.hpp"  // open_input
+#include "node_id.hpp"     // default_node_id
 #include "packed_records.hpp"
 #include "steps.hpp"
 #include "trace_file_format.hpp"
@@ -97,7 +98,9 @@ bool Section::open_session() {
 void Section::place(std::uint32_t pid, std::string name, bool tag_threads) {
   assigned_pid_ = tag_threads ? pid : 0;
   meta_.stream_pid = assigned_pid_;
+  placed_pid_ = pid;
   tables_.process_names[pid] = std::move(name);
+  tables_.node_ids[pid] = meta_.node_id.empty() ? default_node_id(meta_.host, meta_.pid) : meta_.node_id;
 }
 
 void Section::step() {
@@ -393,6 +396,14 @@ bool Section::apply(const Frame& frame) {
     case tf::frame_switches:
       if (v1) break;
       return read_switches(frame, frame.payload);
+    case tf::frame_node: {
+      if (v1) break;
+      std::string node = f.str();
+      if (f.bad()) return malformed(frame, "node");
+      meta_.node_id = std::move(node);
+      tables_.node_ids[placed_pid_] = meta_.node_id;  // place() came before any frame but the session's
+      return true;
+    }
     default:
       break;
   }

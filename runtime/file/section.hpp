@@ -186,6 +186,7 @@ class Section {
   std::unique_ptr<FrameReader> frames_;
   Frame frame_;
   std::uint32_t assigned_pid_ = 0;
+  std::uint32_t placed_pid_ = 0;  // place()'s pid: the key of the process's name and node id in the tables
   bool have_session_ = false, complete_ = false, done_ = false, has_footer_ = false, has_stop_ = false;
   std::uint64_t stop_ticks_ = std::numeric_limits<std::uint64_t>::max();
   SessionStats footer_, stats_;

@@ -32,8 +32,9 @@ inline constexpr std::uint32_t kVersion1Merged = 2;
 inline constexpr std::uint32_t kMajor = 2;
 // Minor 1: module and function frames (instrumented functions) and switches frames
 // (docs/file-format.md, "Switches"). Minor 2: the functions frame (calls left out).
-// Minor 3: memory records (extended subtypes 1 and 2), the session frame's flags, and the
-// process frame's clock check (offsets measured from flows, merged files).
+// Minor 3: memory records (extended subtypes 1 and 2), the session frame's flags, the
+// process frame's clock check (offsets measured from flows, merged files) and the node
+// frame (the process's node id, when its session named one).
 inline constexpr std::uint32_t kMinor = 3;
 inline constexpr std::uint32_t kVersionWord = kMajor << 16 | kMinor;
 // The session frame's u16 flags (minor 3; 0 before).
@@ -64,6 +65,7 @@ enum FrameType : std::uint32_t {
   frame_function = 13,   // an instrumented function: index, address, module, name, file, line
   frame_switches = 14,   // minor 1: a thread's context switches (off-CPU intervals); see below
   frame_functions = 15,  // minor 2: the instrumented calls left out (SessionStats::functions), at stop
+  frame_node = 16,       // minor 3: str node id, after the session frame (docs/file-format.md, "Node")
 };
 
 // frame_functions payload: u64 unwound, too_deep, short_calls, excluded, inlined; u32 n;

@@ -17,6 +17,7 @@
 
 #include "crc32c.hpp"
 #include "function_names.hpp"  // symbols: instrumented functions' names and modules
+#include "node_id.hpp"         // default_node_id
 #include "output.hpp"          // OutputSink
 #include "packed_records.hpp"
 #include "raw_sink.hpp"
@@ -55,6 +56,7 @@ struct WriterRun {
   std::vector<std::uint32_t> module_indices_;  // symbols::LiveFunctions' module id -> index (0: none yet)
   std::uint64_t module_count_ = 0;
   std::string process_name_;
+  std::string node_id_;                        // TraceContext::node_id_of(0) at the start
   std::vector<TraceMetadata> start_metadata_;  // the context's at on_start
   bool per_thread_counters_ = false;           // Config::per_thread_counters: counter sites written per-thread
   bool raw_started_ = false;                   // on_raw_start came: a live session, not a replayed stream
@@ -109,6 +111,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     tf::put_u32(buffer_, tf::kVersionWord);
     tf::put_u32(buffer_, 0);  // features: one process
     process_name_ = context.process_name();
+    node_id_ = context.node_id_of(0);
     // Written after the session frame, which comes first in a file.
     start_metadata_.assign(context.metadata().begin(), context.metadata().end());
   }
@@ -216,6 +219,11 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     tf::put_str(p, host);
     end_frame();
+    // A node id other than the one a reader makes from the host and pid above.
+    if (!node_id_.empty() && node_id_ != detail::default_node_id(host, pid)) {
+      tf::put_str(begin_frame(tf::frame_node), node_id_);
+      end_frame();
+    }
     write_metadata(start_metadata_);
   }
 
@@ -609,6 +617,8 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
     stream_started_ = true;
     detail::RawSessionInfo info;  // ticks are nanoseconds; no merge grace (the stream is
     info.tsc = false;             // ordered), no ring, no boundary gap (its times kept)
+    // A file's reader knows its node once its first frames are read.
+    node_id_ = context.node_id_of(0);
     info.ticks_per_second = 1e9;
     info.start_ns = context.clock().start_ns;
     detail::read_clock_anchors(info);

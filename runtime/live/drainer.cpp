@@ -16,6 +16,7 @@
 
 #include "allocator.hpp"
 #include "function_stack.hpp"  // function_counts
+#include "node_id.hpp"         // default_node_id
 #include "steps.hpp"           // kStepsThreadName
 
 namespace ringtrace::detail {
@@ -93,6 +94,24 @@ OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
   return cursor != nullptr ? cursor->own_drainer->drain_own(*cursor) : OwnDrain::none;
 }
 
+namespace {
+// The session's node id: Config::node_id, else RINGTRACE_NODE_ID, else "host:pid".
+std::string node_id_of_session(const Config& config) {
+  std::string id = config.node_id;
+  if (id.empty()) {
+    const char* env = std::getenv("RINGTRACE_NODE_ID");
+    if (env != nullptr) id = env;
+  }
+  if (id.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return default_node_id(host, static_cast<std::uint32_t>(::getpid()));
+  }
+  if (id.size() > kMaxNodeId) id.resize(kMaxNodeId);
+  return id;
+}
+}  // namespace
+
 // ---------------------------------------------------------------------------------------
 // The drainer's thread.
 
@@ -100,6 +119,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
                  ClockInfo clock_info, bool use_tsc, std::uint32_t epoch)
     : config_(config),
       process_name_(config.process_name),
+      node_id_(node_id_of_session(config)),
       use_tsc_(use_tsc),
       epoch_(epoch),
       registry_(Registry::instance()),

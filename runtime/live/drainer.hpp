@@ -91,6 +91,7 @@ class Drainer final : public TraceContext {
   std::uint32_t thread_count() const override { return next_thread_; }
   const ClockInfo& clock() const override { return clock_info_; }
   const std::string& process_name() const override { return process_name_; }
+  std::string_view node_id_of(std::uint32_t) const override { return node_id_; }
   std::string_view text(const Event& e) const override;
   std::uint32_t process_id() const override;
 
@@ -219,6 +220,7 @@ class Drainer final : public TraceContext {
   // only after.
   const Config config_;
   const std::string process_name_;
+  const std::string node_id_;  // Config::node_id, RINGTRACE_NODE_ID or host:pid
   const bool use_tsc_;
   std::uint32_t epoch_;
   // The rings are in a file mapping (RawSink::rings_path): read positions are published

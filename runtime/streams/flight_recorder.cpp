@@ -180,6 +180,8 @@ class FlightRecorderExporter final : public Exporter {
     const std::string& process_name() const override { return owner_.base_->process_name(); }
     std::string_view text(const Event& e) const override { return owner_.text_of(e); }
     std::uint32_t process_id() const override { return owner_.base_->process_id(); }
+    const std::string& process_name_of(std::uint32_t pid) const override { return owner_.base_->process_name_of(pid); }
+    std::string_view node_id_of(std::uint32_t pid) const override { return owner_.base_->node_id_of(pid); }
 
    private:
     const FlightRecorderExporter& owner_;

@@ -31,6 +31,11 @@ std::string_view RecordedTraceContext::text(const Event& e) const {
   return std::string_view(trace_.texts).substr(e.value.u, e.text_size);
 }
 
+std::string_view RecordedTraceContext::node_id_of(std::uint32_t pid) const {
+  const auto it = trace_.node_ids.find(pid);
+  return it == trace_.node_ids.end() ? std::string_view{} : std::string_view(it->second);
+}
+
 void replay(const RecordedTrace& trace, Exporter& exporter, std::size_t batch_events) {
   if (batch_events == 0) batch_events = 1;
   RecordedTraceContext context(trace);
@@ -92,6 +97,15 @@ void MemoryExporter::on_finish(const TraceContext& context, const SessionStats& 
     const ThreadInfo& live = context.thread(id);
     if (live.id == id) trace_.threads[id] = live;
   }
+  // The node of each process seen (0: the context's own).
+  for (const ThreadInfo& t : trace_.threads) {
+    if (trace_.node_ids.count(t.pid) == 0) {
+      const std::string_view node = context.node_id_of(t.pid);
+      if (!node.empty()) trace_.node_ids.emplace(t.pid, node);
+    }
+  }
+  if (trace_.node_ids.count(0) == 0 && !context.node_id_of(0).empty())
+    trace_.node_ids.emplace(0, context.node_id_of(0));
   trace_.stats = stats;
 }
 

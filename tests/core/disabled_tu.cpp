@@ -13,6 +13,7 @@ int record_with_macros_compiled_out(int n) {
     RINGTRACE_INSTANT("compiled out");
     RINGTRACE_COUNTER("compiled out", ++evaluated);  // arguments are not evaluated
     RINGTRACE_REGION("compiled out", ++evaluated);
+    RINGTRACE_ZONE_FLOPS(++evaluated);
   }
   return evaluated;
 }

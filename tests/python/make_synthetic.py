@@ -234,8 +234,20 @@ def files():
     f["kinds"] = kinds
 
     # A later minor version: its frames skipped, said, the file still complete.
-    f["minor"] = header(minor=3) + base + sites_basic() + thread(1, 11) + chunk(1, [(1, 1, 200, None)]) + \
+    f["minor"] = header(minor=9) + base + sites_basic() + thread(1, 11) + chunk(1, [(1, 1, 200, None)]) + \
         frame(77, b"new") + pass_(300) + chunk(1, [(0, 0, 400, None)]) + stop(500) + stats([]) + end()
+
+    # Format 2.3's node frame after the session's: read (not printed by either reader); a
+    # merged file whose second process names its node; one whose string runs past its end.
+    f["node"] = header(minor=3) + base + frame(16, s("rank 7")) + sites_basic() + thread(1, 11) + \
+        chunk(1, [(1, 1, 200, None)]) + pass_(300) + chunk(1, [(0, 0, 400, None)]) + stop(500) + stats([]) + end()
+    plain = session(pid=1) + sites_basic() + thread(1, 11) + chunk(1, [(1, 1, 200, None), (0, 0, 300, None)]) + \
+        stop(500) + end()
+    named_node = session(pid=2) + frame(16, s("rank 8")) + sites_basic() + thread(1, 12) + \
+        chunk(1, [(1, 1, 250, None), (0, 0, 350, None)]) + stop(500) + end()
+    f["node_merged"] = header(minor=3, merged=True) + process(plain) + plain + process(named_node) + named_node
+    f["bad_node"] = header(minor=3) + base + frame(16, u32(50) + b"short") + sites_basic() + thread(1, 11) + \
+        chunk(1, [(1, 1, 200, None)]) + end()
 
     # A site name with a NUL byte (names are C strings to the stream's readers); no clock segment.
     f["nul"] = header() + session() + site(1, b"before\x00after") + thread(1, 11) + \

@@ -181,6 +181,21 @@ has "${work}/synthetic/synthetic_named.rtrace" ' zone_begin "ringtrace: run-time
 has "${work}/synthetic/synthetic_named.rtrace" ' zone_begin "x*" truncated$'
 has "${work}/synthetic/synthetic_steps.rtrace" ' 33 zone_end "step" step=7$'  # format 1's marker
 has "${work}/synthetic/synthetic_functions.rtrace" ' zone_begin "demo::run()"$'
+# Format 2.3's node frame: rtrace.py reads each process's node id (the frame's, else host:pid).
+nodes=$("${python}" - "${rtrace}" "${work}/synthetic/synthetic_node_merged.rtrace" "${work}/synthetic/synthetic_node.rtrace" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("rtrace", sys.argv[1])
+rtrace = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rtrace)
+for path in sys.argv[2:]:
+    reader = rtrace.Reader(path, None)
+    reader.read(lambda lines: None)
+    print(" ".join(s.node_id().decode() for s in reader.sections))
+PY
+)
+[[ "${nodes}" == $'host:1 rank 8\nrank 7' ]] || fail "rtrace.py's node ids: '${nodes}'"
+grep -q 'malformed node frame at byte [0-9]' "${work}/out/synthetic_bad_node.rtrace.dump.err" \
+  || fail "a malformed node frame: $(cat "${work}/out/synthetic_bad_node.rtrace.dump.err")"
 has "${work}/synthetic/synthetic_functions.rtrace" ' zone_begin "libdemo.so+0x400200"$'  # unnamed, its module's file missing
 has "${work}/synthetic/synthetic_functions.rtrace" ' zone_begin "0x7f0000001234"$'  # unnamed, in no module
 has "${work}/synthetic/synthetic_functions.rtrace" ' zone_end "libdemo.so+0x400abc" closed_at_stop$'

@@ -225,7 +225,7 @@ for pair in calls:Calls max:Max p99:p99 avg:Avg total:Total name:Name self:Self;
 done
 cmp -s "${work}/sort_default.txt" "${work}/sort_self.txt" || fail "--sort-by self is not the default order"
 # An unknown key: a usage error that lists every key.
-keys="name, self-percent, self, total-percent, total, avg, min, max, p50, p99, calls, on-cpu-self, on-cpu-total, on-cpu-avg, on-cpu-p50, on-cpu-p99, cpu-mem, self-cpu-mem, first-seen"
+keys="name, self-percent, self, total-percent, total, avg, min, max, p50, p99, calls, on-cpu-self, on-cpu-total, on-cpu-avg, on-cpu-p50, on-cpu-p99, cpu-mem, self-cpu-mem, flops, first-seen"
 expect_error 2 report "${run}" --sort-by busiest
 [[ "$(cat "${work}/err.txt")" == "ringtrace report: --sort-by: unknown key 'busiest'; the keys are ${keys}" ]] \
   || fail "--sort-by busiest: $(cat "${work}/err.txt")"

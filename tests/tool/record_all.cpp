@@ -399,7 +399,42 @@ int switches(const std::filesystem::path& dir) {
   return stats.exporter_errors.empty() ? 0 : 1;
 }
 
+// `record_all DIR columns`: two sessions, of nodes "rank-a" and "rank-b", into
+// DIR/columns_a.rtrace and DIR/columns_b.rtrace, with the arguments of the table's
+// columns: matmul zones with their input shapes and flops (2 * m * n * k), relu without.
+// rank-a: matmul [[64, 128], [128, 256]] 3 times, [[8, 8], [8, 8]] twice, relu; rank-b:
+// matmul [[64, 128], [128, 256]] once. tool_tests.sh's report of their merge knows the sums.
+void matmul(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const std::string shapes = "[[" + std::to_string(m) + ", " + std::to_string(k) + "], [" + std::to_string(k) + ", " +
+                             std::to_string(n) + "]]";
+  RINGTRACE_ZONE("matmul", "flops", 2 * m * n * k);  // COLUMNS_MATMUL_LINE
+  RINGTRACE_ZONE_TEXT("input_shapes", shapes);
+}
+int columns(const std::filesystem::path& dir) {
+  for (const char* node : {"a", "b"}) {
+    ringtrace::Config config;
+    config.node_id = std::string("rank-") + node;
+    ringtrace::Session session(config);
+    session.add_exporter(ringtrace::binary_trace_exporter(dir / (std::string("columns_") + node + ".rtrace")));
+    session.start();
+    if (node[0] == 'a') {
+      for (int i = 0; i < 3; ++i) matmul(64, 256, 128);
+      for (int i = 0; i < 2; ++i) {
+        RINGTRACE_ZONE("small");
+        matmul(8, 8, 8);
+        RINGTRACE_ZONE_FLOPS(1000);  // on small, after its child closed
+      }
+      RINGTRACE_ZONE("relu");
+    } else {
+      matmul(64, 256, 128);
+    }
+    session.stop();
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[2]) == "columns") return columns(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "switches") return switches(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "killed") return killed(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "names") return names(argv[1]);

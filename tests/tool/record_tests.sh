@@ -134,5 +134,23 @@ assert len(main) == 1 and names[main.pop()] == "tool_record_chi", names  # comm:
 assert all(not n.startswith("thread ") for n in names.values()), names
 PY
 
+# --node-id: the program's node id, kept in its file; merged with a run that named none
+# (host:pid), report --by-node keys the rows by node and shows the Node ID column.
+run node9 "${tool}" record --node-id rank-9 -o d/n9.rtrace -- "${child}" 0
+[[ ${s} -eq 0 ]] || fail "--node-id: status ${s}: $(cat node9.err)"
+run node0 "${tool}" record -o d/n0.rtrace -- "${child}" 0
+run nodes "${tool}" merge d/n9.rtrace d/n0.rtrace -o d/nodes.rtrace
+[[ ${s} -eq 0 ]] || fail "merge of the node runs: status ${s}: $(cat nodes.err)"
+"${tool}" report d/nodes.rtrace --by-node >nodes_report.txt || fail "report --by-node exits $?"
+grep -q '^Name .* Calls  *Node ID$' nodes_report.txt || fail "report --by-node: no Node ID column: $(head -3 nodes_report.txt)"
+rows9=$(grep -c '  rank-9$' nodes_report.txt)
+rows0=$(grep -c "  $(uname -n):[0-9]*\$" nodes_report.txt)
+[[ ${rows9} -ge 1 && ${rows9} -eq ${rows0} ]] || fail "report --by-node: rows of rank-9 ${rows9}, of host:pid ${rows0}: $(cat nodes_report.txt)"
+"${tool}" report d/nodes.rtrace >nodes_plain.txt || fail "report exits $?"
+grep -q 'Node ID' nodes_plain.txt && fail "report without --by-node shows a Node ID column"
+"${tool}" report d/n9.rtrace --by-node | grep -q 'Node ID' && fail "one node: a Node ID column"
+run bad_node "${tool}" record --node-id '' -o d/bad.rtrace -- "${child}" 0
+[[ ${s} -eq 2 ]] || fail "--node-id '': status ${s}"
+
 if ((failures > 0)); then echo "record_tests: ${failures} failure(s)"; exit 1; fi
 echo "record_tests: all checks passed"

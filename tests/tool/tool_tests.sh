@@ -66,6 +66,32 @@ for command in convert report info merge; do
 done
 "${tool}" --help | grep -q '^usage: ringtrace' || fail "--help"
 
+# The table's columns of issue 34 from report: two nodes merged, zones with input shapes
+# and flops (record_all's columns mode says what they are), their call site.
+"${record}" "${work}" columns || fail "record_all columns exits $?"
+"${tool}" merge "${work}/columns_a.rtrace" "${work}/columns_b.rtrace" -o "${work}/columns.rtrace" 2>/dev/null \
+  || fail "merge of the columns files exits $?"
+"${tool}" report "${work}/columns.rtrace" --by-input-shapes --by-node --source-locations >"${work}/columns.txt" \
+  || fail "report with the columns exits $?"
+matmul_line=$(grep -n 'COLUMNS_MATMUL_LINE' "$(dirname "$0")/record_all.cpp" | cut -d: -f1)
+expect_row() {  # expect_row REGEX: a line of the columns report matches it
+  grep -Eq "$1" "${work}/columns.txt" || fail "report's columns: no line matching '$1' in: $(cat "${work}/columns.txt")"
+}
+expect_row '^Name .* Calls +Node ID +Input Shapes +Total KFLOPs +Source Location$'
+expect_row "^matmul .* 3 +rank-a +\[\[64, 128\], \[128, 256\]\] +12582\.912 +.*record_all\.cpp:${matmul_line}\$"
+expect_row "^matmul .* 1 +rank-b +\[\[64, 128\], \[128, 256\]\] +4194\.304 +.*record_all\.cpp:${matmul_line}\$"
+expect_row "^matmul .* 2 +rank-a +\[\[8, 8\], \[8, 8\]\] +2\.048 +.*record_all\.cpp:${matmul_line}\$"
+expect_row '^small .* 2 +rank-a +2\.000 +.*record_all\.cpp:[0-9]+$'
+expect_row '^relu .* 1 +rank-a +-- +.*record_all\.cpp:[0-9]+$'
+[[ $(grep -c '^matmul ' "${work}/columns.txt") -eq 3 ]] || fail "report's columns: not 3 matmul rows"
+# Without the options: one row per name, FLOPs summed over nodes and shapes; by flops first.
+"${tool}" report "${work}/columns.rtrace" --sort-by flops >"${work}/columns_plain.txt" || fail "report --sort-by flops exits $?"
+sed -n 3p "${work}/columns_plain.txt" | grep -Eq '^matmul .* 6 +16779\.264$' \
+  || fail "report --sort-by flops: $(cat "${work}/columns_plain.txt")"
+grep -Eq 'Node ID|Input Shapes|Source Location' "${work}/columns_plain.txt" && fail "report without the options shows their columns"
+"${tool}" report "${work}/columns.rtrace" --by-input-shapes --by-arg batch 2>/dev/null
+[[ $? -eq 2 ]] || fail "report --by-input-shapes --by-arg batch is no usage error"
+
 # A file cut in the middle: convert writes what is complete, then exits 1 with one line.
 size=$(stat -c %s "${work}/run.rtrace")
 head -c $((size / 2)) "${work}/run.rtrace" >"${work}/cut.rtrace"

@@ -38,6 +38,7 @@ TRUNCATED_BIT = 1 << 63
 F_SESSION, F_SEGMENT, F_SITE, F_THREAD, F_CHUNK, F_STOP, F_STATS, F_END, F_PASS, F_PROCESS, F_METADATA = range(1, 12)
 F_MODULE, F_FUNCTION, F_SWITCHES = 12, 13, 14  # format 2.1
 F_FUNCTIONS = 15  # format 2.2: the calls of instrumented functions left out
+F_NODE = 16  # format 2.3: the node id the process's session named
 SWITCHES_SUMMARY = 0xFFFFFFFF  # a switches frame's thread: the session's summary
 # A process frame's flags (merged files); the last three with format 2.3's clock check.
 PROCESS_REALTIME, PROCESS_MEASURED, PROCESS_AGREES, PROCESS_CONTRADICTED = 1, 2, 4, 8
@@ -432,6 +433,8 @@ class Section:
         self.complete = False          # its end frame was read
         self.done = False
         self.pid = 0
+        self.host = b""
+        self.node = None               # the node frame's id (format 2.3); None: named none
         self.start_ns = 0              # the session's, on the file's timeline
         self.raw_start_ns = 0
         self.gap = 0
@@ -467,6 +470,13 @@ class Section:
         self.rings_note = None
         self.out_pid = 0
         self.read_whole = False
+
+    def node_id(self):
+        """The process's node id (docs/file-format.md, "Node"): the node frame's, else
+        b"host:pid" (the pid alone without a host)."""
+        if self.node is not None:
+            return self.node
+        return (self.host + b":" if self.host else b"") + str(self.pid).encode()
 
     def horizon(self):
         return NEVER if self.done else self.last_emitted
@@ -697,6 +707,8 @@ class Section:
                 lists[which].append((name, calls))
             self.function_stats = dict(zip(("unwound", "too_deep", "short_calls", "excluded", "inlined"), counts),
                                        short_by_function=lists[0], inlined_by_function=lists[1])
+        elif ftype == F_NODE and not v1:
+            self.node = f.string(offset, "node")
         else:
             self.skipped_frames += 1  # a frame type of a later minor version
 

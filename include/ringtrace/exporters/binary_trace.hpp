@@ -83,6 +83,9 @@ struct ReplayProcess {
   std::uint32_t pid = 0;  // as recorded (ThreadInfo::pid may differ when two collide)
   std::string name;
   std::string host;
+  // The node id its session named (Config::node_id, RINGTRACE_NODE_ID; format 2.3's node
+  // frame); "" when it named none: its node is then "host:pid" (TraceContext::node_id_of).
+  std::string node_id;
   std::string source;  // the file it was merged from ("" in a file of one process)
   // Added to the process's CLOCK_MONOTONIC times to place them on the file's timeline
   // (the first process's clock): 0 for processes of the first one's host and boot;

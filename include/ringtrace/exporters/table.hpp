@@ -1,8 +1,9 @@
 // Key-averages table: zones grouped by name (optionally by name and the innermost N
-// frames of their stack), with self and total time, their shares, per-call average,
-// min, max, p50, p99 and call counts, and with Config::context_switches the same on-CPU
-// (self, total, average, p50, p99). PyTorch's key_averages().table(), with recursion
-// counted once. See docs/formats/table.md.
+// frames of their stack, an argument's value such as the input shapes, or the node),
+// with self and total time, their shares, per-call average, min, max, p50, p99 and call
+// counts, with Config::context_switches the same on-CPU (self, total, average, p50, p99),
+// the FLOPs the zones said they did, and their source locations. PyTorch's
+// key_averages().table(), with recursion counted once. See docs/formats/table.md.
 #pragma once
 
 #include <cstddef>     // limits
@@ -41,8 +42,9 @@ struct TableOptions {
     on_cpu_avg,
     on_cpu_p50,
     on_cpu_p99,
-    cpu_memory,      // KeyAverages::memory: CPU Mem (bytes allocated less freed, children included)
-    self_cpu_memory  // Self CPU Mem (children excluded)
+    cpu_memory,       // KeyAverages::memory: CPU Mem (bytes allocated less freed, children included)
+    self_cpu_memory,  // Self CPU Mem (children excluded)
+    flops
   };
   // The unit of every time in the text form; automatic picks s, ms, us or ns per value.
   // (CSV and JSON always hold integer nanoseconds.)
@@ -67,6 +69,22 @@ struct TableOptions {
   bool estimate_sampled = false;
   // Session::step()'s zones ("step #0", "step #1", ...) make one row named "step #*".
   bool fold_steps = false;
+  // Group by name and the zone's `input_shapes` argument
+  // (RINGTRACE_ZONE_TEXT("input_shapes", "[[64, 128], [128, 256]]")), shown in an "Input
+  // Shapes" column: PyTorch's key_averages(group_by_input_shapes=True). Zones without the
+  // argument make the name's row with an empty cell.
+  bool group_by_input_shapes = false;
+  // The same for any other argument key (a text or a number: "batch", "dtype"), the column
+  // named after the key. "input_shapes" is group_by_input_shapes; both set to different
+  // keys throws std::invalid_argument (table_exporter, key_averages).
+  std::string group_by_arg;
+  // Group by name and node (TraceContext::node_id_of: each process of a merged file has
+  // one; Config::node_id). The "Node ID" column is shown when the stream's zones come from
+  // several nodes.
+  bool group_by_node = false;
+  // A "Source Location" column: the call site's file:line (an instrumented function's:
+  // where it is defined), that of the first zone closed when a row holds several sites.
+  bool source_locations = false;
 };
 
 struct TableRow {
@@ -100,6 +118,17 @@ struct TableRow {
   // allocated. 0 without memory events.
   std::int64_t cpu_memory_usage = 0;
   std::int64_t self_cpu_memory_usage = 0;
+  // The sum of its zones' `flops` arguments (RINGTRACE_ZONE("matmul", "flops", n),
+  // RINGTRACE_ZONE_FLOPS(n)); 0 when none had one.
+  std::uint64_t flops = 0;
+  std::string arg;      // group_by_input_shapes / group_by_arg: the argument's value ("" without)
+  std::string node_id;  // group_by_node: the node of its zones
+  // source_locations: the call site's file and line ("" and 0 for names given at run
+  // time), and how many distinct file:line its zones came from (more than 1: the first
+  // closed is shown).
+  std::string source_file;
+  std::uint32_t source_line = 0;
+  std::uint32_t source_locations = 0;
 };
 
 struct ThreadDrops {
@@ -124,6 +153,12 @@ struct KeyAverages {
   // filled in, and every form shows them ("CPU Mem", "Self CPU Mem"), as PyTorch's table
   // does with profile_memory.
   bool memory = false;
+  // The argument rows are grouped by (TableOptions::group_by_arg, or "input_shapes"), "" for none.
+  std::string arg_key;
+  // group_by_node: the distinct nodes of the stream's zones (the forms show a "Node ID"
+  // column when there are several); 0 otherwise.
+  std::size_t nodes = 0;
+  bool source_locations = false;  // TableOptions::source_locations: the rows' source fields are filled in
 };
 
 // The table of a recorded stream (what the exporter computes live).
