@@ -74,8 +74,11 @@ struct MemoryStats {
   std::uint64_t frees_size_unknown = 0;  // of those, the ones whose size is not known (not guessed)
   std::uint64_t untracked_blocks = 0;    // allocations past Config::memory_max_blocks live blocks
   std::uint64_t lost_frees = 0;          // blocks whose free was not recorded (seen reused)
-  // Allocations and frees made while their thread was inside ringtrace's own slow path
-  // (ringtrace's own, or a signal handler's that interrupted it): not recorded.
+  // Allocations and frees not recorded, counted: made while their thread was inside
+  // ringtrace's own slow path (ringtrace's own, or a signal handler's that interrupted
+  // it), inside a zone sampling left out, or by a thread's thread_local destructors that
+  // ran after ringtrace let its ring go at the thread's exit (a block freed there stays
+  // live in the accounting: among the leaks).
   std::uint64_t unrecorded_nested = 0;
   // The blocks live at stop(), grouped by the zones that allocated them (outermost
   // first, "; "-joined names; "(no zone)" outside every zone), most bytes first.

@@ -33,6 +33,9 @@ namespace ringtrace::detail {
 namespace {
 
 constinit thread_local bool t_untraced = false;
+// The thread is exiting: its ring is let go (ThreadHook's destructor); what later
+// thread_local destructors free is not recorded, and counted (memory_slow).
+constinit thread_local bool t_exiting = false;
 
 // Owns the thread's buffer for thread-exit purposes and keeps the name set before the
 // thread's first event. Constructed on first use from the slow path only.
@@ -44,6 +47,7 @@ thread_local ThreadHook t_hook;
 
 ThreadHook::~ThreadHook() {
   t_untraced = true;  // events from later thread_local destructors are ignored
+  t_exiting = true;
   function_stack_forget();
   ThreadWriter& t = t_writer;
   auto* buffer = static_cast<ThreadBuffer*>(t.buffer);
@@ -788,7 +792,12 @@ void write_text(const SiteInfo* site, const char* text, std::size_t size, std::u
 // handler's that interrupted it) or inside a sampled-out zone: those are counted.
 void memory_slow(ExtendedKind subtype, std::uint64_t address, std::uint64_t size, std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
-  if (t_untraced) return;
+  if (t_untraced) {
+    // ringtrace's own threads: not the program's. An exiting thread's later thread_local
+    // destructors: the program's, but its ring is gone: counted.
+    if (t_exiting) g_memory_unrecorded.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (t.in_slow != 0 || t.epoch == kSampledOut) {
     g_memory_unrecorded.fetch_add(1, std::memory_order_relaxed);
     return;
