@@ -382,7 +382,7 @@ class RingDecoder {
           break;
         default: {  // record_extended
           const std::uint64_t subtype = extended_subtype(header);
-          if ((subtype == extended_alloc || subtype == extended_free) && bytes == sizeof(MemoryRecord)) {
+          if (is_memory_record(header)) {  // timed, 4 slots (else skipped as an unknown one)
             // An allocation or a free: its address and size go with the event through the
             // owner's store to the heap's accounting after the merge (heap.hpp), which
             // gives exporters the size in value.u.
