@@ -80,7 +80,8 @@ case "${mode}" in
     "${work}/build/consumer_memory"
     if [[ -x "${work}/prefix/bin/ringtrace" ]]; then
       "${work}/prefix/bin/ringtrace" record --memory -o "${work}/build/ls.rtrace" -- ls -l / >/dev/null
-      "${work}/prefix/bin/ringtrace" dump "${work}/build/ls.rtrace" | grep -q ' alloc "ringtrace: allocated" ' ||
+      "${work}/prefix/bin/ringtrace" dump "${work}/build/ls.rtrace" >"${work}/build/ls.dump"  # (not into grep -q: pipefail)
+      grep -q ' alloc "ringtrace: allocated" ' "${work}/build/ls.dump" ||
         { echo "pkg-config: the installed record --memory recorded no allocation of ls"; exit 1; }
     fi ;;
   readme)
