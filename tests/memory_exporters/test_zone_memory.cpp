@@ -92,7 +92,8 @@ TEST(ZoneMemory, AZoneThatFreesMoreThanItAllocatedIsNegative) {
   m.b.begin(t, m.b.site("releases"), 0);
   m.alloc(t, 1, 10).free(t, 2, 4096);
   m.b.end(t, 3);
-  const Closed& z = zone(closed_zones(m.build()), "releases");
+  const auto zones = closed_zones(m.build());  // kept: z refers into it
+  const Closed& z = zone(zones, "releases");
   EXPECT_EQ(z.memory.net_bytes(), 10 - 4096);
 }
 
