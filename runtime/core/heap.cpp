@@ -110,6 +110,24 @@ void HeapTracker::freed(Event& e, std::uint64_t address, std::uint64_t size, boo
   e.flags |= EventFlags::size_unknown;
 }
 
+void HeapTracker::fill_totals(MemoryStats& m) const {
+  const HeapTotals& h = totals_;
+  m.known = true;
+  m.blocks_known = !sized_;
+  m.allocations = h.allocations;
+  m.frees = h.frees;
+  m.allocated_bytes = h.allocated_bytes;
+  m.freed_bytes = h.freed_bytes;
+  m.live_bytes = h.live_bytes;
+  m.live_blocks = h.live_blocks;
+  m.peak_live_bytes = h.peak_live_bytes;
+  m.peak_time_ns = h.peak_time_ns;
+  m.frees_unmatched = h.frees_unmatched;
+  m.frees_size_unknown = h.frees_size_unknown;
+  m.untracked_blocks = h.untracked_blocks;
+  m.lost_frees = h.lost_frees;
+}
+
 std::vector<HeapLeak> HeapTracker::leaks() const {
   std::map<std::uint32_t, HeapLeak> by_node;
   for (const auto& [address, block] : live_) {

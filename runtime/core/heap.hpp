@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "ringtrace/event.hpp"
+#include "ringtrace/site.hpp"
+#include "ringtrace/stats.hpp"  // MemoryStats: what the accounting gives stats()
 
 namespace ringtrace::detail {
 
@@ -116,6 +118,26 @@ class HeapTracker {
   bool seen() const { return seen_; }  // any memory event accounted
   // The live blocks grouped by their allocation's stack, most bytes first.
   std::vector<HeapLeak> leaks() const;
+  // The totals into `m` (known, blocks_known and the counts; not unrecorded_nested, which
+  // the recording side counts, nor the leaks).
+  void fill_totals(MemoryStats& m) const;
+  // The leaks with their stacks named by `site(id)` (a SiteInfo), "; "-joined as folded
+  // stacks' frames, "(no zone)" outside every zone.
+  template <class Site>
+  std::vector<MemoryStats::Leak> named_leaks(Site&& site) const {
+    std::vector<MemoryStats::Leak> named;
+    for (const HeapLeak& l : leaks()) {
+      MemoryStats::Leak& out = named.emplace_back();
+      for (const SiteId id : l.stack) {
+        if (!out.stack.empty()) out.stack += "; ";
+        out.stack += site(id).name;
+      }
+      if (out.stack.empty()) out.stack = "(no zone)";
+      out.blocks = l.blocks;
+      out.bytes = l.bytes;
+    }
+    return named;
+  }
 
  private:
   struct Block {

@@ -725,32 +725,8 @@ void Section::account_memory(Event* first, Event* last) {
 }
 
 void Section::memory_stats(MemoryStats& m) const {
-  const HeapTotals& h = heap_.totals();
-  m.known = true;
-  m.blocks_known = heap_.has_blocks();
-  m.allocations = h.allocations;
-  m.frees = h.frees;
-  m.allocated_bytes = h.allocated_bytes;
-  m.freed_bytes = h.freed_bytes;
-  m.live_bytes = h.live_bytes;
-  m.live_blocks = h.live_blocks;
-  m.peak_live_bytes = h.peak_live_bytes;
-  m.peak_time_ns = h.peak_time_ns;
-  m.frees_unmatched = h.frees_unmatched;
-  m.frees_size_unknown = h.frees_size_unknown;
-  m.untracked_blocks = h.untracked_blocks;
-  m.lost_frees = h.lost_frees;
-  m.leaks.clear();
-  for (const HeapLeak& l : heap_.leaks()) {
-    MemoryStats::Leak& out = m.leaks.emplace_back();
-    for (const SiteId id : l.stack) {
-      if (!out.stack.empty()) out.stack += "; ";
-      out.stack += tables_.sites[id].info.name;
-    }
-    if (out.stack.empty()) out.stack = "(no zone)";
-    out.blocks = l.blocks;
-    out.bytes = l.bytes;
-  }
+  heap_.fill_totals(m);
+  m.leaks = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return tables_.sites[id].info; });
 }
 
 }  // namespace ringtrace::detail

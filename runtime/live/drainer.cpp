@@ -811,20 +811,8 @@ void Drainer::update_stats(bool lists) {
   stats_.threads_without_switches = threads_without_switches_;
   if (config_.memory) {
     MemoryStats& m = stats_.memory;
-    const HeapTotals& h = heap_.totals();
-    m.known = !exporters_.raw_only();
-    m.allocations = h.allocations;
-    m.frees = h.frees;
-    m.allocated_bytes = h.allocated_bytes;
-    m.freed_bytes = h.freed_bytes;
-    m.live_bytes = h.live_bytes;
-    m.live_blocks = h.live_blocks;
-    m.peak_live_bytes = h.peak_live_bytes;
-    m.peak_time_ns = h.peak_time_ns;
-    m.frees_unmatched = h.frees_unmatched;
-    m.frees_size_unknown = h.frees_size_unknown;
-    m.untracked_blocks = h.untracked_blocks;
-    m.lost_frees = h.lost_frees;
+    heap_.fill_totals(m);
+    m.known = !exporters_.raw_only();  // a session that only hands records over decodes nothing
     m.unrecorded_nested = g_memory_unrecorded.load(std::memory_order_relaxed) - memory_unrecorded_base_;
     m.leaks = leaks_;
   }
@@ -833,17 +821,7 @@ void Drainer::update_stats(bool lists) {
 // The blocks live at stop, by the zones that allocated them (names joined as folded
 // stacks' frames are, "; " apart).
 void Drainer::name_leaks() {
-  leaks_.clear();
-  for (const HeapLeak& l : heap_.leaks()) {
-    MemoryStats::Leak& out = leaks_.emplace_back();
-    for (const SiteId id : l.stack) {
-      if (!out.stack.empty()) out.stack += "; ";
-      out.stack += sites_.site(id).name;
-    }
-    if (out.stack.empty()) out.stack = "(no zone)";
-    out.blocks = l.blocks;
-    out.bytes = l.bytes;
-  }
+  leaks_ = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
 }
 
 SessionStats Drainer::stats() const {
