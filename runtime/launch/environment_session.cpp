@@ -133,6 +133,7 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
   if (plan.outputs.empty()) return fail("RINGTRACE_OUTPUT names no output");
   Config& config = plan.config;
   config.process_name = program_invocation_short_name;
+  config.buffer_records = kEnvironmentBufferRecords;
   std::uint64_t n = 0;
   if (const char* buffer = get("RINGTRACE_BUFFER")) {
     if (!parse_count(buffer, n) || n == 0)

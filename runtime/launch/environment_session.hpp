@@ -20,6 +20,7 @@
 // that programs this one starts do not write the same files.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ struct EnvironmentOutput {
   std::string format;  // rtrace, chrome, perfetto, pstats, folded, table or summary
   std::string path;    // "%p" replaced
 };
+
+// The rings of a session the variables start (`ringtrace record`): 8 MiB per thread, where
+// Config's default is 1 MiB. A whole program with every function instrumented writes fast
+// (leveldb's db_bench, g++: about 700 MB/s on its busiest thread), and 1 MiB is then 1.4 ms
+// of its events, less than a drainer waits for a core on a busy 2-core machine; 8 MiB is
+// about 11 ms (docs/performance.md, "Drop mode at the default ring size"). A ring's pages
+// are touched only as far as its thread writes; in a binary file's ring file each ring's
+// 8 MiB is allocated on disk for the run (removed at its end). RINGTRACE_BUFFER sets it.
+inline constexpr std::size_t kEnvironmentBufferRecords = std::size_t{1} << 19;
 
 struct EnvironmentPlan {
   bool wanted = false;  // RINGTRACE_OUTPUT is set (and not empty)

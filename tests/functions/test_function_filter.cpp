@@ -153,6 +153,9 @@ TEST(EnvironmentSession, OutputsFormatsAndSettings) {
   EXPECT_EQ(p.config.functions.include, std::vector<std::string>{"^app::"});
   EXPECT_EQ(p.config.functions.exclude, std::vector<std::string>{"std::"});
   EXPECT_FALSE(p.config.context_switches);
+  // Without RINGTRACE_BUFFER, rings of 8 MiB (524288 records of 16 bytes), not Config's 1 MiB:
+  // a whole program's functions fill 1 MiB in a millisecond or two.
+  EXPECT_EQ(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}}).config.buffer_records, std::size_t{1} << 19);
   // RINGTRACE_CONTEXT_SWITCHES (ringtrace record --context-switches): 1 on, 0 off.
   EXPECT_TRUE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "1"}}).config.context_switches);
   EXPECT_FALSE(plan({{"RINGTRACE_OUTPUT", "a.rtrace"}, {"RINGTRACE_CONTEXT_SWITCHES", "0"}}).config.context_switches);
