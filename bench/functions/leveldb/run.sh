@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Every function of a real program recorded (issue 35): leveldb's db_bench, whole library
 # and benchmark driver instrumented, under uftrace and under `ringtrace record`, the runs
-# alternating in the same minutes. This script only runs programs: the db_bench binaries
-# are yours, built from your own leveldb checkout (the same version and options for all,
-# -O2), each way named below; nothing here compiles or builds anything. Each comes from an
-# environment variable; a missing one's rows are left out, with a note:
+# alternating in the same minutes. The five db_bench binaries (the same leveldb version
+# and options for all, -O2), each built the way named below, come either
+#   - from LEVELDB_SRC, a leveldb checkout of yours (fetched, never committed here):
+#     build.sh, beside this script, builds the five from it first (into BUILD_DIR, default
+#     a new /tmp/ringtrace-leveldb-build.XXXXXX, kept; build.sh --help says how), and
+#     the ringtrace tool is then, unless RINGTRACE says otherwise, the one installed with
+#     the hooks it linked; or
+#   - from five environment variables, binaries you built (LEVELDB_SRC unset): nothing is
+#     built, and a variable left unset leaves that build's rows out, with a note:
 #   DB_BENCH_PLAIN     no instrumentation (no tracer)
 #   DB_BENCH_PG        built with -pg, for `uftrace record`
 #   DB_BENCH_CYG       built with g++'s flags of docs/functions.md (-finstrument-functions
@@ -33,12 +38,16 @@
 # (one uftrace record per entry or exit) and its dropped column the "LOST N records" that
 # uftrace record prints.
 #
+#   LEVELDB_SRC=/path/to/leveldb bash bench/functions/leveldb/run.sh
 #   DB_BENCH_PLAIN=... DB_BENCH_PG=... DB_BENCH_CYG=... DB_BENCH_RT_GCC=... DB_BENCH_RT_CLANG=... \
 #     bash bench/functions/leveldb/run.sh
 #
 # Environment:
-#   RINGTRACE    the ringtrace tool (default build/release/tools/ringtrace, relative to the
-#                repository); needed only for the DB_BENCH_RT_* rows
+#   LEVELDB_SRC  a leveldb checkout: build the five first (build.sh; its BUILD_DIR,
+#                RINGTRACE_BUILD, RINGTRACE_PREFIX, JOBS are passed on); not with DB_BENCH_*
+#   RINGTRACE    the ringtrace tool (default: with LEVELDB_SRC, the one build.sh installed,
+#                else build/release/tools/ringtrace, relative to the repository); needed
+#                only for the DB_BENCH_RT_* rows
 #   ROUNDS=2 NUM=50000 BENCHMARKS=fillseq,readrandom
 #   WORK_DIR     databases, recordings and logs (default: a new /tmp/ringtrace-leveldb-run.XXXXXX,
 #                removed at the end unless KEEP_WORK=1; the logs are kept when a run fails).
@@ -46,7 +55,7 @@
 #   RT_GCC_VARIANTS  extra `ringtrace record` option sets for the g++ build, ';'-separated
 #                (e.g. "--min-duration 1us;--max-depth 8"), added to the detected ones
 # Needs uftrace for the pg and cyg rows (apt-get install uftrace), and nm/objdump
-# (binutils) for the checks of the binaries.
+# (binutils) for the checks of the binaries; with LEVELDB_SRC, what build.sh needs too.
 set -euo pipefail
 
 die() { echo "leveldb/run.sh: $*" >&2; exit 1; }
@@ -55,7 +64,7 @@ say() { echo "leveldb/run.sh: $*" >&2; }
 if (($#)); then
   case $1 in
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "no arguments (the binaries come from DB_BENCH_PLAIN, DB_BENCH_PG, DB_BENCH_CYG, DB_BENCH_RT_GCC, DB_BENCH_RT_CLANG; see --help)" ;;
+    *) die "no arguments (the binaries come from LEVELDB_SRC, built, or from DB_BENCH_PLAIN, DB_BENCH_PG, DB_BENCH_CYG, DB_BENCH_RT_GCC, DB_BENCH_RT_CLANG; see --help)" ;;
   esac
 fi
 
@@ -66,6 +75,28 @@ benchmarks=${BENCHMARKS:-fillseq,readrandom}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS=$rounds: a positive integer, please"
 [[ "$num" =~ ^[1-9][0-9]*$ ]] || die "NUM=$num: a positive integer, please"
 [[ "$benchmarks" =~ ^[a-z0-9]+(,[a-z0-9]+)*$ ]] || die "BENCHMARKS=$benchmarks: db_bench benchmark names, ','-separated"
+
+# With LEVELDB_SRC, build.sh builds the five and prints their assignments (and RINGTRACE=,
+# its installed tool) on standard output, each value quoted by printf %q.
+built_by=
+if [[ -n "${LEVELDB_SRC:-}" ]]; then
+  given=()
+  for var in DB_BENCH_PLAIN DB_BENCH_PG DB_BENCH_CYG DB_BENCH_RT_GCC DB_BENCH_RT_CLANG; do
+    [[ -n "${!var:-}" ]] && given+=("$var")
+  done
+  ((${#given[@]} == 0)) ||
+    die "LEVELDB_SRC and ${given[*]} both set: either build from LEVELDB_SRC or give the binaries, not both"
+  say "building the five db_bench from LEVELDB_SRC=$LEVELDB_SRC (build.sh) ..."
+  assignments=$(bash "$(dirname "${BASH_SOURCE[0]}")/build.sh") || die "build.sh failed (its message above): nothing run"
+  while IFS= read -r line; do
+    if [[ "$line" =~ ^(DB_BENCH_PLAIN|DB_BENCH_PG|DB_BENCH_CYG|DB_BENCH_RT_GCC|DB_BENCH_RT_CLANG|RINGTRACE)= ]]; then
+      var=${BASH_REMATCH[1]}
+      if [[ $var == RINGTRACE && -n "${RINGTRACE:-}" ]]; then continue; fi
+      eval "$line"
+    fi
+  done <<<"$assignments"
+  built_by="build.sh from $LEVELDB_SRC ($(git -C "$LEVELDB_SRC" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+fi
 
 # The binaries: build name -> absolute path; a variable that is unset or empty leaves
 # the build out.
@@ -86,7 +117,7 @@ for pair in plain:DB_BENCH_PLAIN pg:DB_BENCH_PG cyg:DB_BENCH_CYG rt-gcc:DB_BENCH
   bin_of[$name]=$path
   builds+=("$name")
 done
-((${#builds[@]})) || die "no db_bench given: set at least one of DB_BENCH_PLAIN, DB_BENCH_PG, DB_BENCH_CYG, DB_BENCH_RT_GCC, DB_BENCH_RT_CLANG (see --help)"
+((${#builds[@]})) || die "no db_bench given: set LEVELDB_SRC (a leveldb checkout, built first) or at least one of DB_BENCH_PLAIN, DB_BENCH_PG, DB_BENCH_CYG, DB_BENCH_RT_GCC, DB_BENCH_RT_CLANG (see --help)"
 for note in "${skipped[@]}"; do say "$note"; done
 has_build() { [[ -n "${bin_of[$1]+x}" ]]; }
 
@@ -401,6 +432,7 @@ if [[ -n "$rt" ]]; then
   fi
   echo "ringtrace: $rt, $("$rt" --version 2>&1 | sed -n 1p) (built $(date -u -r "$rt" '+%Y-%m-%d %H:%M UTC' 2>/dev/null || echo '?'); repository at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 fi
+[[ -n "$built_by" ]] && echo "binaries built by $built_by"
 # What the binaries say of themselves: db_bench's header, and the compilers in .comment.
 [[ -n "$first_log" ]] && echo "db_bench: $(grep -m1 '^LevelDB:' "$first_log" | sed 's/^LevelDB: *//'); $(grep -m1 '^CPU:' "$first_log" | sed 's/  */ /g')"
 for name in "${builds[@]}"; do
