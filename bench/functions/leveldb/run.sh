@@ -23,10 +23,11 @@
 # Each round runs, in this order, `db_bench --benchmarks=fillseq,readrandom --num=50000`
 # (a fresh --db folder each time):
 #   plain; `uftrace record -d DIR` (pg build, then cyg build); `ringtrace record -o FILE --`
-#   (rt-gcc), the same with `--policy block` when `record --help` offers it, and once per
+#   (rt-gcc), the same with the policy that is not record's default (`--policy drop` when
+#   `record --help` says block is the default, else `--policy block`), and once per
 #   value of any record option about inlined functions that `record --help` offers (rt-gcc
 #   only: today `--inlined`, g++'s calls of inlined functions kept), alone and with
-#   `--policy block`; `ringtrace record` (rt-clang), and with `--policy block`.
+#   that policy; `ringtrace record` (rt-clang), and with that policy.
 # Wall time of each run (date +%s%N around the whole command: start, recording, the
 # tracer's writing and exit) is printed as the minimum over rounds, with every round's;
 # the ratios are to uftrace's minimum (pg build; cyg build). CPU time is the user + system
@@ -227,11 +228,15 @@ has_opt() { [[ -n "${opt_text[$1]+x}" || " ${opt_names[*]} " == *" $1 "* ]]; }
 if [[ -n "$rt" ]]; then
   gcc_variants=("")
   clang_variants=("")
+  # The policy record does not use by default: drop when its help says block is the
+  # default (record since 2026-11-28), else block.
+  alt_policy=block
+  [[ "${opt_text[--policy]:-}" == *"block (default"* ]] && alt_policy=drop
   if has_opt --policy; then
-    gcc_variants+=("--policy block")
-    clang_variants+=("--policy block")
+    gcc_variants+=("--policy $alt_policy")
+    clang_variants+=("--policy $alt_policy")
   else
-    say "ringtrace record has no --policy: no block-policy rows"
+    say "ringtrace record has no --policy: no rows of the other policy"
   fi
   for name in "${opt_names[@]}"; do
     text=${opt_text[$name]}
@@ -239,7 +244,7 @@ if [[ -n "$rt" ]]; then
     arg=${opt_arg[$name]}
     if [[ -z "$arg" ]]; then
       gcc_variants+=("$name")
-      has_opt --policy && gcc_variants+=("$name --policy block")
+      has_opt --policy && gcc_variants+=("$name --policy $alt_policy")
       inline_notes+=("$name (flag)")
       continue
     fi
@@ -268,7 +273,7 @@ if [[ -n "$rt" ]]; then
       [[ "$choice" == "$default" || -n "${seen[$choice]+x}" ]] && continue
       seen[$choice]=1
       gcc_variants+=("$name $choice")
-      has_opt --policy && gcc_variants+=("$name $choice --policy block")
+      has_opt --policy && gcc_variants+=("$name $choice --policy $alt_policy")
     done
     unset seen
     inline_notes+=("$name $arg: ${choices[*]}${default:+ (default $default)}")
