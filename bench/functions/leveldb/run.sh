@@ -28,6 +28,8 @@
 #   value of any record option about inlined functions that `record --help` offers (rt-gcc
 #   only: today `--inlined`, g++'s calls of inlined functions kept), alone and with
 #   that policy; `ringtrace record` (rt-clang), and with that policy.
+# Before each run, untimed, the previous run's files are removed and `sync` waits for the
+# kernel to finish writing back what is left of them.
 # Wall time of each run (date +%s%N around the whole command: start, recording, the
 # tracer's writing and exit) is printed as the minimum over rounds, with every round's;
 # the ratios are to uftrace's minimum (pg build; cyg build). CPU time is the user + system
@@ -315,6 +317,10 @@ for ((round = 1; round <= rounds; ++round)); do
   for run in "${runs[@]}"; do
     IFS='|' read -r key label bin runner options <<<"$run"
     rm -rf "$work/db" "$out"
+    # Untimed: the previous run's files written back before this one starts (uftrace's of
+    # the cyg build are 2.4 GB; the kernel's writeback would share the cores with the next
+    # run, a ringtrace one).
+    sync
     mkdir -p "$out"
     read -r -a option_array <<<"$options"
     program=${bin_of[$bin]}
