@@ -44,6 +44,11 @@ void HeapTracker::allocated(Event& e, std::uint64_t address, std::uint64_t size)
   ++totals_.allocations;
   totals_.allocated_bytes += size;
   if (sized_) {
+    if (address == kSizedLeftOut) {  // past the live-block limit where it was recorded
+      ++totals_.untracked_blocks;
+      e.flags |= EventFlags::untracked;
+      return;
+    }
     totals_.live_bytes += size;
     totals_.live_blocks += 1;
     if (totals_.live_bytes > totals_.peak_live_bytes) {
@@ -77,19 +82,15 @@ void HeapTracker::allocated(Event& e, std::uint64_t address, std::uint64_t size)
 void HeapTracker::freed(Event& e, std::uint64_t address, std::uint64_t size, bool known) {
   seen_ = true;
   ++totals_.frees;
-  if (sized_) {
+  if (sized_ && address != kSizedLeftOut && size != 0) {  // a live block's, where it was recorded
     e.value.u = size;
-    if (size == 0) {  // not known where it was recorded
-      ++totals_.frees_size_unknown;
-      e.flags |= EventFlags::size_unknown;
-      return;
-    }
     totals_.freed_bytes += size;
     totals_.live_bytes -= size < totals_.live_bytes ? size : totals_.live_bytes;
     if (totals_.live_blocks != 0) --totals_.live_blocks;
     return;
   }
-  const auto it = known ? live_.find(address) : live_.end();
+  // A sized file's free of no live block where it was recorded goes on below, as one here.
+  const auto it = known && !sized_ ? live_.find(address) : live_.end();
   if (it != live_.end()) {
     e.value.u = it->second.size;
     totals_.live_bytes -= it->second.size;

@@ -66,6 +66,12 @@ struct HeapLeak {
   std::uint64_t bytes = 0;
 };
 
+// In a stream's file (sized: no addresses), the address of an alloc or free record that the
+// accounting where it was recorded left out of the live heap: an allocation past the
+// live-block limit (Config::memory_max_blocks), a free of no live block (a block from
+// before the recording, or one not followed). Every other memory record there has 0.
+inline constexpr std::uint64_t kSizedLeftOut = 1;
+
 class HeapTracker {
  public:
   static constexpr std::size_t kDefaultMaxBlocks = std::size_t{1} << 22;
@@ -74,8 +80,11 @@ class HeapTracker {
   explicit HeapTracker(std::size_t max_blocks = kDefaultMaxBlocks) : max_blocks_(max_blocks) {}
   // A stream's file (a window, a flight recorder's snapshot, `convert`): its memory events
   // carry their sizes, resolved where they were recorded, and no addresses. Sizes are
-  // taken as they are, live bytes follow them (a free of a block from before the stream
-  // is counted, as it cannot be told apart, down to 0); no blocks, no leaks.
+  // taken as they are and live bytes follow them, but for the records marked
+  // kSizedLeftOut (and, in files from before the mark, frees of size 0: only a free of no
+  // live block has no size), which stay out of the live heap as they did where they were
+  // recorded (a window's free of a block from before the window still counts, down to 0);
+  // no blocks, no leaks.
   static HeapTracker sized() {
     HeapTracker h(0);
     h.sized_ = true;

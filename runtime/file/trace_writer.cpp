@@ -17,6 +17,7 @@
 
 #include "crc32c.hpp"
 #include "function_names.hpp"  // symbols: instrumented functions' names and modules
+#include "heap.hpp"            // kSizedLeftOut
 #include "node_id.hpp"         // default_node_id
 #include "output.hpp"          // OutputSink
 #include "packed_records.hpp"
@@ -728,12 +729,17 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
             t.switches.push_back(e);  // a switches frame of their own, before the pass frame
             continue;
           case EventKind::alloc:  // no address: the size as it was resolved (0: unknown)
-            w = {rd::kMemoryHeader<rd::extended_alloc>, ticks, 0, e.value.u};
+          case EventKind::free: {
+            // kSizedLeftOut: what the accounting left out of the live heap (heap.hpp).
+            const std::uint64_t left_out = (e.flags & EventFlags::untracked) != 0 ? detail::kSizedLeftOut : 0;
+            if (e.kind == EventKind::alloc) {
+              w = {rd::kMemoryHeader<rd::extended_alloc>, ticks, left_out, e.value.u};
+            } else {
+              w = {rd::kMemoryHeader<rd::extended_free>, ticks, left_out,
+                   (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u};
+            }
             break;
-          case EventKind::free:
-            w = {rd::kMemoryHeader<rd::extended_free>, ticks, 0,
-                 (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u};
-            break;
+          }
           default:
             continue;
         }

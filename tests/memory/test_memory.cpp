@@ -438,6 +438,65 @@ TEST(Memory, TheBinaryFileGivesWhatTheLiveSessionGave) {
   std::filesystem::remove(path);
 }
 
+// What the heap's accounting left out of the live heap where it was recorded (a free of a
+// block from before the session, sized or not; an allocation past memory_max_blocks)
+// stays out of it in a stream's file (a window's here; `convert` and snapshots write them
+// the same way), whose records carry sizes and no addresses: the file's totals are the
+// live session's.
+TEST(Memory, AStreamFileKeepsWhatTheLiveHeapLeftOut) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ringtrace_memory_left_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  void* before = std::malloc(4321);
+  g_sink = before;
+  void* sized = ::operator new(40);
+  g_sink = sized;
+  ringtrace::Config config = memory_config();
+  config.memory_max_blocks = 4;
+  ringtrace::Session session(config);
+  session.add_exporter(std::make_shared<MemoryEvents>());  // a decoding exporter: the live session's accounting
+  session.add_window_exporter([dir](const ringtrace::WindowInfo& window) {
+    return ringtrace::binary_trace_exporter(dir / ("window-" + std::to_string(window.index) + ".rtrace"));
+  });
+  session.start();
+  {
+    RINGTRACE_ZONE("left out");
+    std::free(before);             // unmatched, size unknown
+    ::operator delete(sized, 40);  // unmatched, its caller's size
+    void* blocks[8];
+    for (std::size_t i = 0; i < 8; ++i) {
+      blocks[i] = std::malloc(100 + i);  // past the 4th live block: not followed
+      g_sink = blocks[i];
+    }
+    for (void* b : blocks) std::free(b);
+  }
+  session.stop();
+  const ringtrace::MemoryStats live = session.stats().memory;
+  ASSERT_GE(live.frees_unmatched, 2u);
+  ASSERT_GE(live.untracked_blocks, 1u);
+  struct Finish final : ringtrace::Exporter {
+    ringtrace::SessionStats stats;
+    void on_events(std::span<const Event>, const ringtrace::TraceContext&) override {}
+    void on_finish(const ringtrace::TraceContext&, const ringtrace::SessionStats& s) override { stats = s; }
+  } finish;
+  ringtrace::Exporter* readers[] = {&finish};
+  const ringtrace::ReplayResult r = ringtrace::replay_file(dir / "window-0.rtrace", readers);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(r.complete) << r.problem;
+  const ringtrace::MemoryStats& m = finish.stats.memory;
+  EXPECT_FALSE(m.blocks_known);
+  EXPECT_EQ(m.allocations, live.allocations);
+  EXPECT_EQ(m.frees, live.frees);
+  EXPECT_EQ(m.allocated_bytes, live.allocated_bytes);
+  EXPECT_EQ(m.freed_bytes, live.freed_bytes);
+  EXPECT_EQ(m.frees_unmatched, live.frees_unmatched);
+  EXPECT_EQ(m.frees_size_unknown, live.frees_size_unknown);
+  EXPECT_EQ(m.untracked_blocks, live.untracked_blocks);
+  EXPECT_EQ(m.live_bytes, live.live_bytes);
+  EXPECT_EQ(m.live_blocks, live.live_blocks);
+  EXPECT_EQ(m.peak_live_bytes, live.peak_live_bytes);
+}
+
 // Four threads allocating flat out: under the block policy every allocation and free is
 // recorded; under the drop policy what is not recorded is counted, per thread, exactly.
 void flat_out(ringtrace::OverflowPolicy policy) {
