@@ -9,8 +9,11 @@
 // the number of threads ever started.
 #pragma once
 
+#include <linux/futex.h>  // start_own_thread's wait for its thread
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -255,6 +258,10 @@ bool thread_untraced() noexcept;
 // program's threads: a handler that records, run on the drainer, would find no ring; one
 // that calls step() could wait for the drainer itself. Signals the kernel forces (a fault
 // of the thread's own) still arrive, and what their handlers record is counted.
+// Returns once the new thread has marked itself untraced: what ran on it before (a
+// sanitizer's thread start allocates through the program's malloc) has happened by
+// then, so that Session::start, which switches allocations on after starting the
+// drainer, never records the drainer's own.
 template <typename F>
 std::thread start_own_thread(F&& body) {
   sigset_t all, old;
@@ -264,7 +271,19 @@ std::thread start_own_thread(F&& body) {
     sigset_t mask;
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{old};
-  return std::thread(std::forward<F>(body));
+  std::atomic<std::uint32_t> marked{0};
+  std::thread thread([&marked, body = std::forward<F>(body)]() mutable {
+    mark_thread_untraced();
+    marked.store(1, std::memory_order_release);
+    // The creator may be gone from here on: the wake only names the address (a stray wake
+    // of a later futex there is one its waiter already expects).
+    ::syscall(SYS_futex, &marked, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    body();
+  });
+  while (marked.load(std::memory_order_acquire) == 0) {
+    ::syscall(SYS_futex, &marked, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+  }
+  return thread;
 }
 
 // In a fork child, on the forking thread: no ring (the parent's are not mapped here).
