@@ -106,12 +106,10 @@ void look_up(F& f, const char* name) {
   f = reinterpret_cast<F>(::dlsym(*g_prefix != '\0' ? RTLD_DEFAULT : RTLD_NEXT, full));
 }
 
-// The next definitions, or false while they are being looked up (or are missing: a
-// static program has none).
-bool next_known() {
+// The look-up of the next definitions, once (next_known's cold side).
+__attribute__((noinline, cold)) bool look_up_next() {
   int state = g_state.load(std::memory_order_acquire);
-  if (state == 2) [[likely]]
-    return true;
+  if (state == 2) return true;
   if (state == 0 && g_state.compare_exchange_strong(state, 1, std::memory_order_acq_rel)) {
     for (const char* prefix : {"__interceptor_", "___interceptor_"}) {
       char full[32] = {};
@@ -145,7 +143,15 @@ bool next_known() {
   return g_state.load(std::memory_order_acquire) == 2;
 }
 
-void* allocated(void* p, std::size_t size) {
+// The next definitions, or false while they are being looked up (or are missing: a
+// static program has none). Inline: one load and a compare on every call.
+inline __attribute__((always_inline)) bool next_known() {
+  if (g_state.load(std::memory_order_acquire) == 2) [[likely]]
+    return true;
+  return look_up_next();
+}
+
+inline __attribute__((always_inline)) void* allocated(void* p, std::size_t size) {
   if (p != nullptr) memory_record<extended_alloc>(p, size);
   return p;
 }
@@ -155,7 +161,7 @@ void* aligned(std::size_t align, std::size_t size) {
   return allocated(g_next.memalign(align, size), size);
 }
 
-void release(void* p, std::size_t size) {
+inline __attribute__((always_inline)) void release(void* p, std::size_t size) {
   if (p == nullptr || in_arena(p)) return;
   memory_record<extended_free>(p, size);
   if (next_known()) g_next.free(p);
