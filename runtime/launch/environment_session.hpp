@@ -39,7 +39,7 @@ struct EnvironmentOutput {
 // Config's default is 1 MiB. A whole program with every function instrumented writes fast
 // (leveldb's db_bench, g++: about 700 MB/s on its busiest thread), and 1 MiB is then 1.4 ms
 // of its events, less than a drainer waits for a core on a busy 2-core machine; 8 MiB is
-// about 11 ms (docs/performance.md, "Drop mode at the default ring size"). A ring's pages
+// about 11 ms (docs/performance.md, "Built by the script, record's rings at 8 MiB"). A ring's pages
 // are touched only as far as its thread writes; in a binary file's ring file each ring's
 // 8 MiB is allocated on disk for the run (removed at its end). RINGTRACE_BUFFER sets it.
 inline constexpr std::size_t kEnvironmentBufferRecords = std::size_t{1} << 19;
