@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -840,8 +842,10 @@ class ProcessCensus final : public Exporter {
   SessionStats stats;
 };
 
-// Records `zones` zones named `name` on two threads of this process into `file`.
-void record_zones(const fs::path& file, const std::string& process, const std::string& name, int zones) {
+// Records `zones` zones named `name` on two threads of this process into `file`: half of
+// them on each thread, then `midway()` (when given) once both are halfway, then the rest.
+void record_zones(const fs::path& file, const std::string& process, const std::string& name, int zones,
+                  const std::function<void()>& midway = {}) {
   Config config;
   config.process_name = process;
   config.overflow = OverflowPolicy::block;
@@ -849,10 +853,14 @@ void record_zones(const fs::path& file, const std::string& process, const std::s
   session.add_exporter(binary_trace_exporter(file));
   const SiteInfo site{name.c_str(), "record_zones", "test_binary_trace.cpp", 1, SiteKind::zone, 0, ""};
   session.start();
+  std::barrier halfway(2, [&]() noexcept {
+    if (midway) midway();
+  });
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < zones; ++i) {
+        if (i == zones / 2) halfway.arrive_and_wait();
         RINGTRACE_ZONE_SITE(&site);
         RINGTRACE_ZONE("inner");
         std::this_thread::sleep_for(std::chrono::microseconds(i % 50 == 0 ? 100 : 0));
@@ -881,21 +889,31 @@ std::vector<ProcessCensus::Row> rows_of(const ProcessCensus& c, std::uint32_t pi
 
 // Two processes recording at the same time, merged: one stream ordered by time, each
 // process's events exactly as its own file gives them (same host and boot: no offset),
-// under its own pid and name.
+// under its own pid and name. Each records half its zones, waits for the other to have
+// done so, then records the rest: the two overlap in time whatever the scheduler does.
 TEST(Merge, TwoProcessesRecordingTogetherShareOneTimeline) {
   const fs::path dir = temp_dir("merge_two");
-  int go[2];
+  int go[2], to_child[2], to_parent[2];
   ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(to_parent), 0);
+  // Says it is halfway on `tell`, then waits to hear it from the other on `hear`.
+  const auto meet = [](int tell, int hear) {
+    return [tell, hear] {
+      char byte = 'h';
+      if (::write(tell, &byte, 1) != 1 || ::read(hear, &byte, 1) != 1) ::_exit(3);
+    };
+  };
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     char byte;
     if (::read(go[0], &byte, 1) != 1) ::_exit(2);
-    record_zones(dir / "child.rtrace", "the child", "child_zone", 3000);
+    record_zones(dir / "child.rtrace", "the child", "child_zone", 3000, meet(to_parent[1], to_child[0]));
     ::_exit(0);
   }
   (void)!::write(go[1], "g", 1);
-  record_zones(dir / "parent.rtrace", "the parent", "parent_zone", 3000);
+  record_zones(dir / "parent.rtrace", "the parent", "parent_zone", 3000, meet(to_child[1], to_parent[0]));
   int status = 0;
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
