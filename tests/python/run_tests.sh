@@ -160,6 +160,12 @@ if [[ -n "${memory_rings}" ]]; then
   has "${mem}/stream.rtrace" ' alloc "ringtrace: allocated" bytes=307$'
   cmp -s <(cut -d' ' -f4- "${work}/out/whole.rtrace.dump") <(cut -d' ' -f4- "${work}/out/stream.rtrace.dump") ||
     fail "stream.rtrace's events differ from whole.rtrace's"
+  # The heap's totals too: the free of a block from before the recording stays out of the
+  # stream file's live heap as it did where it was recorded.
+  "${tool}" info "${mem}/whole.rtrace" | grep -A1 '^memory:' >"${work}/out/whole.memory" || fail "info whole.rtrace: no memory line"
+  "${tool}" info "${mem}/stream.rtrace" | grep -A1 '^memory:' >"${work}/out/stream.memory" || fail "info stream.rtrace: no memory line"
+  cmp -s "${work}/out/whole.memory" "${work}/out/stream.memory" ||
+    fail "stream.rtrace's memory totals differ from whole.rtrace's: $(cat "${work}/out/stream.memory")"
 fi
 if [[ -n "${memory_app}" ]]; then
   "${tool}" record --memory -o "${work}/memory_app.rtrace" -- "${memory_app}" >/dev/null 2>&1 ||
