@@ -29,7 +29,8 @@
 # takes (DB_BENCH_PLAIN=... and so on, and RINGTRACE=, the installed prefix's tool); the
 # rest (progress, timings, errors) goes to standard error. BUILD_DIR/NAME/ holds each
 # build: leveldb/ (leveldb's CMake build), db_bench, build.txt (compiler, flags, link
-# line) and the logs of each step.
+# line) and the logs of each step; BUILD_DIR/ringtrace/ the ringtrace installed for them
+# (replaced at each run).
 #
 # Environment:
 #   LEVELDB_SRC       the leveldb checkout (required)
@@ -60,7 +61,7 @@ jobs=${JOBS:-2}
 
 # The checkout.
 src=${LEVELDB_SRC:-}
-[[ -n "$src" ]] || die "LEVELDB_SRC not set: give a leveldb checkout (git clone https://github.com/google/leveldb; see --help)"
+[[ -n "$src" ]] || die "LEVELDB_SRC not set: give a leveldb checkout (google/leveldb on GitHub; see --help)"
 [[ -d "$src" ]] || die "LEVELDB_SRC=$src: no such directory"
 src=$(cd "$src" && pwd)
 missing=()
