@@ -70,23 +70,11 @@ class ReplayTables final : public TraceContext {
   }
   // The site of switch_out (out) or switch_in events, made at the file's first switch.
   SiteId switch_site(bool out) {
-    SiteId& id = out ? switch_out_site_ : switch_in_site_;
-    if (id == 0) {
-      ReplaySite s;
-      s.name = out ? kSwitchOutName : kSwitchInName;
-      id = add_site(std::move(s), 0, SiteKind::instant, 0, 1);
-    }
-    return id;
+    return builtin_site(out ? switch_out_site_ : switch_in_site_, out ? kSwitchOutName : kSwitchInName);
   }
   // The site of alloc or free events (Config::memory), made at the file's first one.
   SiteId memory_site(bool alloc) {
-    SiteId& id = alloc ? alloc_site_ : free_site_;
-    if (id == 0) {
-      ReplaySite s;
-      s.name = alloc ? kAllocName : kFreeName;
-      id = add_site(std::move(s), 0, SiteKind::instant, 0, 1);
-    }
-    return id;
+    return builtin_site(alloc ? alloc_site_ : free_site_, alloc ? kAllocName : kFreeName);
   }
   // A fact of the file's metadata frames: a key given twice keeps its last value.
   void add_fact(TraceMetadata fact) {
@@ -113,6 +101,15 @@ class ReplayTables final : public TraceContext {
   ClockInfo clock_info;
 
  private:
+  // An instant site of ringtrace's own named `name`, made at its first use (`id` 0: not yet).
+  SiteId builtin_site(SiteId& id, const char* name) {
+    if (id == 0) {
+      ReplaySite s;
+      s.name = name;
+      id = add_site(std::move(s), 0, SiteKind::instant, 0, 1);
+    }
+    return id;
+  }
   SiteId switch_out_site_ = 0, switch_in_site_ = 0;  // 0: not made yet
   SiteId alloc_site_ = 0, free_site_ = 0;
 };
