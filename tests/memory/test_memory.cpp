@@ -80,6 +80,13 @@ class MemoryEvents final : public ringtrace::Exporter {
   std::map<ringtrace::ThreadId, std::vector<std::string>> open;
 };
 
+// The stats a replay ends with (on_finish).
+struct Finish final : ringtrace::Exporter {
+  ringtrace::SessionStats stats;
+  void on_events(std::span<const Event>, const ringtrace::TraceContext&) override {}
+  void on_finish(const ringtrace::TraceContext&, const ringtrace::SessionStats& s) override { stats = s; }
+};
+
 ringtrace::Config memory_config() {
   ringtrace::Config config;
   config.memory = true;
@@ -380,11 +387,7 @@ TEST(Memory, TheBinaryFileGivesWhatTheLiveSessionGave) {
   session.stop();
   const ringtrace::MemoryStats live_stats = session.stats().memory;
   MemoryEvents read;
-  struct Finish final : ringtrace::Exporter {
-    ringtrace::SessionStats stats;
-    void on_events(std::span<const Event>, const ringtrace::TraceContext&) override {}
-    void on_finish(const ringtrace::TraceContext&, const ringtrace::SessionStats& s) override { stats = s; }
-  } finish;
+  Finish finish;
   ringtrace::Exporter* exporters[] = {&read, &finish};
   const ringtrace::ReplayResult r = ringtrace::replay_file(path, exporters);
   std::free(leak);
@@ -474,11 +477,7 @@ TEST(Memory, AStreamFileKeepsWhatTheLiveHeapLeftOut) {
   const ringtrace::MemoryStats live = session.stats().memory;
   ASSERT_GE(live.frees_unmatched, 2u);
   ASSERT_GE(live.untracked_blocks, 1u);
-  struct Finish final : ringtrace::Exporter {
-    ringtrace::SessionStats stats;
-    void on_events(std::span<const Event>, const ringtrace::TraceContext&) override {}
-    void on_finish(const ringtrace::TraceContext&, const ringtrace::SessionStats& s) override { stats = s; }
-  } finish;
+  Finish finish;
   ringtrace::Exporter* readers[] = {&finish};
   const ringtrace::ReplayResult r = ringtrace::replay_file(dir / "window-0.rtrace", readers);
   std::filesystem::remove_all(dir);
