@@ -912,22 +912,29 @@ class PerfettoExporter final : public Exporter {
     return uuid;
   }
 
-  void write_counter(const Event& e, const TraceContext& context) {
-    see_thread(e.thread, context, e.time_ns);
-    const std::uint64_t track = counter_track(e, context);
+  // A counter track's sample at `time` on `thread`'s sequence: `value(p)` writes its value.
+  template <class Value>
+  void write_counter_sample(ThreadId thread, std::uint64_t time, std::uint64_t track, Value&& value) {
     Sequence* on = nullptr;
-    const std::size_t packet = begin_packet(e.thread, e.time_ns, on);
+    const std::size_t packet = begin_packet(thread, time, on);
     Proto p(out_);
     const std::size_t event = p.begin(f::track_event);
     p.uint(f::type, kCounter);
     p.uint(f::track_uuid, track);
-    if ((e.flags & EventFlags::value_double) != 0) {
-      p.dbl(f::double_counter_value, e.value.d);
-    } else {
-      p.sint(f::counter_value, e.value.i);
-    }
+    value(p);
     p.end(event);
     end_packet(*on, packet);
+  }
+
+  void write_counter(const Event& e, const TraceContext& context) {
+    see_thread(e.thread, context, e.time_ns);
+    write_counter_sample(e.thread, e.time_ns, counter_track(e, context), [&](Proto& p) {
+      if ((e.flags & EventFlags::value_double) != 0) {
+        p.dbl(f::double_counter_value, e.value.d);
+      } else {
+        p.sint(f::counter_value, e.value.i);
+      }
+    });
   }
 
   // The live heap's counter track of a thread's process (Config::memory), described the
@@ -957,16 +964,8 @@ class PerfettoExporter final : public Exporter {
   // of the thread whose event brought the heap to it.
   void write_heap(const detail::HeapCounter::Sample& sample, const TraceContext& context) {
     see_thread(sample.thread, context, sample.time_ns);
-    const std::uint64_t track = heap_track(sample.thread, context);
-    Sequence* on = nullptr;
-    const std::size_t packet = begin_packet(sample.thread, sample.time_ns, on);
-    Proto p(out_);
-    const std::size_t event = p.begin(f::track_event);
-    p.uint(f::type, kCounter);
-    p.uint(f::track_uuid, track);
-    p.sint(f::counter_value, static_cast<std::int64_t>(sample.bytes));
-    p.end(event);
-    end_packet(*on, packet);
+    write_counter_sample(sample.thread, sample.time_ns, heap_track(sample.thread, context),
+                         [&](Proto& p) { p.sint(f::counter_value, static_cast<std::int64_t>(sample.bytes)); });
   }
 
   // Async spans: a track per span name and id (its begin and end may be on different
