@@ -106,6 +106,22 @@ void look_up(F& f, const char* name) {
   f = reinterpret_cast<F>(::dlsym(*g_prefix != '\0' ? RTLD_DEFAULT : RTLD_NEXT, full));
 }
 
+// Another copy of these functions later in symbol order (a program that links
+// ringtrace::memory run under `ringtrace record --memory`, which preloads them too: the
+// program's own come first) would record every call a second time: its next
+// definitions, when the next malloc is that copy's, so that this copy forwards past it
+// and each allocation is recorded once, by the first copy. The name is versioned: a
+// copy whose Next differs answers to another.
+const Next* next_of_another_copy(void* next_malloc) {
+  if (*g_prefix != '\0' || next_malloc == nullptr) return nullptr;
+  void* const other = ::dlsym(RTLD_NEXT, "ringtrace_memory_next_v1");
+  if (other == nullptr) return nullptr;
+  Dl_info mine{}, theirs{};
+  if (::dladdr(next_malloc, &mine) == 0 || ::dladdr(other, &theirs) == 0 || mine.dli_fbase != theirs.dli_fbase)
+    return nullptr;  // another allocator sits between (a preloaded malloc library): it comes next
+  return static_cast<const Next*>(reinterpret_cast<const void* (*)()>(other)());
+}
+
 // The look-up of the next definitions, once (next_known's cold side).
 __attribute__((noinline, cold)) bool look_up_next() {
   int state = g_state.load(std::memory_order_acquire);
@@ -130,6 +146,7 @@ __attribute__((noinline, cold)) bool look_up_next() {
     look_up(n.aligned_alloc, "aligned_alloc");
     look_up(n.valloc, "valloc");
     look_up(n.pvalloc, "pvalloc");
+    if (const Next* past = next_of_another_copy(reinterpret_cast<void*>(n.malloc))) n = *past;
     if (n.malloc == nullptr || n.free == nullptr || n.calloc == nullptr || n.realloc == nullptr ||
         n.memalign == nullptr) {
       static const char kNone[] = "ringtrace::memory: no allocator after it (a static program?); aborting\n";
@@ -200,6 +217,10 @@ void* new_nothrow(std::size_t size, std::size_t align) noexcept {
 // this object from the archive whatever else defines malloc (a statically linked
 // sanitizer's weak definitions, which these replace).
 RINGTRACE_ALLOC_API void ringtrace_memory_functions() noexcept {}
+
+// The definitions this copy forwards to, for a copy earlier in symbol order
+// (next_of_another_copy); nullptr while they are not known yet.
+RINGTRACE_ALLOC_API const void* ringtrace_memory_next_v1() noexcept { return next_known() ? &g_next : nullptr; }
 
 RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept {
   if (!next_known()) return arena_alloc(size);
