@@ -101,6 +101,10 @@ struct SessionStats {
   // Events of threads that had no ring in this session (it could not be allocated), and
   // of signal handlers that interrupted their thread while it was binding its ring.
   std::uint64_t dropped_without_ring = 0;
+  // Why a thread had no ring, when one had none (the first failure): "cannot make a ring
+  // of 8 MiB: File too large" (a ring's mapping refused: RLIMIT_FSIZE, RLIMIT_AS, a full
+  // disk under the ring file), or "no memory for a thread's ring". Empty otherwise.
+  std::string rings_unavailable;
   std::uint64_t late_events = 0;  // events whose time was raised to keep the order
   // Zone ends with no open zone (ignored), and RINGTRACE_ZONE_ENDs with no
   // RINGTRACE_ZONE_BEGIN open on their thread.

@@ -95,6 +95,16 @@ OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
 }
 
 namespace {
+// SessionStats::rings_unavailable from the registry's first ring failure.
+std::string ring_failure_text(int error, std::size_t buffer_records) {
+  if (error == 0) return {};
+  if (error == Registry::kRingNoMemory) return "no memory for a thread's ring";
+  const std::uint64_t bytes = ring_bytes_for(buffer_records);
+  const std::string size =
+      bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+  return "cannot make a thread's ring of " + size + ": " + std::strerror(error);
+}
+
 // The session's node id: Config::node_id, else RINGTRACE_NODE_ID, else "host:pid".
 std::string node_id_of_session(const Config& config) {
   std::string id = config.node_id;
@@ -770,6 +780,7 @@ void Drainer::update_stats(bool lists) {
   const std::uint64_t orphans = registry_.orphan_drops();
   stats_.dropped_without_ring = orphans;
   stats_.dropped += orphans;
+  stats_.rings_unavailable = ring_failure_text(registry_.ring_failure(), config_.buffer_records);
   stats_.late_events = late_;
   // Ends decoded with no zone open, and RINGTRACE_ZONE_ENDs with no RINGTRACE_ZONE_BEGIN
   // open on their thread (counted by the hot path's cold side, since this drainer began).

@@ -55,6 +55,7 @@ std::atomic<std::uint32_t> g_frame_users{0};
 // The session started from the environment (RINGTRACE_OUTPUT), and what it writes;
 // guarded by g_session_mutex.
 Session::Impl* g_environment = nullptr;
+void (*g_environment_after_stop)() = nullptr;  // guarded by g_session_mutex
 // The outputs' text lives in a function's static, made on first use: the environment
 // session's constructor function runs in an order of its own among the files' static
 // initializers, and with a global std::string here LeakSanitizer found the text it had
@@ -444,9 +445,10 @@ bool Session::start_recording() {
 }
 
 namespace detail {
-void mark_environment_session(Session& session, std::string described) {
+void mark_environment_session(Session& session, std::string described, void (*after_stop)()) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   g_environment = g_active;
+  g_environment_after_stop = after_stop;
   environment_outputs() = std::move(described);
   (void)session;
 }
@@ -507,21 +509,29 @@ namespace {
 // find them stopped).
 void stop_active_at_exit() {
   Session::Impl* active = nullptr;
+  void (*after_stop)() = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_session_mutex);
     active = g_active;
     if (active == nullptr || active->inherited() || detail::on_drainer_thread()) return;
+    if (active == g_environment) after_stop = g_environment_after_stop;
   }
   try {
     active->stop();
   } catch (...) {  // nothing to report to at exit; the files are as complete as they got
   }
+  if (after_stop != nullptr) after_stop();
 }
 
 // --- opt-in signals: the handler only posts a semaphore (async-signal-safe); a watcher
 // thread stops the session and re-raises the signal with its default action.
 sem_t g_signal_semaphore;
 std::atomic<int> g_signal_number{0};
+// An _exit while the environment's session runs (stop_active_before_exit): the watcher
+// stops the session without raising anything, then posts this.
+constexpr int kExitRequest = -1;
+sem_t g_stopped_semaphore;
+std::atomic<bool> g_watcher_started{false};
 struct SavedAction {
   int signal = 0;
   struct sigaction action {};
@@ -539,6 +549,10 @@ void signal_watcher() {
   while (sem_wait(&g_signal_semaphore) != 0) {}
   const int signal = g_signal_number.load();
   stop_active_at_exit();
+  if (signal == kExitRequest) {
+    sem_post(&g_stopped_semaphore);
+    return;
+  }
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigemptyset(&fallback.sa_mask);
@@ -564,10 +578,12 @@ void after_fork_in_child() {
   g_frame_users.store(0, std::memory_order_relaxed);
   g_active = nullptr;
   g_environment = nullptr;
+  g_environment_after_stop = nullptr;
   detail::Registry::reset_after_fork();
   detail::reset_intern_lock_after_fork();
   for (const SavedAction& saved : g_saved_actions) sigaction(saved.signal, &saved.action, nullptr);
   g_saved_actions.clear();
+  g_watcher_started.store(false, std::memory_order_relaxed);  // the parent's thread; the child has none
 }
 
 void install_process_hooks() {
@@ -590,9 +606,11 @@ void flush_on_signals(std::initializer_list<int> signals) {
   }
   static std::once_flag once;
   std::call_once(once, [] {
-    if (sem_init(&g_signal_semaphore, 0, 0) != 0) throw std::system_error(errno, std::generic_category(), "sem_init");
+    if (sem_init(&g_signal_semaphore, 0, 0) != 0 || sem_init(&g_stopped_semaphore, 0, 0) != 0)
+      throw std::system_error(errno, std::generic_category(), "sem_init");
     install_process_hooks();
     detail::start_own_thread(signal_watcher).detach();
+    g_watcher_started.store(true, std::memory_order_release);
   });
   std::lock_guard<std::mutex> lock(g_session_mutex);
   for (const int signal : signals) {
@@ -610,5 +628,33 @@ void flush_on_signals(std::initializer_list<int> signals) {
     if (!known) g_saved_actions.push_back(saved);
   }
 }
+
+namespace detail {
+
+bool stop_active_before_exit(std::chrono::milliseconds timeout) noexcept {
+  if (!g_watcher_started.load(std::memory_order_acquire)) return false;
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    if (g_active == nullptr || g_active->inherited()) return false;
+  }
+  int none = 0;
+  if (!g_signal_number.compare_exchange_strong(none, kExitRequest)) return false;  // a signal is being handled
+  sem_post(&g_signal_semaphore);
+  timespec until{};
+  clock_gettime(CLOCK_REALTIME, &until);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  until.tv_sec += static_cast<time_t>(ns / 1000000000);
+  until.tv_nsec += static_cast<long>(ns % 1000000000);
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec += 1;
+    until.tv_nsec -= 1000000000;
+  }
+  while (sem_timedwait(&g_stopped_semaphore, &until) != 0) {
+    if (errno != EINTR) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace ringtrace

@@ -15,6 +15,7 @@
 
 #include <memory>  // the buffer, until it is whole
 #include <new>
+#include <system_error>
 #include <thread>
 
 #include "allocator.hpp"  // runtime_alloc: a buffer's inlined-calls table
@@ -255,7 +256,8 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
     bool bound = false;
     try {
       bound = registry.bind(t, epoch);
-    } catch (...) {  // no memory for the ring or its control block
+    } catch (...) {  // no memory for the ring or its control block (a ring's own error is noted first)
+      registry.note_ring_failure(Registry::kRingNoMemory);
       bound = false;
     }
     if (!bound) {
@@ -377,6 +379,7 @@ std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
   yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);
+  ring_failure_.store(0, std::memory_order_relaxed);
   switches_refused_.store(false, std::memory_order_relaxed);
   last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
   g_epoch.store(last_epoch_, std::memory_order_release);
@@ -491,14 +494,22 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   if (b->ring.capacity != params_.ring_bytes || b->slot_serial != serial || !b->ring.ok()) {
     free_ring(*b);
     if (params_.ring_file != nullptr) {
-      b->slot = params_.ring_file->map_slot();  // zero pages, touched; throws: counted as a ring not allocated
+      try {
+        b->slot = params_.ring_file->map_slot();  // zero pages, touched; throws: counted as a ring not allocated
+      } catch (const std::system_error& e) {
+        note_ring_failure(e.code().value());
+        throw;
+      }
       b->ring = b->slot.ring;
       b->slot_serial = serial;
       b->writer = &b->slot.header->writer;
     } else {
       int error = 0;
       b->ring = map_heap_ring(params_.ring_bytes, error);  // zero pages
-      if (!b->ring.ok()) throw std::bad_alloc();
+      if (!b->ring.ok()) {
+        note_ring_failure(error != 0 ? error : kRingNoMemory);
+        throw std::bad_alloc();
+      }
     }
   } else {
     // A ring bound before: the drainer zeroed what it read (it stops at the first header

@@ -168,6 +168,17 @@ class Registry {
   void count_orphan_drop() { orphan_drops_.fetch_add(1, std::memory_order_relaxed); }
   void uncount_orphan_drop() { orphan_drops_.fetch_sub(1, std::memory_order_relaxed); }
   std::uint64_t orphan_drops() const { return orphan_drops_.load(std::memory_order_acquire); }
+  // Why the session's first thread without a ring has none: the error number of the
+  // ring's mapping (memfd_create, ftruncate, mmap: an RLIMIT_FSIZE, RLIMIT_AS, a full
+  // ring file), or kRingNoMemory when its control block could not be allocated; 0 while
+  // every thread got one. The first one is kept (no allocation: a signal handler may be
+  // binding).
+  static constexpr int kRingNoMemory = -1;
+  void note_ring_failure(int error) {
+    int none = 0;
+    ring_failure_.compare_exchange_strong(none, error, std::memory_order_relaxed);
+  }
+  int ring_failure() const { return ring_failure_.load(std::memory_order_relaxed); }
 
   // The drainer counts its passes; an object being unloaded waits for one that saw
   // everything recorded before (drain_before_unload).
@@ -208,6 +219,7 @@ class Registry {
   std::atomic<std::uint64_t> buffers_created_{0};
   std::atomic<std::uint32_t> wake_{0};          // futex word: 1 once woken in this pass
   std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
+  std::atomic<int> ring_failure_{0};            // likewise
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> pass_requests_{0};
   std::atomic<std::uint64_t> passes_served_{0};
