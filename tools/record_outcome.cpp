@@ -92,7 +92,8 @@ std::string why_nothing_reported(const RecordPlan& plan) {
   }
   std::string whole = head;  // the rest of the file, for the runtime's names
   whole.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  const bool links = whole.find("_ZN9ringtrace") != std::string::npos || whole.find("libringtrace") != std::string::npos;
+  const bool links =
+      whole.find("_ZN9ringtrace") != std::string::npos || whole.find("libringtrace") != std::string::npos;
   if (!links && !plan.memory) {
     return "it does not link ringtrace (--memory records the allocations of any dynamically linked program)";
   }
@@ -137,8 +138,8 @@ void say_replaced(const Sessions& s, const RecordPlan& plan) {
   for (const auto& [file, writers] : s.writers) {
     if (writers.size() < 2) continue;
     const RecordReport& last = *writers.back();
-    const bool one_pid = std::all_of(writers.begin(), writers.end(),
-                                     [&](const RecordReport* w) { return w->pid == last.pid; });
+    const bool one_pid =
+        std::all_of(writers.begin(), writers.end(), [&](const RecordReport* w) { return w->pid == last.pid; });
     if (one_pid) {
       error("record", file + " holds the recording of " + last.program + ": " + writers.front()->program + " (pid " +
                           std::to_string(last.pid) + ") became it with exec, and its own recording up to then was " +

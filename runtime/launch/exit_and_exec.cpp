@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -120,8 +120,8 @@ std::vector<char*> variadic_argv(const char* first, va_list& args) {
 }  // namespace ringtrace::detail
 
 using ringtrace::detail::after_failed_exec;
-using ringtrace::detail::before_exit;
 using ringtrace::detail::before_exec;
+using ringtrace::detail::before_exit;
 using ringtrace::detail::executable;
 using ringtrace::detail::next_definition;
 using ringtrace::detail::search_path;
