@@ -339,14 +339,19 @@ class ZoneTracker {
     if (e.thread >= memory_.size()) memory_.resize(e.thread + 1);
     std::vector<OpenMemory>& m = memory_[e.thread];
     if (m.size() < depth) m.resize(depth);
-    ZoneMemory& z = m[depth - 1].total;
+    // Made in a zone sampling left out (EventFlags::sampled_out): a child's, not recorded,
+    // in the zone's total and not its self part.
+    const bool child = (e.flags & EventFlags::sampled_out) != 0;
+    ZoneMemory one;
     if (e.kind == EventKind::alloc) {
-      z.allocated_bytes += e.value.u;
-      ++z.allocations;
+      one.allocated_bytes = e.value.u;
+      one.allocations = 1;
     } else {
-      z.freed_bytes += e.value.u;
-      ++z.frees;
+      one.freed_bytes = e.value.u;
+      one.frees = 1;
     }
+    m[depth - 1].total.add(one);
+    if (child) m[depth - 1].children.add(one);
   }
   // The zone `depth` deep on `thread` closes: its counts into `closed`, and into its parent's.
   void close_memory(ThreadId thread, std::size_t depth, ClosedZone& closed) {

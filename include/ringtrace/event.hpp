@@ -70,7 +70,11 @@ inline constexpr std::uint64_t after_loss = 4;
 namespace EventFlags {
 inline constexpr std::uint8_t counter_double = 1;  // counter or arg value is value.d
 inline constexpr std::uint8_t value_double = 1;    // the same bit, by its general name
-inline constexpr std::uint8_t region = 2;          // zone of a RINGTRACE_REGION site
+// alloc or free (the same bit as value_double, by kind): made inside a zone that sampling
+// left out (RINGTRACE_ZONE_SAMPLED): part of the bytes of the zones open around it, not of
+// the self bytes of the innermost recorded one (its child's, which was not recorded).
+inline constexpr std::uint8_t sampled_out = 1;
+inline constexpr std::uint8_t region = 2;  // zone of a RINGTRACE_REGION site
 // alloc or free (the same bit as region, by kind): a block the heap's accounting does not
 // hold (a free of a block allocated before the session or not recorded; an allocation
 // past Config::memory_max_blocks, and its free): it is not in the live heap

@@ -16,6 +16,8 @@
 
 #include "allocator.hpp"
 #include "function_stack.hpp"  // function_counts
+#include "memory_names.hpp"    // symbols: memory sites and stacks named
+#include "memory_stacks.hpp"   // kStackMethod
 #include "node_id.hpp"         // default_node_id
 #include "steps.hpp"           // kStepsThreadName
 
@@ -145,8 +147,13 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   sites_.set_per_thread_counters(config_.per_thread_counters);
   sites_.set_max_runtime_names(config_.max_runtime_names);
   manual_ends_base_ = g_unbalanced_manual_ends.load(std::memory_order_relaxed);
-  memory_unrecorded_base_ = g_memory_unrecorded.load(std::memory_order_relaxed);
+  for (unsigned cause = 0; cause < kMemoryLeftOutCauses; ++cause) {
+    const MemoryLeftOutCounts& c = g_memory_left_out[cause];
+    memory_left_out_base_[cause] = {c.allocations.load(std::memory_order_relaxed),
+                                    c.frees.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed)};
+  }
   heap_ = HeapTracker(config_.memory_max_blocks);
+  heap_.set_stack_bytes(config_.memory_stack_bytes);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
@@ -207,6 +214,9 @@ void Drainer::start_exporters() {
   info.boundary_gap_ticks = boundary_gap_;
   info.per_thread_counters = config_.per_thread_counters;
   info.memory = config_.memory;
+  info.memory_max_blocks = config_.memory_max_blocks;
+  info.memory_stack_bytes = config_.memory_stack_bytes;
+  if (config_.memory_stack_bytes != 0) info.memory_stack_method = kStackMethod;
   exporters_.each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
   raw_segment();
   // A process killed before the first pass still leaves the session and its clock in
@@ -523,11 +533,9 @@ void Drainer::deliver() {
   // Published later than the grace allows (merge.hpp): raised, flagged, counted.
   delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
   if (config_.memory) {
-    heap_.account(batch_, batch_ + batch_size_, [this](const Event& e, std::uint64_t& address, std::uint64_t& size) {
-      if (e.value.u + kMemoryPayloadBytes > texts_.size()) return false;
-      std::memcpy(&address, texts_.data() + e.value.u, 8);
-      std::memcpy(&size, texts_.data() + e.value.u + 8, 8);
-      return true;
+    heap_.account(batch_, batch_ + batch_size_, [this](const Event& e) -> std::string_view {
+      if (e.value.u + e.text_size > texts_.size()) return {};
+      return std::string_view(texts_).substr(e.value.u, e.text_size);
     });
   }
   delivered_in_pass_ = true;
@@ -824,15 +832,41 @@ void Drainer::update_stats(bool lists) {
     MemoryStats& m = stats_.memory;
     heap_.fill_totals(m);
     m.known = !exporters_.raw_only();  // a session that only hands records over decodes nothing
-    m.unrecorded_nested = g_memory_unrecorded.load(std::memory_order_relaxed) - memory_unrecorded_base_;
-    m.leaks = leaks_;
+    MemoryStats::LeftOut* const causes[kMemoryLeftOutCauses] = {&m.nested, &m.after_exit, &m.dropped};
+    for (unsigned cause = 0; cause < kMemoryLeftOutCauses; ++cause) {
+      const MemoryLeftOutCounts& c = g_memory_left_out[cause];
+      const MemoryStats::LeftOut& base = memory_left_out_base_[cause];
+      *causes[cause] = {c.allocations.load(std::memory_order_relaxed) - base.allocations,
+                        c.frees.load(std::memory_order_relaxed) - base.frees,
+                        c.bytes.load(std::memory_order_relaxed) - base.bytes};
+    }
+    m.unrecorded_nested = m.nested.events() + m.after_exit.events();
+    m.stack_method = config_.memory_stack_bytes != 0 ? kStackMethod : "";
+    m.leaks = named_memory_.leaks;
+    m.sites = named_memory_.sites;
+    m.stacks = named_memory_.stacks;
   }
 }
 
 // The blocks live at stop, by the zones that allocated them (names joined as folded
-// stacks' frames are, "; " apart).
+// stacks' frames are, "; " apart) and their sites; the sites and sampled stacks, named
+// from the loaded modules' symbols (symbols::name_memory).
 void Drainer::name_leaks() {
-  leaks_ = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
+  named_memory_.leaks = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
+  named_memory_.sites.clear();
+  for (const HeapSite& h : heap_.sites()) {
+    named_memory_.sites.push_back(
+        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
+  }
+  named_memory_.stacks.clear();
+  for (HeapStack& h : heap_.stacks()) {
+    named_memory_.stacks.push_back(
+        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
+  }
+  if (!named_memory_.sites.empty()) {
+    symbols::Symbolizer symbolizer(symbols::loaded_modules());
+    symbols::name_memory(named_memory_, symbolizer);
+  }
 }
 
 SessionStats Drainer::stats() const {

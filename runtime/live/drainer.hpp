@@ -250,8 +250,8 @@ class Drainer final : public TraceContext {
   // Config::memory: the heap's accounting of the delivered alloc and free events (before
   // the exporters see them), and what it found at stop (the leaks, named).
   HeapTracker heap_;
-  std::uint64_t memory_unrecorded_base_ = 0;  // g_memory_unrecorded at construction
-  std::vector<MemoryStats::Leak> leaks_;
+  MemoryStats::LeftOut memory_left_out_base_[kMemoryLeftOutCauses];  // g_memory_left_out at construction
+  MemoryStats named_memory_;  // the leaks, sites and stacks named at the final pass (name_leaks)
 
   // --- Drainer thread, under the pass lock; with Config::self_drain, the threads that
   // pack their own rings too (drain_own, under the same lock): the exporters (their

@@ -392,7 +392,7 @@ TEST(Memory, TheBinaryFileGivesWhatTheLiveSessionGave) {
   const ringtrace::ReplayResult r = ringtrace::replay_file(path, exporters);
   std::free(leak);
   ASSERT_TRUE(r.complete) << r.problem;
-  EXPECT_EQ(r.minor_version, 3u);
+  EXPECT_EQ(r.minor_version, 4u);
   ASSERT_EQ(read.seen.size(), live->seen.size());
   for (std::size_t i = 0; i < read.seen.size(); ++i) {
     EXPECT_EQ(read.seen[i].kind, live->seen[i].kind);
