@@ -1,0 +1,521 @@
+#include "truth.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace memtruth {
+
+namespace fs = std::filesystem;
+
+Counts& Counts::operator+=(const Counts& o) {
+  allocs += o.allocs;
+  alloc_bytes += o.alloc_bytes;
+  frees += o.frees;
+  free_bytes += o.free_bytes;
+  foreign_frees += o.foreign_frees;
+  foreign_free_bytes += o.foreign_free_bytes;
+  unknown_frees += o.unknown_frees;
+  reallocs += o.reallocs;
+  failed_reallocs += o.failed_reallocs;
+  live_blocks += o.live_blocks;
+  live_bytes += o.live_bytes;
+  return *this;
+}
+
+Counts Snapshot::window(const std::string& name) const {
+  auto it = windows.find(name);
+  return it == windows.end() ? Counts{} : it->second;
+}
+
+const Snapshot* CounterFile::find(const std::string& label) const {
+  for (auto it = snapshots.rbegin(); it != snapshots.rend(); ++it) {
+    if (it->label == label) return &*it;
+  }
+  return nullptr;
+}
+
+std::uint64_t number(const std::string& digits) {
+  std::uint64_t v = 0;
+  for (char c : digits) {
+    if (c >= '0' && c <= '9') v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+namespace {
+
+// "key=value" words into a map; the other words in order.
+std::map<std::string, std::uint64_t> fields_of(std::istringstream& words, std::vector<std::string>* plain = nullptr) {
+  std::map<std::string, std::uint64_t> out;
+  std::string w;
+  while (words >> w) {
+    const std::size_t eq = w.find('=');
+    if (eq == std::string::npos) {
+      if (plain) plain->push_back(w);
+      continue;
+    }
+    out[w.substr(0, eq)] = std::strtoull(w.c_str() + eq + 1, nullptr, 10);
+  }
+  return out;
+}
+
+Counts counts_of(const std::map<std::string, std::uint64_t>& f) {
+  const auto get = [&](const char* k) {
+    auto it = f.find(k);
+    return it == f.end() ? std::uint64_t{0} : it->second;
+  };
+  Counts c;
+  c.allocs = get("allocs");
+  c.alloc_bytes = get("alloc_bytes");
+  c.frees = get("frees");
+  c.free_bytes = get("free_bytes");
+  c.foreign_frees = get("foreign_frees");
+  c.foreign_free_bytes = get("foreign_free_bytes");
+  c.unknown_frees = get("unknown_frees");
+  c.reallocs = get("reallocs");
+  c.failed_reallocs = get("failed_reallocs");
+  c.live_blocks = get("live_blocks");
+  c.live_bytes = get("live_bytes");
+  return c;
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+CounterFile read_counter_file(const fs::path& file) {
+  CounterFile f;
+  f.path = file;
+  std::ifstream in(file);
+  if (!in) {
+    f.problem = "cannot read " + file.string();
+    return f;
+  }
+  std::string line;
+  if (!std::getline(in, line) || line != "memtruth 1") {
+    f.problem = file.string() + ": not a counter file (first line '" + line + "')";
+    return f;
+  }
+  Snapshot* s = nullptr;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string what;
+    words >> what;
+    if (what == "pid") {
+      words >> f.pid;
+    } else if (what == "ppid") {
+      words >> f.ppid;
+    } else if (what == "exe") {
+      words >> f.exe;
+    } else if (what == "snapshot") {
+      f.snapshots.emplace_back();
+      s = &f.snapshots.back();
+      words >> s->label;
+    } else if (s == nullptr) {
+      f.problem = file.string() + ": '" + line + "' before any snapshot";
+    } else if (what == "window") {
+      std::string name;
+      words >> name;
+      s->windows[name] = counts_of(fields_of(words));
+    } else if (what == "thread") {
+      std::uint64_t tid = 0;
+      std::string key, name;
+      words >> tid >> key >> name;
+      s->threads[{tid, name}] = counts_of(fields_of(words));
+    } else if (what == "caller") {
+      CallerCounts c;
+      std::string key, at, fn;
+      words >> key >> c.window >> at >> at >> fn >> c.function;
+      const std::size_t plus = at.rfind('+');
+      c.module = at.substr(0, plus);
+      c.offset = plus == std::string::npos ? "" : at.substr(plus + 1);
+      const auto fields = fields_of(words);
+      c.allocs = fields.count("allocs") ? fields.at("allocs") : 0;
+      c.bytes = fields.count("bytes") ? fields.at("bytes") : 0;
+      c.live_blocks = fields.count("live_blocks") ? fields.at("live_blocks") : 0;
+      c.live_bytes = fields.count("live_bytes") ? fields.at("live_bytes") : 0;
+      s->callers.push_back(c);
+    } else if (what == "errors") {
+      s->errors = fields_of(words);
+    } else if (what == "notes") {
+      s->notes = fields_of(words);
+    } else if (what == "end") {
+      s->ended = true;
+    }
+  }
+  return f;
+}
+
+std::vector<CounterFile> read_counter_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<CounterFile> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) out.push_back(read_counter_file(entry.path()));
+  }
+  return out;
+}
+
+std::string inexact(const Snapshot& s) {
+  std::string out;
+  if (!s.ended) out = "snapshot '" + s.label + "' has no end line";
+  for (const auto& [key, value] : s.errors) {
+    if (value != 0) out += (out.empty() ? "" : ", ") + key + "=" + std::to_string(value);
+  }
+  if (s.errors.empty()) out += (out.empty() ? "" : ", ") + std::string("no errors line");
+  return out;
+}
+
+// --- Running programs ---
+
+Run run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& set,
+        const std::vector<std::string>& unset, const fs::path& cwd) {
+  Run r;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool drop = false;
+    for (const std::string& u : unset) drop = drop || u == name;
+    for (const auto& s : set) drop = drop || s.first == name;
+    if (!drop) env.push_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  std::vector<char*> envp, args;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> copy = argv;
+  for (std::string& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  char out_name[] = "/tmp/memtruth-out-XXXXXX";
+  char err_name[] = "/tmp/memtruth-err-XXXXXX";
+  const int out_fd = ::mkstemp(out_name);
+  const int err_fd = ::mkstemp(err_name);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  posix_spawn_file_actions_adddup2(&actions, null_fd, 0);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned == 0) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  } else {
+    r.err = "cannot run " + argv[0] + ": " + std::strerror(spawned);
+  }
+  ::close(null_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+  r.out = read_text(out_name);
+  r.err += read_text(err_name);
+  ::unlink(out_name);
+  ::unlink(err_name);
+  return r;
+}
+
+std::string shell_words(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// --- dump ---
+
+namespace {
+
+struct DumpLine {
+  std::uint64_t pid = 0, tid = 0;
+  std::string kind, name;
+  std::map<std::string, std::string> fields;
+  std::set<std::string> flags;
+};
+
+bool parse_dump_line(const std::string& line, DumpLine& out) {
+  std::istringstream words(line);
+  std::string time;
+  if (!(words >> time >> out.pid >> out.tid >> out.kind)) return false;
+  std::size_t at = line.find('"');
+  if (at == std::string::npos) return false;
+  std::size_t k = at + 1;
+  for (; k < line.size() && line[k] != '"'; ++k) {
+    if (line[k] == '\\' && k + 1 < line.size()) {
+      ++k;
+      if (line[k] == 'x' && k + 2 < line.size()) {
+        out.name += static_cast<char>(std::strtoul(line.substr(k + 1, 2).c_str(), nullptr, 16));
+        k += 2;
+        continue;
+      }
+    }
+    out.name += line[k];
+  }
+  std::istringstream rest(k + 1 < line.size() ? line.substr(k + 1) : std::string());
+  std::string w;
+  while (rest >> w) {
+    const std::size_t eq = w.find('=');
+    if (eq == std::string::npos) {
+      out.flags.insert(w);
+    } else {
+      out.fields[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+  }
+  return true;
+}
+
+void add(ZoneBytes& z, bool alloc, std::uint64_t bytes, bool unknown) {
+  if (alloc) {
+    z.allocs += 1;
+    z.alloc_bytes += bytes;
+  } else {
+    z.frees += 1;
+    z.free_bytes += bytes;
+    z.frees_size_unknown += unknown ? 1 : 0;
+  }
+}
+
+}  // namespace
+
+DumpMemory memory_of_dump(const std::string& dump, const std::vector<std::uint64_t>& tids) {
+  DumpMemory m;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::string>> open;
+  std::istringstream in(dump);
+  std::string line;
+  while (std::getline(in, line)) {
+    DumpLine e;
+    if (!parse_dump_line(line, e)) continue;
+    ++m.events;
+    if (e.kind == "dropped") m.dropped += std::strtoull(e.fields["count"].c_str(), nullptr, 10);
+    if (!tids.empty() && std::find(tids.begin(), tids.end(), e.tid) == tids.end()) continue;
+    auto& stack = open[{e.pid, e.tid}];
+    if (e.kind == "zone_begin") {
+      stack.push_back(e.name);
+    } else if (e.kind == "zone_end") {
+      if (!stack.empty()) stack.pop_back();
+    } else if (e.kind == "alloc" || e.kind == "free") {
+      const bool alloc = e.kind == "alloc";
+      const std::uint64_t bytes = std::strtoull(e.fields["bytes"].c_str(), nullptr, 10);
+      const bool unknown = e.flags.count("size_unknown") != 0;
+      add(m.self[stack.empty() ? std::string() : stack.back()], alloc, bytes, unknown);
+      std::set<std::string> seen;
+      for (const std::string& z : stack) {
+        if (seen.insert(z).second) add(m.within[z], alloc, bytes, unknown);
+      }
+      add(m.by_thread[e.tid], alloc, bytes, unknown);
+      add(m.by_process[e.pid], alloc, bytes, unknown);
+      add(m.all, alloc, bytes, unknown);
+    }
+  }
+  return m;
+}
+
+// --- info and report ---
+
+namespace {
+
+bool has(const std::string& s, const char* word) { return s.find(word) != std::string::npos; }
+
+// The memory lines of info ("memory:" and the indented lines after it) or of report
+// ("Memory..." lines).
+std::vector<std::string> memory_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  bool in_info_block = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("memory:", 0) == 0 || line.rfind("Memory", 0) == 0) {
+      out.push_back(line);
+      in_info_block = line.rfind("memory:", 0) == 0;
+      continue;
+    }
+    if (in_info_block && !line.empty() && line[0] == ' ') {
+      out.push_back(line);
+      continue;
+    }
+    in_info_block = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::uint64_t MemorySummary::left_out_allocations() const {
+  std::uint64_t n = 0;
+  for (const LeftOut& l : left_out) n += l.frees ? 0 : l.count;
+  return n;
+}
+
+std::uint64_t MemorySummary::left_out_frees() const {
+  std::uint64_t n = 0;
+  for (const LeftOut& l : left_out) n += l.frees ? l.count : 0;
+  return n;
+}
+
+MemorySummary memory_summary(const std::string& text) {
+  MemorySummary m;
+  m.lines = memory_lines(text);
+  if (m.lines.empty()) return m;
+  std::string all;
+  for (const std::string& l : m.lines) all += l + "\n";
+  m.present = true;
+  std::smatch match;
+  if (std::regex_search(all, match, std::regex(R"(([\d,]+) allocations \(([^)]*)\))"))) {
+    m.allocations = number(match[1]);
+    m.allocated_text = match[2];
+  }
+  if (std::regex_search(all, match, std::regex(R"(([\d,]+) frees \(([^)]*)\))"))) {
+    m.frees = number(match[1]);
+    m.freed_text = match[2];
+  }
+  if (std::regex_search(all, match, std::regex(R"(peak (-?[\d.,]+ \w+))"))) m.peak_text = match[1];
+  if (std::regex_search(all, match, std::regex(R"(still live at the end: ([\d,]+) blocks \(([^)]*)\))"))) {
+    m.live_blocks = number(match[1]);
+    m.live_text = match[2];
+  }
+  // Every other clause: the text after the first line's totals, split at ',' ';' and
+  // line ends, each starting with a count.
+  std::string rest;
+  for (std::size_t i = 0; i < m.lines.size(); ++i) {
+    std::string l = m.lines[i];
+    if (i == 0) {
+      const std::size_t live = l.find("still live at the end");
+      if (live == std::string::npos) continue;
+      const std::size_t after = l.find(';', live);
+      l = after == std::string::npos ? "" : l.substr(after + 1);
+    }
+    const std::size_t colon = l.find(": ");
+    if (i != 0 && colon != std::string::npos && colon < 40 && l.rfind(' ', 0) != 0) l = l.substr(colon + 2);
+    rest += l + ";";
+  }
+  std::string clause;
+  int depth = 0;
+  for (char c : rest) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth == 0 && (c == ',' || c == ';')) {
+      std::smatch cm;
+      if (std::regex_search(clause, cm, std::regex(R"(^\s*([\d][\d,]*)\s+(.*\S)\s*$)"))) {
+        const std::string what = cm[2];
+        const std::uint64_t n = number(cm[1]);
+        if (has(what, "before the recording")) {
+          m.frees_before_recording += n;
+        } else if (has(what, "of unknown size")) {
+          // a kind of the frees above, not a count of its own
+        } else {
+          LeftOut l;
+          l.clause = cm[0];
+          l.count = n;
+          l.frees = what.rfind("free", 0) == 0 || has(what, " frees");
+          std::smatch bm;
+          if (std::regex_search(what, bm, std::regex(R"(\(([\d,]+) bytes\))"))) l.bytes = number(bm[1]);
+          if (has(what, "frees lost")) m.lost_frees += n;
+          m.left_out.push_back(l);
+        }
+      }
+      clause.clear();
+      continue;
+    }
+    clause += c;
+  }
+  return m;
+}
+
+// --- leaks ---
+
+std::pair<std::uint64_t, std::uint64_t> Leaks::in_zone(const std::string& zone) const {
+  std::pair<std::uint64_t, std::uint64_t> out{0, 0};
+  for (const LeakRow& r : rows) {
+    if (std::find(r.zones.begin(), r.zones.end(), zone) == r.zones.end()) continue;
+    out.first += r.bytes;
+    out.second += r.blocks;
+  }
+  return out;
+}
+
+Leaks leaks_of(const std::string& text) {
+  Leaks l;
+  std::istringstream in(text);
+  std::string line;
+  bool rows = false;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (line.rfind("Leaks:", 0) == 0) {
+      l.present = true;
+      l.unknown = has(line, "unknown");
+      if (std::regex_search(line, m, std::regex(R"(Leaks: ([\d,]+) blocks \(([\d,]+) bytes\))"))) {
+        l.blocks = number(m[1]);
+        l.bytes = number(m[2]);
+      }
+      continue;
+    }
+    if (l.present && !rows && has(line.c_str(), "bytes") && has(line.c_str(), "blocks")) {
+      rows = true;
+      continue;
+    }
+    if (!rows) continue;
+    if (!std::regex_search(line, m, std::regex(R"(^\s*([\d,]+)\s+([\d,]+)\s\s(.*)$)"))) {
+      rows = false;
+      continue;
+    }
+    LeakRow r;
+    r.bytes = number(m[1]);
+    r.blocks = number(m[2]);
+    r.rest = m[3];
+    for (std::size_t from = 0;;) {
+      const std::size_t at = r.rest.find("; ", from);
+      r.zones.push_back(r.rest.substr(from, at == std::string::npos ? std::string::npos : at - from));
+      if (at == std::string::npos) break;
+      from = at + 2;
+    }
+    l.rows.push_back(r);
+  }
+  return l;
+}
+
+// --- sizes ---
+
+std::string format_1024(std::int64_t bytes) {
+  constexpr double kKB = 1024, kMB = kKB * 1024, kGB = kMB * 1024;
+  const double v = static_cast<double>(bytes);
+  const double a = std::fabs(v);
+  char text[64];
+  if (a >= kGB) {
+    std::snprintf(text, sizeof text, "%.2f GB", v / kGB);
+  } else if (a >= kMB) {
+    std::snprintf(text, sizeof text, "%.2f MB", v / kMB);
+  } else if (a >= kKB) {
+    std::snprintf(text, sizeof text, "%.2f KB", v / kKB);
+  } else {
+    std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
+  }
+  return text;
+}
+
+std::vector<std::string> size_units(const std::string& text) {
+  std::vector<std::string> out;
+  const std::regex size(R"((?:^|[\s(])-?\d[\d,]*(?:\.\d+)?\s?(kB|KB|KiB|MB|MiB|GB|GiB)\b)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), size); it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1]);
+  }
+  return out;
+}
+
+}  // namespace memtruth
