@@ -323,6 +323,7 @@ DumpMemory memory_of_dump(const std::string& dump, const std::vector<std::uint64
       add(m.by_thread[e.tid], alloc, bytes, unknown);
       add(m.by_process[e.pid], alloc, bytes, unknown);
       add(m.all, alloc, bytes, unknown);
+      ++(alloc ? m.alloc_sizes : m.free_sizes)[bytes];
     }
   }
   return m;
@@ -402,15 +403,20 @@ MemorySummary memory_summary(const std::string& text) {
       const std::size_t after = l.find(';', live);
       l = after == std::string::npos ? "" : l.substr(after + 1);
     }
+    // A line's label ("Memory, not in the live heap: ", "             not in the live heap: "):
+    // the words before ": " when they hold no digit.
     const std::size_t colon = l.find(": ");
-    if (i != 0 && colon != std::string::npos && colon < 40 && l.rfind(' ', 0) != 0) l = l.substr(colon + 2);
+    if (colon != std::string::npos && l.find_first_of("0123456789") > colon) l = l.substr(colon + 2);
     rest += l + ";";
   }
+  // Clauses end at ", " or ";" outside parentheses (a count's own "12,064" stays whole).
   std::string clause;
   int depth = 0;
-  for (char c : rest) {
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const char c = rest[i];
     depth += c == '(' ? 1 : c == ')' ? -1 : 0;
-    if (depth == 0 && (c == ',' || c == ';')) {
+    const bool end = c == ';' || (c == ',' && i + 1 < rest.size() && rest[i + 1] == ' ');
+    if (depth == 0 && end) {
       std::smatch cm;
       if (std::regex_search(clause, cm, std::regex(R"(^\s*([\d][\d,]*)\s+(.*\S)\s*$)"))) {
         const std::string what = cm[2];
@@ -490,7 +496,133 @@ Leaks leaks_of(const std::string& text) {
   return l;
 }
 
+// --- tables ---
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+std::string trimmed(const std::string& s) {
+  const std::size_t a = s.find_first_not_of(' ');
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(' ') - a + 1);
+}
+
+}  // namespace
+
+std::optional<std::string> table_cell(const std::string& table, const std::string& row, const std::string& column) {
+  const std::vector<std::string> lines = lines_of(table);
+  for (std::size_t h = 0; h < lines.size(); ++h) {
+    const std::string& header = lines[h];
+    const std::size_t at = header.find("  " + column);
+    if (header.rfind("Name", 0) != 0 || at == std::string::npos) continue;
+    const std::size_t end = at + 2 + column.size();  // right-aligned: the cell ends where its header does
+    // The column before ends where this one's header text begins, less its padding.
+    std::size_t begin = header.rfind("  ", at) == std::string::npos ? 0 : at;
+    while (begin > 0 && header[begin - 1] == ' ') --begin;
+    for (std::size_t r = h + 1; r < lines.size(); ++r) {
+      const std::string& line = lines[r];
+      if (line.rfind(row + " ", 0) != 0 || line.size() < end) continue;
+      return trimmed(line.substr(begin, end - begin));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> csv_cell(const std::string& csv, const std::string& row, const std::string& column) {
+  const std::vector<std::string> lines = lines_of(csv);
+  if (lines.empty()) return std::nullopt;
+  const std::vector<std::string> header = csv_fields(lines[0]);
+  const auto col = std::find(header.begin(), header.end(), column);
+  if (col == header.end()) return std::nullopt;
+  const std::size_t k = static_cast<std::size_t>(col - header.begin());
+  for (std::size_t r = 1; r < lines.size(); ++r) {
+    const std::vector<std::string> fields = csv_fields(lines[r]);
+    if (!fields.empty() && fields[0] == row && k < fields.size()) return fields[k];
+  }
+  return std::nullopt;
+}
+
+// --- truth lines ---
+
+std::vector<std::vector<std::pair<std::string, std::string>>> truth_lines(const std::string& out) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> all;
+  for (const std::string& line : lines_of(out)) {
+    if (line.rfind("truth ", 0) != 0) continue;
+    std::istringstream words(line.substr(6));
+    std::vector<std::pair<std::string, std::string>> pairs;
+    std::string w;
+    while (words >> w) {
+      const std::size_t eq = w.find('=');
+      pairs.emplace_back(w.substr(0, eq), eq == std::string::npos ? "" : w.substr(eq + 1));
+    }
+    all.push_back(pairs);
+  }
+  return all;
+}
+
+std::optional<std::string> truth_value(const std::string& out, const std::string& key, const std::string& with,
+                                       const std::string& value) {
+  for (const auto& pairs : truth_lines(out)) {
+    bool match = with.empty();
+    for (const auto& [k, v] : pairs) match = match || (k == with && v == value);
+    if (!match) continue;
+    for (const auto& [k, v] : pairs) {
+      if (k == key) return v;
+    }
+  }
+  return std::nullopt;
+}
+
 // --- sizes ---
+
+std::optional<std::pair<double, double>> size_range(const std::string& text) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(R"((-?[\d,]+(?:\.(\d+))?)\s*(B|bytes|kB|KB|KiB|MB|MiB|GB|GiB|K|M|G)\b)")))
+    return std::nullopt;
+  std::string digits = m[1];
+  digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+  const double v = std::stod(digits);
+  const std::string unit = m[3];
+  const double scale = unit == "B" || unit == "bytes"                 ? 1
+                       : unit == "kB"                                 ? 1e3
+                       : unit == "KB" || unit == "KiB" || unit == "K" ? 1024.0
+                       : unit == "MB" || unit == "MiB" || unit == "M" ? 1024.0 * 1024
+                                                                      : 1024.0 * 1024 * 1024;
+  const double half = m[2].matched ? 0.5 * std::pow(10.0, -static_cast<double>(m[2].length())) : 0.5;
+  return std::make_pair((v - half) * scale, (v + half) * scale);
+}
 
 std::string format_1024(std::int64_t bytes) {
   constexpr double kKB = 1024, kMB = kKB * 1024, kGB = kMB * 1024;

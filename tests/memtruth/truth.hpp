@@ -77,6 +77,7 @@ struct DumpMemory {
   std::map<std::string, ZoneBytes> self;    // by the innermost zone open on the thread ("" outside every zone)
   std::map<std::string, ZoneBytes> within;  // by every zone open (a zone and its children), once per name
   std::map<std::uint64_t, ZoneBytes> by_thread, by_process;
+  std::map<std::uint64_t, std::uint64_t> alloc_sizes, free_sizes;  // size -> allocations (frees) of it
   ZoneBytes all;
   std::uint64_t dropped = 0;  // the dropped markers' counts (every kind of event)
   std::uint64_t events = 0;
@@ -128,6 +129,23 @@ struct Leaks {
 };
 Leaks leaks_of(const std::string& report_leaks);
 
+// --- Tables (the key-averages table as text and CSV) ---
+
+// The cell of the text table's row `row` (its Name) in the column whose header is
+// `column`, cut at the header's column boundaries (cells are right-aligned); nullopt when
+// the row or the column is missing.
+std::optional<std::string> table_cell(const std::string& table, const std::string& row, const std::string& column);
+// The CSV table's cell (header names as written: Name, cpu_memory_bytes, ...).
+std::optional<std::string> csv_cell(const std::string& csv, const std::string& row, const std::string& column);
+
+// --- What a test program counted itself ---
+
+// Its "truth KEY=VALUE ..." lines, each as its pairs in order.
+std::vector<std::vector<std::pair<std::string, std::string>>> truth_lines(const std::string& out);
+// The value of `key` on the first truth line that has `key` (and `with`=`value` when given).
+std::optional<std::string> truth_value(const std::string& out, const std::string& key, const std::string& with = {},
+                                       const std::string& value = {});
+
 // --- Sizes as text ---
 
 // PyTorch's _format_memory, the seed table's convention (1024-based, two decimals): "512 B",
@@ -136,5 +154,8 @@ std::string format_1024(std::int64_t bytes);
 // Every size printed in `text` ("4.60 kB", "1.13 KB", "83.8 MB"): the unit words found.
 std::vector<std::string> size_units(const std::string& text);
 std::uint64_t number(const std::string& digits);  // "4,596" -> 4596
+// A printed size ("2.86 MB", "11.2 kB", "500 B") as the bytes it may stand for: [low, high]
+// given its rounding (two decimals: +-0.005 of the unit); KB/MB/GB 1024-based, kB 1000.
+std::optional<std::pair<double, double>> size_range(const std::string& text);
 
 }  // namespace memtruth
