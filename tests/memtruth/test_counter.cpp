@@ -139,3 +139,61 @@ TEST(Counter, WritesOnlyForProcessesWithWindows) {
 }
 
 }  // namespace
+
+namespace {
+
+// The parsers of the tool's text, on today's lines and on the draft lines of
+// docs/memory.md ("Draft: the output the tests read").
+TEST(TruthParsers, ReadTodaysAndTheDraftsMemoryLines) {
+  const std::string today =
+      "events:      26494 recorded, 13517 dropped\n"
+      "memory:      7,285 allocations (233 kB), 19,205 frees (229 kB), peak 233 kB live at 9.025 ms after the "
+      "start; still live at the end: 144 blocks (4.61 kB)\n"
+      "             not in the live heap: 12,064 frees of blocks allocated before the recording, 12,064 of them of "
+      "unknown size, 6 frees lost (dropped events)\n"
+      "threads:     1\n";
+  const memtruth::MemorySummary t = memtruth::memory_summary(today);
+  EXPECT_TRUE(t.present);
+  EXPECT_EQ(t.allocations, 7285u);
+  EXPECT_EQ(t.frees, 19205u);
+  EXPECT_EQ(t.live_blocks, 144u);
+  EXPECT_EQ(t.peak_text, "233 kB");
+  EXPECT_EQ(t.frees_before_recording, 12064u);
+  EXPECT_EQ(t.lost_frees, 6u);
+  EXPECT_EQ(t.left_out_frees(), 6u);
+  EXPECT_EQ(t.left_out_allocations(), 0u);
+  const std::string draft =
+      "memory:      1,875 allocations (670.8 KB), 10 frees (1.00 KB); still live at the end: 87 blocks (40.26 KB)\n"
+      "             left out: 547 allocations dropped (213,442 bytes), 135 allocations sampled out,\n"
+      "             9 allocations nested in ringtrace's slow path, 1 free at thread exit\n";
+  const memtruth::MemorySummary d = memtruth::memory_summary(draft);
+  EXPECT_EQ(d.left_out_allocations(), 547u + 135u + 9u);
+  EXPECT_EQ(d.left_out_frees(), 1u);
+  ASSERT_FALSE(d.left_out.empty());
+  EXPECT_EQ(d.left_out[0].bytes.value_or(0), 213442u);
+  const memtruth::Leaks unknown = memtruth::leaks_of("Leaks: unknown (this file keeps no block addresses)\n");
+  EXPECT_TRUE(unknown.present);
+  EXPECT_TRUE(unknown.unknown);
+  const memtruth::Leaks rows = memtruth::leaks_of(
+      "Leaks: 6 blocks (4,596 bytes) still live at the end, by the zones that allocated them, largest first\n"
+      "bytes  blocks  zones (outermost first)\n4,096       1  (no zone)\n  500       5  outer; work\n");
+  EXPECT_EQ(rows.blocks, 6u);
+  EXPECT_EQ(rows.bytes, 4596u);
+  ASSERT_EQ(rows.rows.size(), 2u);
+  EXPECT_EQ(rows.in_zone("work"), std::make_pair(std::uint64_t{500}, std::uint64_t{5}));
+  const std::string table =
+      "Name   Self %      Self  Total %     Total       Avg       Min       Max       p50       p99  Calls  CPU Mem  "
+      "Self CPU Mem\n"
+      "work  100.00%  22.572us  100.00%  22.572us  22.572us  22.572us  22.572us  22.572us  22.572us      1    500 B    "
+      "     500 B\n";
+  EXPECT_EQ(memtruth::table_cell(table, "work", "CPU Mem").value_or("(none)"), "500 B");
+  EXPECT_EQ(memtruth::format_1024(-10000), "-9.77 KB");
+  EXPECT_EQ(memtruth::format_1024(500), "500 B");
+  const auto range = memtruth::size_range("peak 2.86 MB live");
+  ASSERT_TRUE(range.has_value());
+  EXPECT_LT(range->first, 2.86 * 1048576);
+  EXPECT_GT(range->second, 2.86 * 1048576);
+  EXPECT_EQ(memtruth::size_units("a 4.60 kB b (1.13 KB) c 500 B"), (std::vector<std::string>{"kB", "KB"}));
+}
+
+}  // namespace
