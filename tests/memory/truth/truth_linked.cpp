@@ -1,5 +1,5 @@
 // Issue 42's scenarios in a program that links ringtrace and ringtrace::memory
-// (test_truth.cpp runs it, mostly under `ringtrace record --memory`). Each mode makes the
+// (test_truth_*.cpp run it, mostly under `ringtrace record --memory`). Each mode makes the
 // issue's allocations inside zones, counts them itself and prints what it counted
 // ("truth KEY=VALUE ..."); its zones are also the counting preload's windows (memtruth.h),
 // so that where it runs the counter says the same from outside.
