@@ -12,15 +12,16 @@ namespace {
 using namespace truth_test;
 using memtruth::DumpMemory;
 
-// Drop mode drops allocation records: their frees are of blocks allocated during the
-// recording, not before it. The program allocates exactly 7 blocks before start().
+// Drop mode drops allocation records (the program holds the drainer while it allocates):
+// their frees are of blocks allocated during the recording, not before it. The program
+// allocates exactly 7 blocks before start().
 TEST(Point6, DroppedAllocationsAreNotFromBeforeTheRecording) {
   const fs::path dir = fresh_dir("p6-dropped");
   const memtruth::Run run = memtruth::run({TRUTH_LINKED, "dropped", dir.string()});
   ASSERT_EQ(run.status, 0) << run.err;
   const fs::path file = dir / "run.rtrace";
   const DumpMemory dump = memtruth::memory_of_dump(dump_of(file));
-  ASSERT_GT(dump.dropped, 0u) << "the scenario needs drop mode to drop (4 KiB rings, 20,000 allocations)";
+  ASSERT_GT(dump.dropped, 0u) << "the scenario needs drop mode to drop (4 KiB rings, the drainer held)";
   const memtruth::MemorySummary info = memtruth::memory_summary(info_of(file));
   ASSERT_TRUE(info.present);
   EXPECT_LE(info.frees_before_recording, 7u)

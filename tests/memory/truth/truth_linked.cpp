@@ -26,11 +26,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "memtruth.h"
+#include "ringtrace/exporter.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/ringtrace.hpp"
@@ -207,21 +210,36 @@ int limit(const std::filesystem::path& dir) {
 }
 
 // --- point 6: what drop mode dropped is not "from before the recording" ---
+// An exporter that holds the drainer (it calls every exporter) while `held` is set: the
+// rings fill and drop mode drops, every time.
+class HoldingExporter final : public ringtrace::Exporter {
+ public:
+  void on_events(std::span<const ringtrace::Event>, const ringtrace::TraceContext&) override {
+    while (held.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::atomic<bool> held{false};
+};
+
 int dropped(const std::filesystem::path& dir) {
   void* before[7];
   for (void*& b : before) b = kept(std::malloc(48));  // truly before the recording
   ringtrace::Config config;
   config.memory = true;
   config.overflow = ringtrace::OverflowPolicy::drop;
-  config.buffer_records = 1 << 8;  // 4 KiB rings: the loop below outruns the drainer
+  config.buffer_records = 1 << 8;  // 4 KiB rings, nobody packing them but the drainer,
+  config.self_drain = false;       // which is held while the thread allocates
   ringtrace::Session session(config);
+  auto holding = std::make_shared<HoldingExporter>();
+  session.add_exporter(holding);
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
   std::vector<void*> blocks(20000);  // before start(): not in the recording
   session.start();
+  holding->held.store(true, std::memory_order_release);
   {
     RINGTRACE_ZONE("churn");
     for (void*& b : blocks) b = kept(std::malloc(32));
   }
+  holding->held.store(false, std::memory_order_release);
   {
     RINGTRACE_ZONE("release");
     for (void* b : blocks) std::free(b);
