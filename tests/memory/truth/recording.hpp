@@ -2,6 +2,7 @@
 // program with the counting preload beside it, and the tool's outputs of its files.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,12 +15,27 @@ namespace truth_test {
 
 namespace fs = std::filesystem;
 
+inline std::string dir_prefix() { return "ringtrace-truth-" + std::to_string(::getpid()) + "-"; }
+
+// A directory of its own for `name`, in the temporary directory; the test's directories
+// are removed when it passes (RemoveDirsWhenPassed), kept to look at when it fails.
 inline fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ringtrace-truth-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path dir = fs::temp_directory_path() / (dir_prefix() + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
 }
+
+class RemoveDirsWhenPassed : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Passed()) return;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+      if (entry.path().filename().string().rfind(dir_prefix(), 0) == 0) fs::remove_all(entry.path(), ec);
+    }
+  }
+};
 
 inline memtruth::Run tool(std::vector<std::string> args) {
   args.insert(args.begin(), RINGTRACE_TOOL);

@@ -14,6 +14,10 @@ namespace {
 using namespace truth_test;
 using memtruth::DumpMemory;
 
+// One environment for the binary (every test file of it shares this one).
+[[maybe_unused]] const ::testing::Environment* const g_cleanup =
+    ::testing::AddGlobalTestEnvironment(new RemoveDirsWhenPassed);
+
 std::uint64_t u(const std::optional<std::string>& v) { return v ? std::stoull(*v) : ~std::uint64_t{0}; }
 
 std::string read_file(const fs::path& file) {
