@@ -80,10 +80,13 @@ inline constexpr std::uint8_t region = 2;  // zone of a RINGTRACE_REGION site
 // past Config::memory_max_blocks, and its free): it is not in the live heap
 // (MemoryStats::live_bytes, the exporters' heap counter), and in the zones' bytes it is.
 inline constexpr std::uint8_t untracked = 2;
-inline constexpr std::uint8_t closed_at_stop = 4;         // end made up at stop(): zone still open
-inline constexpr std::uint8_t late = 8;                   // time raised to keep the stream ordered
-inline constexpr std::uint8_t text = 16;                  // arg: the value is text (TraceContext::text)
-inline constexpr std::uint8_t truncated = 32;             // arg text: cut to the recording limit
+inline constexpr std::uint8_t closed_at_stop = 4;  // end made up at stop(): zone still open
+inline constexpr std::uint8_t late = 8;            // time raised to keep the stream ordered
+inline constexpr std::uint8_t text = 16;           // arg: the value is text (TraceContext::text)
+inline constexpr std::uint8_t truncated = 32;      // arg text: cut to the recording limit
+// alloc (the same bit as truncated, by kind): not an allocation but a realloc that failed:
+// it undoes its thread's last free (a block of value.u bytes, live again where it was).
+inline constexpr std::uint8_t restored = 32;
 inline constexpr std::uint8_t closed_at_window_end = 64;  // end made up at a window's end (windows only)
 inline constexpr std::uint8_t size_unknown = 128;         // free: its block's size is not known (value.u 0)
 }  // namespace EventFlags

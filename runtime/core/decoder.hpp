@@ -399,7 +399,7 @@ class RingDecoder {
                 payload, field_at(at, offsetof(MemoryRecord, address)), field_at(at, offsetof(MemoryRecord, size)),
                 with_caller ? field_at(at, offsetof(AllocRecord, caller)) : 0,
                 ((header & kMemorySampledOut) != 0 ? kPayloadSampledOut : 0) |
-                    (with_caller && (header & kMemoryRestore) != 0 ? kPayloadRestore : 0) |
+                    (!free && (header & kMemoryRestore) != 0 ? kPayloadRestore : 0) |
                     (with_caller && (header & kMemoryStackSampled) != 0 ? kPayloadSampled : 0),
                 stack, static_cast<std::size_t>(frames));
             e.value.u = texts_.store(payload, e.text_size);

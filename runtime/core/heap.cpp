@@ -129,7 +129,7 @@ void HeapTracker::remove_live(const Block& b) {
 
 void HeapTracker::allocated(Event& e, const MemoryPayload& p) {
   seen_ = true;
-  if (p.restore && !sized_) return restored(e, p);
+  if (p.restore) return restored(e, p);
   const std::uint64_t size = p.size;
   e.value.u = size;
   ++totals_.allocations;
@@ -182,8 +182,19 @@ void HeapTracker::allocated(Event& e, const MemoryPayload& p) {
 }
 
 // A realloc that failed: the block its thread freed just before is live again, as it was
-// (its size, zones, site), shown to the exporters as its allocation again.
+// (its size, zones, site): the free is taken back, in the totals and, through the
+// event's flag `restored`, by the exporters.
 void HeapTracker::restored(Event& e, const MemoryPayload& p) {
+  if (sized_) {  // a stream's file: the size it was restored with where it was recorded
+    e.value.u = p.size;
+    if (p.size == 0 || totals_.frees == 0) return;
+    e.flags |= EventFlags::restored;
+    --totals_.frees;
+    totals_.freed_bytes -= std::min(totals_.freed_bytes, p.size);
+    totals_.live_blocks += 1;
+    totals_.live_bytes += p.size;
+    return;
+  }
   Freed* f = e.thread < last_freed_.size() ? &last_freed_[e.thread] : nullptr;
   if (f == nullptr || !f->valid || f->address != p.address || live_.size() >= max_blocks_ ||
       live_.count(p.address) != 0) {
@@ -193,8 +204,9 @@ void HeapTracker::restored(Event& e, const MemoryPayload& p) {
   }
   f->valid = false;
   e.value.u = f->block.size;
-  ++totals_.allocations;
-  totals_.allocated_bytes += f->block.size;
+  e.flags |= EventFlags::restored;  // the free is undone (exporters take it back)
+  --totals_.frees;
+  totals_.freed_bytes -= f->block.size;
   ++totals_.live_blocks;
   add_live(live_.emplace(p.address, f->block).first->second, e.time_ns);
 }

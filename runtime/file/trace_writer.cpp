@@ -793,10 +793,14 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
           case EventKind::free: {
             // kSizedLeftOut: what the accounting left out of the live heap (heap.hpp).
             const std::uint64_t left_out = (e.flags & EventFlags::untracked) != 0 ? detail::kSizedLeftOut : 0;
+            // The flags (format 2.4) as the records had them: a sampled-out zone's, a restore.
+            const std::uint64_t flags =
+                ((e.flags & EventFlags::sampled_out) != 0 ? rd::kMemorySampledOut : 0) |
+                (e.kind == EventKind::alloc && (e.flags & EventFlags::restored) != 0 ? rd::kMemoryRestore : 0);
             if (e.kind == EventKind::alloc) {
-              w = {rd::kMemoryHeader<rd::extended_alloc>, ticks, left_out, e.value.u};
+              w = {rd::kMemoryHeader<rd::extended_alloc> | flags, ticks, left_out, e.value.u};
             } else {
-              w = {rd::kMemoryHeader<rd::extended_free>, ticks, left_out,
+              w = {rd::kMemoryHeader<rd::extended_free> | flags, ticks, left_out,
                    (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u};
             }
             break;

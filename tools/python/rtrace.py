@@ -92,6 +92,7 @@ VALUE_EVENT = {S_VALUE: ARG, S_FLOW_OUT: FLOW_OUT, S_FLOW_IN: FLOW_IN, S_ASYNC_B
 # Event flags (include/ringtrace/event.hpp's bits).
 DOUBLE, REGION, CLOSED_AT_STOP, LATE, TEXT, TRUNCATED = 1, 2, 4, 8, 16, 32
 SIZE_UNKNOWN = 128  # a free whose block's size is not known
+RESTORED = 32  # an alloc: a failed realloc's, which undoes its thread's last free
 NOT_LATE = (ARG, FLOW_OUT, FLOW_IN)  # raised without the flag: they take their zone's time
 
 
@@ -238,10 +239,12 @@ class Event:
             s += " late"
         if flags & CLOSED_AT_STOP:
             s += " closed_at_stop"
-        if flags & TRUNCATED:
+        if flags & TRUNCATED and self.kind != ALLOC:
             s += " truncated"
         if flags & SIZE_UNKNOWN and self.kind == FREE:
             s += " size_unknown"
+        if flags & RESTORED and self.kind == ALLOC:
+            s += " restored"
         return s
 
 
@@ -998,6 +1001,8 @@ class Section:
         for e in events:
             if sized and e.kind in (ALLOC, FREE):  # a stream's file: sizes as they were resolved
                 size = e.fields[1]
+                if e.kind == ALLOC and e.fields[2] & X_RESTORE and size:
+                    e.flags |= RESTORED
                 e.fields = " bytes=%d" % size
                 if e.kind == FREE and size == 0:
                     e.flags |= SIZE_UNKNOWN
@@ -1010,6 +1015,7 @@ class Section:
                             len(live) < self.max_blocks:
                         size = freed[1]
                         live[address] = size
+                        e.flags |= RESTORED
                     else:
                         size = 0
                 elif address in live or len(live) < self.max_blocks:
