@@ -486,7 +486,8 @@ void Registry::recycle(ThreadBuffer* buffer) {
     free_ring(*buffer);
     buffer->inlined_calls->~InlinedCalls();
     runtime_free(buffer->inlined_calls);
-    delete buffer;
+    buffer->~ThreadBuffer();
+    runtime_free(buffer);
   }
 }
 
@@ -499,10 +500,19 @@ ThreadBuffer* Registry::acquire_buffer() {
       return buffer;
     }
   }
-  auto buffer = std::make_unique<ThreadBuffer>();
-  buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
+  // In ringtrace's own memory, as the ring is: never the program's heap (its allocator
+  // and whatever counts it would see ringtrace's blocks as the program's).
+  void* memory = runtime_alloc(sizeof(ThreadBuffer), alignof(ThreadBuffer));
+  ThreadBuffer* buffer = new (memory) ThreadBuffer();
+  try {
+    buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
+  } catch (...) {
+    buffer->~ThreadBuffer();
+    runtime_free(memory);
+    throw;
+  }
   buffers_created_.fetch_add(1, std::memory_order_relaxed);
-  return buffer.release();
+  return buffer;
 }
 
 bool Registry::wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop) {
