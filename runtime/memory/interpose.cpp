@@ -355,3 +355,128 @@ RINGTRACE_NEW_API void operator delete(void* p, std::size_t size, std::align_val
 RINGTRACE_NEW_API void operator delete[](void* p, std::size_t size, std::align_val_t) noexcept { release(p, size); }
 RINGTRACE_NEW_API void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
 RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
+
+// --- mimalloc's own API (mi_malloc, mi_free, ...): a program that links mimalloc may
+// allocate with one API and free with the other. Each is recorded as the C functions are
+// and forwarded to the next definition (mimalloc's); a program without mimalloc that
+// calls them anyway (through a symbol it looked up) gets the C functions.
+
+namespace {
+
+// The next definition of a mimalloc function, looked up at its first call (nullptr:
+// no mimalloc after this object). A racing first call looks it up twice: the same answer.
+template <class F>
+F next_mi(std::atomic<void*>& slot, std::atomic<bool>& looked, const char* name) {
+  if (!looked.load(std::memory_order_acquire)) {
+    slot.store(::dlsym(RTLD_NEXT, name), std::memory_order_relaxed);
+    looked.store(true, std::memory_order_release);
+  }
+  return reinterpret_cast<F>(slot.load(std::memory_order_relaxed));
+}
+
+#define RINGTRACE_NEXT_MI(type, name)                  \
+  [] {                                                 \
+    static constinit std::atomic<void*> slot{nullptr}; \
+    static constinit std::atomic<bool> looked{false};  \
+    return next_mi<type>(slot, looked, name);          \
+  }()
+
+void* mi_allocated(void* p, std::size_t size, const void* caller) {
+  if (p != nullptr) memory_allocated(p, size, caller);
+  return p;
+}
+
+void mi_release(void* p, std::size_t size, void (*next)(void*)) {
+  if (p == nullptr) return;
+  if (next == nullptr || in_arena(p)) {
+    release(p, size);
+    return;
+  }
+  memory_freed(p, size);
+  next(p);
+}
+
+void* mi_reallocate(void* p, std::size_t size, std::size_t align, const void* caller) {
+  using Realloc = void* (*)(void*, std::size_t);
+  using ReallocAligned = void* (*)(void*, std::size_t, std::size_t);
+  const auto plain = RINGTRACE_NEXT_MI(Realloc, "mi_realloc");
+  const auto aligned_next = RINGTRACE_NEXT_MI(ReallocAligned, "mi_realloc_aligned");
+  if ((align == 0 ? plain == nullptr : aligned_next == nullptr) || in_arena(p)) return reallocate(p, size, caller);
+  if (p != nullptr) memory_freed(p, 0);
+  void* q = align == 0 ? plain(p, size) : aligned_next(p, size, align);
+  if (q == nullptr) {
+    const int saved = errno;
+    if (p != nullptr && size != 0) memory_restored(p);
+    errno = saved;
+    return nullptr;
+  }
+  return mi_allocated(q, size, caller);
+}
+
+}  // namespace
+
+RINGTRACE_ALLOC_API void* mi_malloc(std::size_t size) noexcept {
+  using F = void* (*)(std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_malloc");
+  return next == nullptr ? allocate(size, RINGTRACE_CALLER) : mi_allocated(next(size), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_zalloc(std::size_t size) noexcept {
+  using F = void* (*)(std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_zalloc");
+  if (next == nullptr) return calloc(1, size);  // recorded there
+  return mi_allocated(next(size), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_calloc(std::size_t n, std::size_t size) noexcept {
+  using F = void* (*)(std::size_t, std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_calloc");
+  if (next == nullptr) return calloc(n, size);  // recorded there
+  return mi_allocated(next(n, size), n * size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_realloc(void* p, std::size_t size) noexcept {
+  return mi_reallocate(p, size, 0, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_malloc_aligned(std::size_t size, std::size_t align) noexcept {
+  using F = void* (*)(std::size_t, std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_malloc_aligned");
+  if (next == nullptr) return aligned(align, size, RINGTRACE_CALLER);
+  return mi_allocated(next(size, align), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_zalloc_aligned(std::size_t size, std::size_t align) noexcept {
+  using F = void* (*)(std::size_t, std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_zalloc_aligned");
+  if (next == nullptr) {
+    void* p = aligned(align, size, RINGTRACE_CALLER);
+    if (p != nullptr) std::memset(p, 0, size);
+    return p;
+  }
+  return mi_allocated(next(size, align), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_realloc_aligned(void* p, std::size_t size, std::size_t align) noexcept {
+  return mi_reallocate(p, size, align == 0 ? 1 : align, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void mi_free(void* p) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, 0, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
+
+RINGTRACE_ALLOC_API void mi_free_size(void* p, std::size_t size) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, size, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
+
+RINGTRACE_ALLOC_API void mi_free_aligned(void* p, std::size_t) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, 0, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
+
+RINGTRACE_ALLOC_API void mi_free_size_aligned(void* p, std::size_t size, std::size_t) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, size, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
