@@ -48,7 +48,8 @@ std::string not_in_heap_line(const MemoryStats& m) {
   if (m.frees_unmatched != 0) {
     const bool unrecorded = m.nested.allocations + m.after_exit.allocations + m.dropped.allocations != 0;
     std::string note = count(m.frees_unmatched, "free", "frees") + " of blocks whose allocation the recording did " +
-                       "not see (allocated before it" + (unrecorded ? ", or among those not recorded above" : "") + ")";
+                       "not see (allocated before it" + (unrecorded ? ", or among those not recorded above" : "") +
+                       (m.untracked_blocks != 0 ? ", or past the accounting's limit" : "") + ")";
     if (m.frees_size_unknown != 0) note += ", " + thousands(m.frees_size_unknown) + " of them of unknown size";
     add_note(notes, note);
   }
