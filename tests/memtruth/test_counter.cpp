@@ -175,12 +175,27 @@ TEST(TruthParsers, ReadTodaysAndTheDraftsMemoryLines) {
   EXPECT_TRUE(unknown.present);
   EXPECT_TRUE(unknown.unknown);
   const memtruth::Leaks rows = memtruth::leaks_of(
-      "Leaks: 6 blocks (4,596 bytes) still live at the end, by the zones that allocated them, largest first\n"
-      "bytes  blocks  zones (outermost first)\n4,096       1  (no zone)\n  500       5  outer; work\n");
+      "Leaks: 6 blocks (4.49 KB) still live at the end, by the zones and the function that allocated them, "
+      "largest first\n"
+      "bytes  blocks  zones (outermost first)  allocated by\n"
+      "4,096       1  (no zone)                main\n"
+      "  500       5  outer; work              work_fn(int)\n");
   EXPECT_EQ(rows.blocks, 6u);
   EXPECT_EQ(rows.bytes, 4596u);
   ASSERT_EQ(rows.rows.size(), 2u);
   EXPECT_EQ(rows.in_zone("work"), std::make_pair(std::uint64_t{500}, std::uint64_t{5}));
+  EXPECT_EQ(rows.rows[1].rest, "outer; work");
+  EXPECT_EQ(rows.rows[1].site, "work_fn(int)");
+  const memtruth::Leaks merged = memtruth::leaks_of(
+      "Leaks: 2 blocks (300 B) still live at the end, by the zones and the function that allocated them, "
+      "largest first\n"
+      "bytes  blocks  process  zones (outermost first)  allocated by\n"
+      "  200       1    41234  a                        f\n"
+      "  100       1       77  b                        g\n");
+  ASSERT_EQ(merged.rows.size(), 2u);
+  EXPECT_EQ(merged.rows[0].process, "41234");
+  EXPECT_EQ(merged.rows[1].process, "77");
+  EXPECT_EQ(merged.rows[1].rest, "b");
   const std::string table =
       "Name   Self %      Self  Total %     Total       Avg       Min       Max       p50       p99  Calls  CPU Mem  "
       "Self CPU Mem\n"

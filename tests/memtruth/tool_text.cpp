@@ -63,8 +63,13 @@ bool parse_dump_line(const std::string& line, DumpLine& out) {
   return true;
 }
 
-void add(ZoneBytes& z, bool alloc, std::uint64_t bytes, bool unknown) {
-  if (alloc) {
+// `restored`: the allocation record a failed realloc writes (docs/file-format.md): the
+// block is live again, its free just before undone.
+void add(ZoneBytes& z, bool alloc, std::uint64_t bytes, bool unknown, bool restored = false) {
+  if (restored) {
+    z.frees -= 1;
+    z.free_bytes -= bytes;
+  } else if (alloc) {
     z.allocs += 1;
     z.alloc_bytes += bytes;
   } else {
@@ -96,15 +101,20 @@ DumpMemory memory_of_dump(const std::string& dump, const std::vector<std::uint64
       const bool alloc = e.kind == "alloc";
       const std::uint64_t bytes = std::strtoull(e.fields["bytes"].c_str(), nullptr, 10);
       const bool unknown = e.flags.count("size_unknown") != 0;
-      add(m.self[stack.empty() ? std::string() : stack.back()], alloc, bytes, unknown);
+      const bool restored = alloc && e.flags.count("restored") != 0;
+      add(m.self[stack.empty() ? std::string() : stack.back()], alloc, bytes, unknown, restored);
       std::set<std::string> seen;
       for (const std::string& z : stack) {
-        if (seen.insert(z).second) add(m.within[z], alloc, bytes, unknown);
+        if (seen.insert(z).second) add(m.within[z], alloc, bytes, unknown, restored);
       }
-      add(m.by_thread[e.tid], alloc, bytes, unknown);
-      add(m.by_process[e.pid], alloc, bytes, unknown);
-      add(m.all, alloc, bytes, unknown);
-      ++(alloc ? m.alloc_sizes : m.free_sizes)[bytes];
+      add(m.by_thread[e.tid], alloc, bytes, unknown, restored);
+      add(m.by_process[e.pid], alloc, bytes, unknown, restored);
+      add(m.all, alloc, bytes, unknown, restored);
+      if (restored) {
+        --m.free_sizes[bytes];
+      } else {
+        ++(alloc ? m.alloc_sizes : m.free_sizes)[bytes];
+      }
     }
   }
   return m;
@@ -202,19 +212,38 @@ MemorySummary memory_summary(const std::string& text) {
       if (std::regex_search(clause, cm, std::regex(R"(^\s*([\d][\d,]*)\s+(.*\S)\s*$)"))) {
         const std::string what = cm[2];
         const std::uint64_t n = number(cm[1]);
-        if (has(what, "before the recording")) {
-          m.frees_before_recording += n;
-        } else if (has(what, "of unknown size")) {
-          // a kind of the frees above, not a count of its own
-        } else {
+        const auto left = [&](std::uint64_t count, bool frees) {
           LeftOut l;
           l.clause = cm[0];
-          l.count = n;
-          l.frees = what.rfind("free", 0) == 0 || has(what, " frees");
+          l.count = count;
+          l.frees = frees;
           std::smatch bm;
-          if (std::regex_search(what, bm, std::regex(R"(\(([\d,]+) bytes\))"))) l.bytes = number(bm[1]);
-          if (has(what, "frees lost")) m.lost_frees += n;
+          if (!frees && std::regex_search(what, bm, std::regex(R"(\(([\d,]+) bytes\))"))) l.bytes = number(bm[1]);
           m.left_out.push_back(l);
+        };
+        std::smatch am;
+        if (has(what, "whose allocation the recording did not see") || has(what, "before the recording")) {
+          // recorded frees the heap could not match: not left out; said to be of blocks from
+          // before the recording only when no other cause is named
+          (has(what, ", or ") ? m.frees_unmatched : m.frees_before_recording) += n;
+        } else if (has(what, "past the accounting's limit")) {
+          // blocks the heap did not follow: missing from the leaks, their frees of unknown size
+          m.untracked_blocks += n;
+          left(n, false);
+          left(n, true);
+        } else if (has(what, "of unknown size")) {
+          // a kind of the frees above, not a count of its own
+        } else if (has(what, "at an address still live") || has(what, "frees lost")) {
+          // allocations whose address's earlier free was not recorded: that many frees lost
+          m.lost_frees += n;
+          left(n, true);
+        } else if (what.rfind("allocation", 0) == 0 &&
+                   std::regex_search(what, am, std::regex(R"(\) and ([\d,]+) frees? )"))) {
+          // "N allocations (size) and M frees <cause>": both counted
+          left(n, false);
+          left(number(am[1]), true);
+        } else {
+          left(n, what.rfind("free", 0) == 0);
         }
       }
       clause.clear();
@@ -242,30 +271,48 @@ Leaks leaks_of(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   bool rows = false;
+  std::size_t zones_at = std::string::npos, site_at = std::string::npos, process_at = std::string::npos;
   while (std::getline(in, line)) {
     std::smatch m;
     if (line.rfind("Leaks:", 0) == 0) {
       l.present = true;
       l.unknown = has(line, "unknown");
-      if (std::regex_search(line, m, std::regex(R"(Leaks: ([\d,]+) blocks \(([\d,]+) bytes\))"))) {
-        l.blocks = number(m[1]);
-        l.bytes = number(m[2]);
-      }
+      // "Leaks: N blocks (size) still live ...": the size is rounded; the exact bytes are
+      // the rows' sum (every row is shown unless "Groups shown" says otherwise).
+      if (std::regex_search(line, m, std::regex(R"(Leaks: ([\d,]+) blocks?)"))) l.blocks = number(m[1]);
       continue;
     }
     if (l.present && !rows && has(line.c_str(), "bytes") && has(line.c_str(), "blocks")) {
       rows = true;
+      zones_at = line.find("zones (outermost first)");
+      site_at = line.find("allocated by");
+      process_at = line.find("process");
       continue;
     }
     if (!rows) continue;
-    if (!std::regex_search(line, m, std::regex(R"(^\s*([\d,]+)\s+([\d,]+)\s\s(.*)$)"))) {
+    if (zones_at == std::string::npos ||
+        !std::regex_search(line, m, std::regex(R"(^\s*([\d,]+)\s+([\d,]+)\s\s(.*)$)"))) {
       rows = false;
       continue;
     }
     LeakRow r;
     r.bytes = number(m[1]);
     r.blocks = number(m[2]);
-    r.rest = m[3];
+    l.bytes += r.bytes;
+    // The columns after the numbers are left-aligned under their headers.
+    const auto trimmed = [](std::string s) {
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      return s;
+    };
+    r.rest = trimmed(line.size() > zones_at
+                         ? line.substr(zones_at, site_at == std::string::npos ? std::string::npos : site_at - zones_at)
+                         : std::string());
+    if (site_at != std::string::npos && line.size() > site_at) r.site = trimmed(line.substr(site_at));
+    if (process_at != std::string::npos) {  // right-aligned, ending under "process"'s end
+      const std::size_t end = process_at + 7;
+      const std::size_t begin = line.find_last_of(' ', end - 1);
+      if (begin != std::string::npos && begin < end) r.process = line.substr(begin + 1, end - begin - 1);
+    }
     for (std::size_t from = 0;;) {
       const std::size_t at = r.rest.find("; ", from);
       r.zones.push_back(r.rest.substr(from, at == std::string::npos ? std::string::npos : at - from));

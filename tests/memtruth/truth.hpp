@@ -102,7 +102,9 @@ struct MemorySummary {
   std::string allocated_text, freed_text, peak_text, live_text;  // as printed ("4.60 kB")
   std::uint64_t live_blocks = 0;
   std::uint64_t frees_before_recording = 0;  // "N frees of blocks allocated before the recording"
-  std::uint64_t lost_frees = 0;              // "N frees lost"
+  std::uint64_t frees_unmatched = 0;         // the same, when other causes are named ("..., or ...")
+  std::uint64_t untracked_blocks = 0;        // "N blocks past the accounting's limit"
+  std::uint64_t lost_frees = 0;              // "N allocations at an address still live"
   std::vector<LeftOut> left_out;             // every other counted clause of the memory lines
   std::vector<std::string> lines;            // the memory lines themselves
   std::uint64_t left_out_allocations() const;
@@ -116,13 +118,15 @@ MemorySummary memory_summary(const std::string& text);
 
 struct LeakRow {
   std::uint64_t bytes = 0, blocks = 0;
-  std::string rest;                // what follows the two numbers: the zone stack (and more, later)
+  std::string rest;                // the zone stack column ("zones (outermost first)")
+  std::string site;                // the "allocated by" column, when the file has sites
+  std::string process;             // the "process" column (a merged file's pid)
   std::vector<std::string> zones;  // rest split at "; "
 };
 struct Leaks {
   bool present = false;
   bool unknown = false;                 // the header says the leaks are unknown (a file without addresses)
-  std::uint64_t blocks = 0, bytes = 0;  // the header's
+  std::uint64_t blocks = 0, bytes = 0;  // the header's blocks, the rows' bytes
   std::vector<LeakRow> rows;
   // The rows whose zone stack holds `zone` (as a whole zone name).
   std::pair<std::uint64_t, std::uint64_t> in_zone(const std::string& zone) const;  // bytes, blocks

@@ -122,11 +122,11 @@ TEST(Point6, AMergedFilesLeaksNameTheirProcessAndItsPeakIsTheWhole) {
   ASSERT_TRUE(leaks.present) << text;
   std::set<std::string> seen;
   for (const memtruth::LeakRow& row : leaks.rows) {
-    EXPECT_TRUE(seen.insert(row.rest).second) << "two leak rows read '" << row.rest << "':\n" << text;
-    const bool named = row.rest.find("truth_linked") != std::string::npos ||
-                       row.rest.find(pids[0]) != std::string::npos || row.rest.find(pids[1]) != std::string::npos;
-    EXPECT_TRUE(named) << "a leak row of a merged file of two processes that names neither process: '" << row.rest
-                       << "'";
+    const std::string whole = row.process + " " + row.rest + " " + row.site;
+    EXPECT_TRUE(seen.insert(whole).second) << "two leak rows read '" << whole << "':\n" << text;
+    const bool named = row.process == pids[0] || row.process == pids[1];
+    EXPECT_TRUE(named) << "a leak row of a merged file of two processes that names neither process: '" << whole << "'\n"
+                       << text;
   }
   const memtruth::MemorySummary summary = memtruth::memory_summary(text);
   const auto peak = memtruth::size_range(summary.peak_text);

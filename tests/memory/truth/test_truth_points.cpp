@@ -262,6 +262,10 @@ TEST(Point4, SignalHandlerAllocationsAreAllAccountedFor) {
 
 // --- Point 5: the live table and the file's agree past memory_max_blocks ---
 
+// 1,000 blocks of 10 B from `a` freed in `b` under a limit of 100 blocks: the frees of the
+// 900 blocks past the limit have no size the accounting could know. The live table and
+// the file's say the same, exact where it is known (`a`, and `b`'s 100 known frees), and
+// both say how many frees they could not size, rather than a number that looks whole.
 TEST(Point5, LiveTableAndFileAgreePastTheLimit) {
   const fs::path dir = fresh_dir("p5");
   const memtruth::Run run = memtruth::run({TRUTH_LINKED, "limit", dir.string()});
@@ -270,7 +274,8 @@ TEST(Point5, LiveTableAndFileAgreePastTheLimit) {
   const std::string live_csv = read_file(dir / "live_table.csv");
   const memtruth::Run converted = tool({"convert", (dir / "run.rtrace").string(), "--table", "-"});
   ASSERT_EQ(converted.status, 0) << converted.err;
-  for (const auto& [zone, truth] : {std::pair<std::string, std::int64_t>{"a", 10000}, {"b", -10000}}) {
+  const std::int64_t blocks = 1000, size = 10, limit = 100;  // truth_linked's `limit`
+  for (const auto& [zone, truth] : {std::pair<std::string, std::int64_t>{"a", blocks * size}, {"b", -limit * size}}) {
     EXPECT_EQ(memtruth::csv_cell(live_csv, zone, "cpu_memory_bytes").value_or("(none)"), std::to_string(truth))
         << "live CSV, zone " << zone << ":\n"
         << live_csv;
@@ -281,6 +286,9 @@ TEST(Point5, LiveTableAndFileAgreePastTheLimit) {
         << "convert --table, zone " << zone << ":\n"
         << converted.out;
   }
+  const std::string said = "Memory: " + std::to_string(blocks - limit) + " frees in zones of blocks of unknown size";
+  EXPECT_NE(live_text.find(said), std::string::npos) << live_text;
+  EXPECT_NE(converted.out.find(said), std::string::npos) << converted.out;
 }
 
 }  // namespace
