@@ -180,9 +180,9 @@ std::string function_table(std::vector<FunctionMemory> fs, const char* title,
   if (fs.empty()) return out + "  (none)\n";
   const Columns::Column right{Columns::Align::right};
   Columns table({right, right, right, right, {Columns::Align::left, 80}, {}});
-  table.add({"bytes", "calls", "peak", "leaked", "function", "at"});
+  table.add({"bytes", "calls", "peak bytes", "leaked bytes", "function", "at"});
   for (const FunctionMemory& f : fs) {
-    table.add({memory(f.bytes), thousands(f.allocations), memory(f.peak), memory(f.leaked), f.function,
+    table.add({thousands(f.bytes), thousands(f.allocations), thousands(f.peak), thousands(f.leaked), f.function,
                f.location + (f.sites > 1 ? " (+" + std::to_string(f.sites - 1) + " more sites)" : "")});
   }
   return out + table.text("  ");
@@ -222,18 +222,27 @@ std::string memory_report(const MemoryStats& m, std::uint64_t start_ns, std::siz
   const std::vector<FunctionMemory> fs = by_function(m);
   out += "Allocation sites: " + count(m.sites.size(), "site", "sites") + " in " +
          count(fs.size(), "function", "functions") +
-         " (each allocation's caller, past operator new: exact; \"peak\" is a function's part of the heap's peak)\n\n";
+         " (each allocation's caller, past operator new: exact bytes; \"peak\" is a function's part of the heap's "
+         "peak)\n\n";
   out += function_table(
-             fs, "Most bytes allocated:", [](const FunctionMemory& f) { return f.bytes; }, rows) +
+             fs, "Memory by allocating function, by bytes allocated:", [](const FunctionMemory& f) { return f.bytes; },
+             rows) +
+         "\n";
+  out +=
+      function_table(
+          fs, "Memory by allocating function, by calls:", [](const FunctionMemory& f) { return f.allocations; }, rows) +
+      "\n";
+  out += function_table(
+             fs, "Memory by allocating function, by peak contribution:", [](const FunctionMemory& f) { return f.peak; },
+             rows) +
          "\n";
   out += function_table(
-             fs, "Most calls:", [](const FunctionMemory& f) { return f.allocations; }, rows) +
+             fs, "Memory by allocating function, by leaked bytes (still live at the end):",
+             [](const FunctionMemory& f) { return f.leaked; }, rows) +
          "\n";
-  out += function_table(
-             fs, "Most at the peak:", [](const FunctionMemory& f) { return f.peak; }, rows) +
-         "\n";
-  out += function_table(
-      fs, "Most leaked (still live at the end):", [](const FunctionMemory& f) { return f.leaked; }, rows);
+  if (m.blocks_known) {
+    out += "Leaked: " + thousands(m.live_bytes) + " bytes in " + count(m.live_blocks, "block", "blocks") + "\n";
+  }
   if (m.stack_bytes == 0) {
     return out +
            "\nNo sampled stacks (record with --memory-stacks for the call stacks of a sample of the "

@@ -10,7 +10,8 @@ namespace ringtrace::detail {
 namespace {
 
 constinit thread_local std::uint64_t t_mean_bytes = 0;
-constinit thread_local std::uint64_t t_random = 0;  // xorshift64* state; 0: not seeded yet
+constinit thread_local std::uint32_t t_sampling_epoch = 0;  // the session's whose gap is drawn
+constinit thread_local std::uint64_t t_random = 0;          // xorshift64* state; 0: not seeded yet
 
 // A uniform number in (0, 1].
 double uniform() noexcept {
@@ -53,10 +54,13 @@ _Unwind_Reason_Code collect(_Unwind_Context* context, void* arg) {
 
 }  // namespace
 
-void start_stack_sampling(std::uint64_t mean_bytes) noexcept {
+void start_stack_sampling(std::uint64_t mean_bytes, std::uint32_t epoch) noexcept {
   t_mean_bytes = mean_bytes;
+  t_sampling_epoch = epoch;
   draw_gap();
 }
+
+bool stack_sampling_started(std::uint32_t epoch) noexcept { return t_sampling_epoch == epoch; }
 
 std::size_t sample_stack(std::uint64_t caller, std::uint64_t* out) noexcept {
   draw_gap();

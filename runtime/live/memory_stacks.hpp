@@ -33,7 +33,10 @@ struct OwnMemory {
 };
 
 // The thread's first gap of a session (at its ring's bind): `mean_bytes` 0 samples nothing.
-void start_stack_sampling(std::uint64_t mean_bytes) noexcept;
+void start_stack_sampling(std::uint64_t mean_bytes, std::uint32_t epoch) noexcept;
+// Whether this thread's sampling started for the session of `epoch` (its first
+// allocation may come before its ring: that allocation counts toward the first gap too).
+bool stack_sampling_started(std::uint32_t epoch) noexcept;
 
 // The stack of the allocation that crossed the thread's gap: the frames above `caller`
 // (the allocation function's caller) into `out` (kMaxAllocFrames of room); returns how

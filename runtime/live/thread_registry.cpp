@@ -426,6 +426,7 @@ std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
     g_exit_key_made.store(true, std::memory_order_release);
   }
   params_ = params;
+  memory_stack_bytes_.store(params.memory_stack_bytes, std::memory_order_relaxed);
   grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
   yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);
@@ -642,7 +643,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   t.epoch = epoch;
   function_stack_bound(epoch);  // frames of an earlier session are not this ring's
   arm_thread_exit();            // the ring is let go at the thread's very end
-  start_stack_sampling(params_.memory_stack_bytes);
+  if (!stack_sampling_started(epoch)) start_stack_sampling(params_.memory_stack_bytes, epoch);
   return true;  // the fast path opens when the slow path leaves (reopen_fast_path)
 }
 
@@ -888,6 +889,12 @@ void memory_slow(ExtendedKind subtype, std::uint64_t address, std::uint64_t size
   const bool sampled_out = t.epoch == kSampledOut;
   SlowScope scope(t);
   if (sampled_out) t.epoch = epoch;  // the zone sampling left out hid this ring's epoch
+  if (subtype == extended_alloc_at && !stack_sampling_started(epoch)) {
+    // The thread's first allocation of the session, before its ring: its gap is drawn now
+    // and this allocation counts toward it (else a thread's first block is never sampled).
+    start_stack_sampling(Registry::instance().memory_stack_bytes(), epoch);
+    t_bytes_to_stack -= static_cast<std::int64_t>(size);
+  }
   std::uint64_t stack[kMaxAllocFrames];
   std::size_t frames = 0;
   const bool sampled = subtype == extended_alloc_at && t_bytes_to_stack < 0;

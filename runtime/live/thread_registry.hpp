@@ -200,6 +200,9 @@ class Registry {
   // gives the buffer back to the pool (see thread_registry.cpp).
   void retired_while_registered();
   std::uint64_t buffers_created() const { return buffers_created_.load(std::memory_order_relaxed); }
+  // The active session's mean gap between sampled allocation stacks (0: none).
+  // Read outside the registry's lock (a thread's first allocation, before its ring).
+  std::uint64_t memory_stack_bytes() const { return memory_stack_bytes_.load(std::memory_order_relaxed); }
   // The kernel refused switch streams to the process: threads stop trying (drainer).
   void stop_switch_attempts() { switches_refused_.store(true, std::memory_order_relaxed); }
 
@@ -211,6 +214,7 @@ class Registry {
   std::mutex mutex_;
   std::uint32_t last_epoch_ = 0;
   ActiveParams params_;
+  std::atomic<std::uint64_t> memory_stack_bytes_{0};  // params_.memory_stack_bytes, for memory_stack_bytes()
   // Threads push their buffer (compare-exchange), the drainer takes the whole list at
   // once (exchange): no per-thread state, unlike a queue with a producer per thread,
   // whose memory grew with every thread ever started.
