@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "ringtrace/detail/memory.hpp"
 
@@ -55,6 +56,15 @@ struct Next {
   void* (*aligned_alloc)(std::size_t, std::size_t) = nullptr;
   void* (*valloc)(std::size_t) = nullptr;
   void* (*pvalloc)(std::size_t) = nullptr;
+  // mimalloc's own API, when the program has mimalloc (else null: the C functions serve).
+  void* (*mi_malloc)(std::size_t) = nullptr;
+  void* (*mi_zalloc)(std::size_t) = nullptr;
+  void* (*mi_calloc)(std::size_t, std::size_t) = nullptr;
+  void* (*mi_realloc)(void*, std::size_t) = nullptr;
+  void* (*mi_malloc_aligned)(std::size_t, std::size_t) = nullptr;
+  void* (*mi_zalloc_aligned)(std::size_t, std::size_t) = nullptr;
+  void* (*mi_realloc_aligned)(void*, std::size_t, std::size_t) = nullptr;
+  void (*mi_free)(void*) = nullptr;
 };
 constinit Next g_next{};
 // 0: not looked up; 1: being looked up (calls meanwhile, dlsym's own included, take the
@@ -119,7 +129,7 @@ void look_up(F& f, const char* name) {
 // copy whose Next differs answers to another.
 const Next* next_of_another_copy(void* next_malloc) {
   if (*g_prefix != '\0' || next_malloc == nullptr) return nullptr;
-  void* const other = ::dlsym(RTLD_NEXT, "ringtrace_memory_next_v1");
+  void* const other = ::dlsym(RTLD_NEXT, "ringtrace_memory_next_v2");
   if (other == nullptr) return nullptr;
   Dl_info mine{}, theirs{};
   if (::dladdr(next_malloc, &mine) == 0 || ::dladdr(other, &theirs) == 0 || mine.dli_fbase != theirs.dli_fbase)
@@ -151,6 +161,19 @@ __attribute__((noinline, cold)) bool look_up_next() {
     look_up(n.aligned_alloc, "aligned_alloc");
     look_up(n.valloc, "valloc");
     look_up(n.pvalloc, "pvalloc");
+    // mimalloc's names: never a sanitizer's; looked up here, while a failed look-up's own
+    // allocations (dlerror's text) take the arena and are not recorded as the program's.
+    const auto mi = [](auto& f, const char* name) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(RTLD_NEXT, name));
+    };
+    mi(n.mi_malloc, "mi_malloc");
+    mi(n.mi_zalloc, "mi_zalloc");
+    mi(n.mi_calloc, "mi_calloc");
+    mi(n.mi_realloc, "mi_realloc");
+    mi(n.mi_malloc_aligned, "mi_malloc_aligned");
+    mi(n.mi_zalloc_aligned, "mi_zalloc_aligned");
+    mi(n.mi_realloc_aligned, "mi_realloc_aligned");
+    mi(n.mi_free, "mi_free");
     if (const Next* past = next_of_another_copy(reinterpret_cast<void*>(n.malloc))) n = *past;
     if (n.malloc == nullptr || n.free == nullptr || n.calloc == nullptr || n.realloc == nullptr ||
         n.memalign == nullptr) {
@@ -255,7 +278,7 @@ RINGTRACE_ALLOC_API void ringtrace_memory_functions() noexcept {}
 
 // The definitions this copy forwards to, for a copy earlier in symbol order
 // (next_of_another_copy); nullptr while they are not known yet.
-RINGTRACE_ALLOC_API const void* ringtrace_memory_next_v1() noexcept { return next_known() ? &g_next : nullptr; }
+RINGTRACE_ALLOC_API const void* ringtrace_memory_next_v2() noexcept { return next_known() ? &g_next : nullptr; }
 
 RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept { return allocate(size, RINGTRACE_CALLER); }
 
@@ -358,81 +381,60 @@ RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::n
 
 // --- mimalloc's own API (mi_malloc, mi_free, ...): a program that links mimalloc may
 // allocate with one API and free with the other. Each is recorded as the C functions are
-// and forwarded to the next definition (mimalloc's); a program without mimalloc that
-// calls them anyway (through a symbol it looked up) gets the C functions.
+// and forwarded to the next definition (mimalloc's, looked up with the C functions'); a
+// program without mimalloc that calls them anyway (through a symbol it looked up) gets
+// the C functions.
 
 namespace {
 
-// The next definition of a mimalloc function, looked up at its first call (nullptr:
-// no mimalloc after this object). A racing first call looks it up twice: the same answer.
-template <class F>
-F next_mi(std::atomic<void*>& slot, std::atomic<bool>& looked, const char* name) {
-  if (!looked.load(std::memory_order_acquire)) {
-    slot.store(::dlsym(RTLD_NEXT, name), std::memory_order_relaxed);
-    looked.store(true, std::memory_order_release);
-  }
-  return reinterpret_cast<F>(slot.load(std::memory_order_relaxed));
+// calloc's work for the mimalloc names when there is no mimalloc: the program's caller kept.
+void* zeroed(std::size_t n, std::size_t size, const void* caller) {
+  if (size != 0 && n > SIZE_MAX / size) return nullptr;
+  if (!next_known()) return arena_alloc(n * size);  // static storage: zero already
+  void* p = g_next.calloc(n, size);
+  return p != nullptr ? allocated(p, n * size, caller) : nullptr;
 }
 
-#define RINGTRACE_NEXT_MI(type, name)                  \
-  [] {                                                 \
-    static constinit std::atomic<void*> slot{nullptr}; \
-    static constinit std::atomic<bool> looked{false};  \
-    return next_mi<type>(slot, looked, name);          \
-  }()
-
-void* mi_allocated(void* p, std::size_t size, const void* caller) {
-  if (p != nullptr) memory_allocated(p, size, caller);
-  return p;
-}
-
-void mi_release(void* p, std::size_t size, void (*next)(void*)) {
+void mi_release(void* p, std::size_t size) {
   if (p == nullptr) return;
-  if (next == nullptr || in_arena(p)) {
+  if (!next_known() || g_next.mi_free == nullptr || in_arena(p)) {
     release(p, size);
     return;
   }
   memory_freed(p, size);
-  next(p);
+  g_next.mi_free(p);
 }
 
 void* mi_reallocate(void* p, std::size_t size, std::size_t align, const void* caller) {
-  using Realloc = void* (*)(void*, std::size_t);
-  using ReallocAligned = void* (*)(void*, std::size_t, std::size_t);
-  const auto plain = RINGTRACE_NEXT_MI(Realloc, "mi_realloc");
-  const auto aligned_next = RINGTRACE_NEXT_MI(ReallocAligned, "mi_realloc_aligned");
-  if ((align == 0 ? plain == nullptr : aligned_next == nullptr) || in_arena(p)) return reallocate(p, size, caller);
+  const bool have = next_known() && (align == 0 ? g_next.mi_realloc != nullptr : g_next.mi_realloc_aligned != nullptr);
+  if (!have || in_arena(p)) return reallocate(p, size, caller);
   if (p != nullptr) memory_freed(p, 0);
-  void* q = align == 0 ? plain(p, size) : aligned_next(p, size, align);
+  void* q = align == 0 ? g_next.mi_realloc(p, size) : g_next.mi_realloc_aligned(p, size, align);
   if (q == nullptr) {
     const int saved = errno;
     if (p != nullptr && size != 0) memory_restored(p);
     errno = saved;
     return nullptr;
   }
-  return mi_allocated(q, size, caller);
+  return allocated(q, size, caller);
 }
 
 }  // namespace
 
 RINGTRACE_ALLOC_API void* mi_malloc(std::size_t size) noexcept {
-  using F = void* (*)(std::size_t);
-  const F next = RINGTRACE_NEXT_MI(F, "mi_malloc");
-  return next == nullptr ? allocate(size, RINGTRACE_CALLER) : mi_allocated(next(size), size, RINGTRACE_CALLER);
+  if (!next_known() || g_next.mi_malloc == nullptr) return allocate(size, RINGTRACE_CALLER);
+  return allocated(g_next.mi_malloc(size), size, RINGTRACE_CALLER);
 }
 
 RINGTRACE_ALLOC_API void* mi_zalloc(std::size_t size) noexcept {
-  using F = void* (*)(std::size_t);
-  const F next = RINGTRACE_NEXT_MI(F, "mi_zalloc");
-  if (next == nullptr) return calloc(1, size);  // recorded there
-  return mi_allocated(next(size), size, RINGTRACE_CALLER);
+  if (!next_known() || g_next.mi_zalloc == nullptr) return zeroed(1, size, RINGTRACE_CALLER);
+  return allocated(g_next.mi_zalloc(size), size, RINGTRACE_CALLER);
 }
 
 RINGTRACE_ALLOC_API void* mi_calloc(std::size_t n, std::size_t size) noexcept {
-  using F = void* (*)(std::size_t, std::size_t);
-  const F next = RINGTRACE_NEXT_MI(F, "mi_calloc");
-  if (next == nullptr) return calloc(n, size);  // recorded there
-  return mi_allocated(next(n, size), n * size, RINGTRACE_CALLER);
+  if (!next_known() || g_next.mi_calloc == nullptr) return zeroed(n, size, RINGTRACE_CALLER);
+  void* p = g_next.mi_calloc(n, size);
+  return p != nullptr ? allocated(p, n * size, RINGTRACE_CALLER) : nullptr;
 }
 
 RINGTRACE_ALLOC_API void* mi_realloc(void* p, std::size_t size) noexcept {
@@ -440,43 +442,24 @@ RINGTRACE_ALLOC_API void* mi_realloc(void* p, std::size_t size) noexcept {
 }
 
 RINGTRACE_ALLOC_API void* mi_malloc_aligned(std::size_t size, std::size_t align) noexcept {
-  using F = void* (*)(std::size_t, std::size_t);
-  const F next = RINGTRACE_NEXT_MI(F, "mi_malloc_aligned");
-  if (next == nullptr) return aligned(align, size, RINGTRACE_CALLER);
-  return mi_allocated(next(size, align), size, RINGTRACE_CALLER);
+  if (!next_known() || g_next.mi_malloc_aligned == nullptr) return aligned(align, size, RINGTRACE_CALLER);
+  return allocated(g_next.mi_malloc_aligned(size, align), size, RINGTRACE_CALLER);
 }
 
 RINGTRACE_ALLOC_API void* mi_zalloc_aligned(std::size_t size, std::size_t align) noexcept {
-  using F = void* (*)(std::size_t, std::size_t);
-  const F next = RINGTRACE_NEXT_MI(F, "mi_zalloc_aligned");
-  if (next == nullptr) {
+  if (!next_known() || g_next.mi_zalloc_aligned == nullptr) {
     void* p = aligned(align, size, RINGTRACE_CALLER);
     if (p != nullptr) std::memset(p, 0, size);
     return p;
   }
-  return mi_allocated(next(size, align), size, RINGTRACE_CALLER);
+  return allocated(g_next.mi_zalloc_aligned(size, align), size, RINGTRACE_CALLER);
 }
 
 RINGTRACE_ALLOC_API void* mi_realloc_aligned(void* p, std::size_t size, std::size_t align) noexcept {
   return mi_reallocate(p, size, align == 0 ? 1 : align, RINGTRACE_CALLER);
 }
 
-RINGTRACE_ALLOC_API void mi_free(void* p) noexcept {
-  using F = void (*)(void*);
-  mi_release(p, 0, RINGTRACE_NEXT_MI(F, "mi_free"));
-}
-
-RINGTRACE_ALLOC_API void mi_free_size(void* p, std::size_t size) noexcept {
-  using F = void (*)(void*);
-  mi_release(p, size, RINGTRACE_NEXT_MI(F, "mi_free"));
-}
-
-RINGTRACE_ALLOC_API void mi_free_aligned(void* p, std::size_t) noexcept {
-  using F = void (*)(void*);
-  mi_release(p, 0, RINGTRACE_NEXT_MI(F, "mi_free"));
-}
-
-RINGTRACE_ALLOC_API void mi_free_size_aligned(void* p, std::size_t size, std::size_t) noexcept {
-  using F = void (*)(void*);
-  mi_release(p, size, RINGTRACE_NEXT_MI(F, "mi_free"));
-}
+RINGTRACE_ALLOC_API void mi_free(void* p) noexcept { mi_release(p, 0); }
+RINGTRACE_ALLOC_API void mi_free_size(void* p, std::size_t size) noexcept { mi_release(p, size); }
+RINGTRACE_ALLOC_API void mi_free_aligned(void* p, std::size_t) noexcept { mi_release(p, 0); }
+RINGTRACE_ALLOC_API void mi_free_size_aligned(void* p, std::size_t size, std::size_t) noexcept { mi_release(p, size); }
