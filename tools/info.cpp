@@ -151,6 +151,12 @@ int info(const std::vector<std::string>& args) {
     std::printf("             %llu of them lost with no ring: %s\n",
                 static_cast<unsigned long long>(s.dropped_without_ring), s.rings_unavailable.c_str());
   }
+  if (s.drainer_out_of_memory != 0) {
+    std::printf(
+        "             the drainer ran out of memory in %llu passes: threads dropped instead of waiting "
+        "meanwhile, and what those passes had read is lost (how many events: unknown)\n",
+        static_cast<unsigned long long>(s.drainer_out_of_memory));
+  }
   if (!s.context_switches_unavailable.empty()) {
     std::printf("switches:    unavailable: %s\n", s.context_switches_unavailable.c_str());
   } else if (s.context_switches != 0) {

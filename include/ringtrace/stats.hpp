@@ -174,6 +174,11 @@ struct SessionStats {
   std::uint64_t runtime_names = 0;
   std::uint64_t runtime_names_overflowed = 0;  // zones still open at stop(), closed at the stop time
   std::uint64_t drain_passes = 0;
+  // Passes the drainer could not finish for want of memory (an allocation of its own
+  // failed): the program goes on; while the drainer is short, threads under the block
+  // policy drop instead of waiting (counted in `dropped`), and what an unfinished pass
+  // had taken from the rings is lost, how many events not known.
+  std::uint64_t drainer_out_of_memory = 0;
   // Of `recorded`, the events their own threads packed into the binary file when they
   // found their ring full (Config::self_drain); the drainer handed over the rest.
   std::uint64_t self_drained = 0;

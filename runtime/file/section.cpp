@@ -737,6 +737,8 @@ void Section::finish() {
   if (memory_) memory_stats(stats.memory);
   if (const auto it = count_texts_.find("rings_unavailable"); it != count_texts_.end())
     stats.rings_unavailable = it->second;
+  if (const auto it = counts_read_.find("drainer.out_of_memory"); it != counts_read_.end())
+    stats.drainer_out_of_memory = it->second;
   stats.clock = clock_;
   meta_.complete = complete_ && meta_.problem.empty();
   if (!complete_ && meta_.problem.empty()) {

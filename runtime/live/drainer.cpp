@@ -55,6 +55,15 @@ std::int64_t realtime_skew_for_tests() {
   const long long skew = std::strtoll(text, &end, 10);
   return errno != 0 || *end != '\0' ? 0 : skew;
 }
+
+// For tests only (docs/reliability.md): RINGTRACE_TEST_DRAINER_ALLOC_FAILURES=N, read
+// when a session starts, makes the drainer's first N merges fail where their first
+// allocation of a ring's staging array failed in an exhausted address space
+// (std::bad_alloc, before any ring is read).
+std::uint64_t stage_failures_for_tests() {
+  const char* text = std::getenv("RINGTRACE_TEST_DRAINER_ALLOC_FAILURES");
+  return text == nullptr ? 0 : std::strtoull(text, nullptr, 10);
+}
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
@@ -156,6 +165,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   heap_ = HeapTracker(config_.memory_max_blocks);
   heap_.set_stack_bytes(config_.memory_stack_bytes);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
+  test_stage_failures_ = stage_failures_for_tests();
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
 }
@@ -192,13 +202,30 @@ void Drainer::run() {
   self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && exporters_.raw_only() &&
                 exporters_.raw_count() == 1 && !rings_in_file_;
   while (!stop_.load(std::memory_order_acquire)) {
-    pass(false);
+    pass_or_note_failure(false);
     working.unlock();
     registry_.wait_for_wake(config_.drain_interval, stop_);
     working.lock();
   }
-  pass(true);
+  pass_or_note_failure(true);
   if (g_switch_drainer == this) g_switch_drainer = nullptr;
+}
+
+void Drainer::pass_or_note_failure(bool final) {
+  try {
+    pass(final);
+    registry_.set_drainer_short(false);
+  } catch (const std::bad_alloc&) {
+    ++out_of_memory_;
+    registry_.set_drainer_short(true);
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      stats_.drainer_out_of_memory = out_of_memory_;
+    }
+    try {
+      update_stats(final);  // the threads' counts (their drops) as they are now
+    } catch (const std::bad_alloc&) {}
+  }
 }
 
 void Drainer::start_exporters() {
@@ -462,6 +489,10 @@ bool Drainer::refill(RingCursor& c, std::uint64_t watermark) {
 // up to the same time (`switches_until_ns`) are a run of their own (merge.hpp's lane 1).
 void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
   active_.clear();
+  if (test_stage_failures_ != 0) {  // as refill's first allocation fails when memory is short
+    --test_stage_failures_;
+    throw std::bad_alloc();
+  }
   for (auto& c : cursors_) {
     if ((c->read_pos < c->end || !c->filtered.empty()) && refill(*c, watermark)) {
       active_.push_back(Source{c.get(), false});
@@ -876,6 +907,7 @@ void Drainer::update_stats(bool lists) {
         filter_.short_by_function([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   }
   stats_.drain_passes = passes_;
+  stats_.drainer_out_of_memory = out_of_memory_;
   stats_.self_drained = self_drained_;
   stats_.clock = clock_info_;
   stats_.allocator = runtime_allocator_name();

@@ -348,7 +348,7 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
     registry.wake_drainer();
     // Under the block policy, wait only for room the drainer can make: a record larger
     // than what the ring can ever free for it would wait forever.
-    if (!b.block || keep + bytes + marker > capacity) {
+    if (!b.block || keep + bytes + marker > capacity || registry.drainer_short()) {
       // A full ring under the drop policy: its thread gives up the CPU at the first drop
       // and every 16th after it while the ring stays full (Config::yield_to_drainer).
       // With every core busy the drainer, runnable but not running, then empties the
@@ -427,6 +427,7 @@ std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   }
   params_ = params;
   memory_stack_bytes_.store(params.memory_stack_bytes, std::memory_order_relaxed);
+  drainer_short_.store(false, std::memory_order_relaxed);
   grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
   yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);

@@ -163,6 +163,10 @@ class Registry {
   // Config::yield_to_drainer). No lock, so a signal handler may call it at any point.
   void wake_drainer(bool yield = false);
   bool yield_to_drainer() const { return yield_.load(std::memory_order_relaxed); }
+  // The drainer's last pass failed for want of memory: a full ring drops, whatever the
+  // policy, rather than wait for a drainer that may not make room.
+  void set_drainer_short(bool s) { drainer_short_.store(s, std::memory_order_relaxed); }
+  bool drainer_short() const { return drainer_short_.load(std::memory_order_relaxed); }
 
   // Events lost by threads that have no ring in the active session (the ring could not
   // be allocated, or a nested call arrived while the thread was binding).
@@ -214,7 +218,8 @@ class Registry {
   std::mutex mutex_;
   std::uint32_t last_epoch_ = 0;
   ActiveParams params_;
-  std::atomic<std::uint64_t> memory_stack_bytes_{0};  // params_.memory_stack_bytes, for memory_stack_bytes()
+  std::atomic<std::uint64_t> memory_stack_bytes_{0};
+  std::atomic<bool> drainer_short_{false};  // params_.memory_stack_bytes, for memory_stack_bytes()
   // Threads push their buffer (compare-exchange), the drainer takes the whole list at
   // once (exchange): no per-thread state, unlike a queue with a producer per thread,
   // whose memory grew with every thread ever started.
