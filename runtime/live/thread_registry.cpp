@@ -478,6 +478,12 @@ void Registry::retired_while_registered() {
   wake_drainer();
 }
 
+// LeakSanitizer's root regions (defined when the program runs under it, else null): a
+// ThreadBuffer lives in ringtrace's own memory, which LeakSanitizer does not scan, and
+// holds heap blocks of its own (its thread's name).
+extern "C" void __lsan_register_root_region(const void* p, std::size_t size) __attribute__((weak));
+extern "C" void __lsan_unregister_root_region(const void* p, std::size_t size) __attribute__((weak));
+
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
   buffer->forget_first_stream();  // a stream no drainer took (the session stopped first)
@@ -488,6 +494,7 @@ void Registry::recycle(ThreadBuffer* buffer) {
     free_ring(*buffer);
     buffer->inlined_calls->~InlinedCalls();
     runtime_free(buffer->inlined_calls);
+    if (__lsan_unregister_root_region != nullptr) __lsan_unregister_root_region(buffer, sizeof(ThreadBuffer));
     buffer->~ThreadBuffer();
     runtime_free(buffer);
   }
@@ -506,9 +513,11 @@ ThreadBuffer* Registry::acquire_buffer() {
   // and whatever counts it would see ringtrace's blocks as the program's).
   void* memory = runtime_alloc(sizeof(ThreadBuffer), alignof(ThreadBuffer));
   ThreadBuffer* buffer = new (memory) ThreadBuffer();
+  if (__lsan_register_root_region != nullptr) __lsan_register_root_region(memory, sizeof(ThreadBuffer));
   try {
     buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
   } catch (...) {
+    if (__lsan_unregister_root_region != nullptr) __lsan_unregister_root_region(memory, sizeof(ThreadBuffer));
     buffer->~ThreadBuffer();
     runtime_free(memory);
     throw;
