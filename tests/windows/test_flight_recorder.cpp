@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -130,7 +131,9 @@ TEST(FlightRecorder, ASlowZoneWritesOneSnapshotOfWhatLedToIt) {
     EXPECT_TRUE(by_begin.count(z.begin_ns)) << "a request " << (outlier->end_ns - z.end_ns) << " ns before the outlier";
     ++before;
   }
-  EXPECT_GE(before, 2);
+  // At least the two requests before it, when there were two (on a loaded machine the
+  // first or second request may be the outlier itself).
+  EXPECT_GE(before, std::min(outlier_index, 2)) << "the outlier was request " << outlier_index;
   // Nothing after the trigger (after = 0); "outer", open at both ends, is there whole
   // from its real begin and closed at the snapshot's end, flagged.
   for (const Zone& z : kept) {
