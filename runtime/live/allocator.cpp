@@ -12,8 +12,25 @@
 extern "C" void* __libc_memalign(std::size_t alignment, std::size_t bytes);
 extern "C" void __libc_free(void* p);
 
+#if defined(__SANITIZE_THREAD__)
+#define RINGTRACE_ALLOC_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGTRACE_ALLOC_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RINGTRACE_ALLOC_UNDER_TSAN
+#define RINGTRACE_ALLOC_UNDER_TSAN 0
+#endif
+
 namespace ringtrace::detail {
 namespace {
+
+// Under ThreadSanitizer, ringtrace's memory comes from the sanitizer's allocator: it
+// cannot see mimalloc's (uninstrumented) reuse of a block freed on another thread, and
+// reports the next owner's writes as races. ringtrace::memory does not run under it
+// (docs/memory.md), so the program's allocations are never recorded there anyway.
+constexpr bool kSanitizerAllocator = RINGTRACE_ALLOC_UNDER_TSAN != 0;
 
 using AlignedAlloc = decltype(&mi_malloc_aligned);
 using Free = decltype(&mi_free);
@@ -44,6 +61,12 @@ const Mimalloc& mimalloc() {
 
 void* runtime_alloc(std::size_t bytes, std::size_t alignment) {
   if (bytes == 0) bytes = 1;
+  if constexpr (kSanitizerAllocator) {
+    if (alignment < sizeof(void*)) alignment = sizeof(void*);
+    void* p = nullptr;
+    if (::posix_memalign(&p, alignment, bytes) != 0) throw std::bad_alloc();
+    return p;
+  }
   const Mimalloc& mi = mimalloc();
   void* p = nullptr;
   if (mi.malloc_aligned != nullptr) {
@@ -57,6 +80,10 @@ void* runtime_alloc(std::size_t bytes, std::size_t alignment) {
 
 void runtime_free(void* p) noexcept {
   if (p == nullptr) return;
+  if constexpr (kSanitizerAllocator) {
+    std::free(p);
+    return;
+  }
   const Mimalloc& mi = mimalloc();
   if (mi.free != nullptr) {
     mi.free(p);
@@ -65,6 +92,9 @@ void runtime_free(void* p) noexcept {
   }
 }
 
-const char* runtime_allocator_name() noexcept { return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system"; }
+const char* runtime_allocator_name() noexcept {
+  if constexpr (kSanitizerAllocator) return "system";
+  return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system";
+}
 
 }  // namespace ringtrace::detail
