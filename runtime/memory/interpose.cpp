@@ -221,6 +221,18 @@ inline __attribute__((always_inline)) void* allocate(std::size_t size, const voi
 // its address as soon as the C library lets it go), the new block after it. A realloc
 // that fails leaves the old block where it was: a record restores it (the heap's
 // accounting puts back the block this thread freed last). realloc(p, 0) frees p (glibc).
+// What a realloc returned (q), its old block p already recorded freed: a failure leaves p
+// where it was, and a record restores it.
+void* reallocated(void* p, void* q, std::size_t size, const void* caller) {
+  if (q == nullptr) {
+    const int saved = errno;
+    if (p != nullptr && size != 0) memory_restored(p);
+    errno = saved;
+    return nullptr;
+  }
+  return allocated(q, size, caller);
+}
+
 void* reallocate(void* p, std::size_t size, const void* caller) {
   if (p == nullptr) return allocate(size, caller);
   if (in_arena(p) || !next_known()) {  // a bootstrap block moves out of the arena
@@ -232,14 +244,17 @@ void* reallocate(void* p, std::size_t size, const void* caller) {
     return q;
   }
   memory_freed(p, 0);
-  void* q = g_next.realloc(p, size);
-  if (q == nullptr) {
-    const int saved = errno;
-    if (size != 0) memory_restored(p);
-    errno = saved;
-    return nullptr;
+  return reallocated(p, g_next.realloc(p, size), size, caller);
+}
+
+// calloc, with the caller where the program entered (calloc's, or a mimalloc name's).
+void* zeroed(std::size_t n, std::size_t size, const void* caller) {
+  if (!next_known()) {
+    if (size != 0 && n > SIZE_MAX / size) return nullptr;
+    return arena_alloc(n * size);  // static storage: zero already
   }
-  return allocated(q, size, caller);
+  void* p = g_next.calloc(n, size);
+  return p != nullptr ? allocated(p, n * size, caller) : nullptr;
 }
 
 // operator new's contract: loop on the new handler, throw bad_alloc when there is none.
@@ -284,14 +299,7 @@ RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept { return allocate(si
 
 RINGTRACE_ALLOC_API void free(void* p) noexcept { release(p, 0); }
 
-RINGTRACE_ALLOC_API void* calloc(std::size_t n, std::size_t size) noexcept {
-  if (!next_known()) {
-    if (size != 0 && n > SIZE_MAX / size) return nullptr;
-    return arena_alloc(n * size);  // static storage: zero already
-  }
-  void* p = g_next.calloc(n, size);
-  return p != nullptr ? allocated(p, n * size, RINGTRACE_CALLER) : nullptr;
-}
+RINGTRACE_ALLOC_API void* calloc(std::size_t n, std::size_t size) noexcept { return zeroed(n, size, RINGTRACE_CALLER); }
 
 RINGTRACE_ALLOC_API void* realloc(void* p, std::size_t size) noexcept { return reallocate(p, size, RINGTRACE_CALLER); }
 
@@ -387,14 +395,6 @@ RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::n
 
 namespace {
 
-// calloc's work for the mimalloc names when there is no mimalloc: the program's caller kept.
-void* zeroed(std::size_t n, std::size_t size, const void* caller) {
-  if (size != 0 && n > SIZE_MAX / size) return nullptr;
-  if (!next_known()) return arena_alloc(n * size);  // static storage: zero already
-  void* p = g_next.calloc(n, size);
-  return p != nullptr ? allocated(p, n * size, caller) : nullptr;
-}
-
 void mi_release(void* p, std::size_t size) {
   if (p == nullptr) return;
   if (!next_known() || g_next.mi_free == nullptr || in_arena(p)) {
@@ -410,13 +410,7 @@ void* mi_reallocate(void* p, std::size_t size, std::size_t align, const void* ca
   if (!have || in_arena(p)) return reallocate(p, size, caller);
   if (p != nullptr) memory_freed(p, 0);
   void* q = align == 0 ? g_next.mi_realloc(p, size) : g_next.mi_realloc_aligned(p, size, align);
-  if (q == nullptr) {
-    const int saved = errno;
-    if (p != nullptr && size != 0) memory_restored(p);
-    errno = saved;
-    return nullptr;
-  }
-  return allocated(q, size, caller);
+  return reallocated(p, q, size, caller);
 }
 
 }  // namespace

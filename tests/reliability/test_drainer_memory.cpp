@@ -37,11 +37,14 @@ std::uint64_t zone_calls(const ringtrace::KeyAverages& t) {
   return 0;
 }
 
-// Every staging array refused: the drainer never reads a ring. Without the fix the
-// program ended in std::terminate (the drainer's bad_alloc); with the exception caught but
-// threads still waiting, it would hang on its first full ring.
-TEST(DrainerMemory, ADrainerThatCannotAllocateNeverEndsNorStopsTheProgram) {
-  FailingStages failing("1000000000");
+struct ZonesRun {
+  ringtrace::SessionStats stats;
+  std::uint64_t zones = 0;  // "z" zones in the live table
+};
+
+// kZones zones on 1,024-record blocking rings, the drainer's first `failures` merges failing.
+ZonesRun zones_with_failing_merges(const char* failures) {
+  FailingStages failing(failures);
   ringtrace::Session session(small_blocking_rings());
   std::ostringstream text;
   const std::shared_ptr<ringtrace::Exporter> table = ringtrace::table_exporter(text);
@@ -51,31 +54,30 @@ TEST(DrainerMemory, ADrainerThatCannotAllocateNeverEndsNorStopsTheProgram) {
     RINGTRACE_ZONE("z");
   }
   session.stop();
-  const ringtrace::SessionStats s = session.stats();
+  return {session.stats(), zone_calls(dynamic_cast<const ringtrace::TableExporter&>(*table).table())};
+}
+
+// Every staging array refused: the drainer never reads a ring. Without the fix the
+// program ended in std::terminate (the drainer's bad_alloc); with the exception caught but
+// threads still waiting, it would hang on its first full ring.
+TEST(DrainerMemory, ADrainerThatCannotAllocateNeverEndsNorStopsTheProgram) {
+  const ZonesRun run = zones_with_failing_merges("1000000000");
+  const ringtrace::SessionStats& s = run.stats;
   // Here: the thread went through its 50,000 zones (it dropped at a full ring rather than
   // wait; how many it dropped is in its ring, which no pass read).
   EXPECT_GE(s.drainer_out_of_memory, 1u);
   EXPECT_EQ(s.recorded, 0u) << "no pass finished: nothing can have been delivered";
-  EXPECT_EQ(zone_calls(dynamic_cast<const ringtrace::TableExporter&>(*table).table()), 0u);
+  EXPECT_EQ(run.zones, 0u);
 }
 
 // One refusal, then memory again: the pass that failed took nothing from the ring, the
 // next ones deliver everything; what the thread dropped meanwhile is counted, so the
 // zones delivered and the events dropped account for every event.
 TEST(DrainerMemory, AfterAFailedPassTheDrainerGoesOnAndEveryEventIsAccountedFor) {
-  FailingStages failing("1");
-  ringtrace::Session session(small_blocking_rings());
-  std::ostringstream text;
-  const std::shared_ptr<ringtrace::Exporter> table = ringtrace::table_exporter(text);
-  session.add_exporter(table);
-  session.start();
-  for (int i = 0; i < kZones; ++i) {
-    RINGTRACE_ZONE("z");
-  }
-  session.stop();
-  const ringtrace::SessionStats s = session.stats();
+  const ZonesRun run = zones_with_failing_merges("1");
+  const ringtrace::SessionStats& s = run.stats;
   EXPECT_EQ(s.drainer_out_of_memory, 1u);
-  const std::uint64_t zones = zone_calls(dynamic_cast<const ringtrace::TableExporter&>(*table).table());
+  const std::uint64_t zones = run.zones;
   EXPECT_GT(zones, 0u);
   if (s.dropped == 0) {
     EXPECT_EQ(zones, static_cast<std::uint64_t>(kZones)) << "nothing dropped: every zone delivered";
