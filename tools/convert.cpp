@@ -193,7 +193,7 @@ Request parse(const std::vector<std::string>& args) {
       r.rings = false;
     } else if (a == "--symbols-path") {
       r.symbol_paths.emplace_back(option_value(args, i));
-    } else if (!a.empty() && a[0] == '-') {
+    } else if (a.size() > 1 && a[0] == '-') {  // '-' alone is an input: refused as one (check_input)
       throw UsageError("unknown option '" + a + "' (see ringtrace convert --help)");
     } else if (r.input.empty()) {
       r.input = a;

@@ -1,4 +1,5 @@
-// ringtrace: converts, reports on and inspects binary trace files (.rtrace).
+// ringtrace: records programs, and converts, reports on and inspects binary trace files
+// (.rtrace).
 //   ringtrace convert FILE --chrome OUT.json --pstats OUT.prof --folded OUT.folded ...
 //   ringtrace report FILE
 //   ringtrace info FILE
@@ -49,7 +50,8 @@ constexpr Command kCommands[] = {
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
     {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
-     "runs a program that links ringtrace, recording all of it"},
+     "runs PROGRAM and records it whole: its zones and -finstrument-functions calls, and with --memory "
+     "the allocations of any dynamically linked program"},
     {"version", version, "", "the tool's version (also --version, -V)"},
 };
 
@@ -57,7 +59,8 @@ void print_usage(std::FILE* out) {
   std::fputs(
       "usage: ringtrace <command> [arguments]\n"
       "\n"
-      "Records programs that link ringtrace, and reads the binary trace files (.rtrace) they write.\n"
+      "Records programs (unmodified ones too: record --memory) and reads the binary trace files\n"
+      "(.rtrace) of their recordings.\n"
       "\n"
       "commands:\n",
       out);

@@ -1,6 +1,7 @@
-// ringtrace record: runs a program that links ringtrace with a session the runtime starts
-// from the environment (RINGTRACE_OUTPUT and the variables beside it; runtime/launch/),
-// stopped at the program's exit. No change to the program's code.
+// ringtrace record: runs a program with a session the runtime starts from the environment
+// (RINGTRACE_OUTPUT and the variables beside it; runtime/launch/), stopped at the
+// program's exit: the runtime the program links, or with --memory the one preloaded into a
+// program that links none. No change to the program's code.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,12 +33,15 @@ namespace {
 constexpr const char* kHelp =
     "usage: ringtrace record [outputs] [options] -- PROGRAM [ARGS...]\n"
     "\n"
-    "Runs PROGRAM, which links ringtrace (and, for every function without a macro,\n"
-    "ringtrace::functions with code built with -finstrument-functions), recording the\n"
-    "whole run: the runtime starts a session when the program starts and stops it at its\n"
-    "exit (or at SIGINT/SIGTERM). It sets the environment variables below for PROGRAM;\n"
-    "they work the same set by hand. Exits with PROGRAM's status (128 + N when signal N\n"
-    "ended it), or 1 when PROGRAM exited 0 but an output was not written whole.\n"
+    "Runs PROGRAM and records the whole run: the zones of a PROGRAM that links ringtrace\n"
+    "(RINGTRACE_ZONE and the other macros), the calls of code built with\n"
+    "-finstrument-functions (linked with ringtrace::functions), and with --memory every\n"
+    "allocation, in any dynamically linked PROGRAM: one that does not link ringtrace is\n"
+    "recorded through a preload, which records its -finstrument-functions calls too. The\n"
+    "runtime starts a session when the program starts and stops it at its exit (or at\n"
+    "SIGINT/SIGTERM). It sets the environment variables below for PROGRAM; they work the\n"
+    "same set by hand. Exits with PROGRAM's status (128 + N when signal N ended it), or 1\n"
+    "when PROGRAM exited 0 but an output was not written whole.\n"
     "\n"
     "outputs (any subset; none: -o run.rtrace)      RINGTRACE_OUTPUT=format:path,...\n"
     "  -o, --output OUT  binary trace file (ringtrace convert, report, info)\n"

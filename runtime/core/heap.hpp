@@ -68,6 +68,13 @@ inline constexpr std::size_t kMemoryPayloadWords = 4;
 // The most bytes a payload takes (a stack of kMaxAllocFrames frames).
 inline constexpr std::size_t kMaxMemoryPayloadBytes = (kMemoryPayloadWords + kMaxAllocFrames) * 8;
 
+// The size from which no block can be real: x86-64's user address space is 2^47 bytes
+// (with 5-level paging the kernel maps above it only where a program asks for an address
+// there, which malloc never does), so every block a process allocates is smaller. A
+// file's memory record of this size or more is damaged or crafted: the reader refuses it
+// (decoder.hpp) rather than add it to totals that would wrap.
+inline constexpr std::uint64_t kAddressSpaceBytes = std::uint64_t{1} << 47;
+
 // The payload's words written at `out` (kMaxMemoryPayloadBytes of room); returns their
 // bytes (Event::text_size).
 // `flags`: kPayloadSampledOut, kPayloadRestore, kPayloadSampled.

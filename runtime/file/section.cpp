@@ -528,6 +528,11 @@ bool Section::decode_records(Thread& t, trace_file::RingWords& ring, std::uint64
     case DecodeStop::unknown:
       meta_.problem = "a record this reader cannot read (chunk at byte " + std::to_string(frame_offset) + ")";
       return false;
+    case DecodeStop::too_large:
+      meta_.problem = "a memory record of " + std::to_string(counts_.too_large_bytes) +
+                      " bytes, more than a process can allocate (2^47, x86-64's user address space; chunk at byte " +
+                      std::to_string(frame_offset) + "): damaged file";
+      return false;
     default:
       return true;  // every record, or up to the stop time
   }

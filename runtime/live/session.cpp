@@ -106,7 +106,11 @@ struct Session::Impl {
   // instructions and one record while held), so that the markers' times are in the
   // order of their numbers whichever threads call.
   std::atomic_flag step_lock = ATOMIC_FLAG_INIT;
-  bool windows = false;   // a schedule or window exporters: step 0 is a zone from start()
+  // A schedule, or window exporters the window router feeds (not a flight recorder's,
+  // which get snapshots only): step 0 is a zone from start(), the window router's first
+  // step. Without them a step's zone begins at step(), so a program that never calls it
+  // has none (a "step #0" as long as the run would be half the table's self time).
+  bool windows = false;
   bool recording = true;  // the current step records (else the epoch is paused)
   // The current step's zone was begun. Atomic: a step() that cannot take the lock reads
   // it to count what it loses.
@@ -381,7 +385,8 @@ bool Session::start_recording() {
   const std::vector<std::filesystem::path> session_outputs = detail::OutputClaims(impl_->exporters).paths();
   const bool recorder = config.flight_recorder.keep.count() > 0;
   // With the flight recorder and no schedule, the factories get snapshots only.
-  if (!impl_->window_factories.empty() && (config.schedule.has_value() || !recorder)) {
+  const bool window_router = !impl_->window_factories.empty() && (config.schedule.has_value() || !recorder);
+  if (window_router) {
     exporters.push_back(detail::make_window_router(config.schedule, impl_->window_factories, session_outputs));
   }
   detail::FlightRecorderHandle flight;
@@ -440,7 +445,7 @@ bool Session::start_recording() {
   impl_->end_of_lost_step = false;
   impl_->step_gap_ticks = std::max<std::uint64_t>(2, static_cast<std::uint64_t>(2 * clock.ticks_per_second / 1e9) + 1);
   impl_->phase_until = 0;
-  impl_->windows = config.schedule.has_value() || !impl_->window_factories.empty();
+  impl_->windows = config.schedule.has_value() || window_router;
   impl_->lock_steps();
   impl_->begin_step(0);
   impl_->unlock_steps();

@@ -221,6 +221,12 @@ grep -A1 '^1000100 1000 11 zone_begin "zone"$' "${work}/out/synthetic_switches.r
 has "${work}/synthetic/synthetic_switches_merged.rtrace" ' switch_in "ringtrace: switched in" bits=0$'
 
 has "${work}/synthetic/synthetic_flag_other_bits.rtrace" ' zone_begin "zone"$'  # feature bits but bit 0 ignored
+# Memory sizes no process allocates (2^47 bytes and more): the file refused as damaged there.
+for pair in huge_alloc:9223372036854775808 huge_free:140737488355328; do
+  grep -q "^ringtrace dump: .*synthetic_${pair%%:*}.rtrace: a memory record of ${pair#*:} bytes, more than a process can allocate (2^47, x86-64's user address space; chunk at byte [0-9]*): damaged file$" \
+    "${work}/out/synthetic_${pair%%:*}.rtrace.dump.err" || fail "${pair%%:*}: $(cat "${work}/out/synthetic_${pair%%:*}.rtrace.dump.err")"
+done
+has "${work}/synthetic/synthetic_largest_alloc.rtrace" ' alloc "ringtrace: allocated" bytes=140737488355327$'
 
 # --- Inputs that are no regular file: refused before reading, in the same words ------------
 inputs="${work}/inputs"

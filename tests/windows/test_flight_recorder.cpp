@@ -10,11 +10,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "flight_recorder.hpp"  // runtime/streams: the recorder alone
+#include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"
@@ -288,6 +290,53 @@ TEST(FlightRecorder, RequestsInALoopCostAConstantAndHoldNoMemory) {
   EXPECT_GE(stats.snapshots, 1u);
   EXPECT_EQ(stats.snapshots, snapshots.infos.size());
   EXPECT_TRUE(stats.exporter_errors.empty());
+}
+
+// A recorder and its window exporter in a program that never calls step() (issue 48,
+// point 7): no step zone in the stream, so no "step #0" row in the table holding the
+// whole run's time beside the zones; the zones' rows hold the whole self time. A
+// step() makes its step's row, as in a session without a recorder.
+TEST(FlightRecorder, AloneMakesNoStepZone) {
+  for (const bool stepped : {false, true}) {
+    Config config;
+    config.flight_recorder.keep = 40ms;
+    Session session(config);
+    auto live = std::make_shared<MemoryExporter>();
+    session.add_exporter(live);
+    std::ostringstream unprinted;
+    auto table = table_exporter(unprinted);
+    session.add_exporter(table);
+    Snapshots snapshots;
+    session.add_window_exporter(snapshots.factory());
+    session.start();
+    for (int i = 0; i < 20; ++i) request(100us, i);
+    if (stepped) session.step();
+    for (int i = 20; i < 40; ++i) request(100us, i);
+    session.stop();
+    const RecordedTrace trace = live->trace();
+    const RecordedTraceContext context(trace);
+    std::vector<std::uint64_t> steps;  // the step numbers of the step zones begun
+    for (const Event& e : trace.events) {
+      if (e.kind == EventKind::zone_begin && is_step_site(context.site(e.site))) steps.push_back(e.value.u);
+    }
+    const KeyAverages& averages = dynamic_cast<const TableExporter&>(*table).table();
+    std::vector<std::string> names;
+    std::uint64_t self_ns = 0;
+    for (const TableRow& r : averages.rows) {
+      names.push_back(r.name);
+      self_ns += r.self_ns;
+    }
+    std::sort(names.begin(), names.end());
+    if (stepped) {
+      EXPECT_EQ(steps, std::vector<std::uint64_t>{1});
+      EXPECT_EQ(names, (std::vector<std::string>{"request", "step #1", "work"}));
+    } else {
+      EXPECT_TRUE(steps.empty()) << steps.size() << " step zones, the first of step " << steps.front();
+      EXPECT_EQ(names, (std::vector<std::string>{"request", "work"}));
+      EXPECT_EQ(self_ns, averages.self_total_ns);
+    }
+    EXPECT_TRUE(snapshots.infos.empty());
+  }
 }
 
 // The bound itself, on the recorder alone: with a rate limit two requests wait at most

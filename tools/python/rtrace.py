@@ -85,6 +85,9 @@ X_SAMPLED_OUT, X_RESTORE, X_SAMPLED = 1 << 17, 1 << 18, 1 << 19
 X_PACKED_FLAGS_SHIFT, X_PACKED_FLAGS = 8, 0xE00
 X_FRAMES_SHIFT = 24  # an extended_alloc_at header: its stack's frames in bits 24-31
 SESSION_MEMORY, SESSION_MEMORY_SIZED = 1, 2  # a stream's file: sizes only, no addresses
+# A memory record's size from which no block is real (x86-64's user address space): the
+# file is damaged or crafted.
+ADDRESS_SPACE_BYTES = 1 << 47
 # What a value record (kinds 3-6) becomes, by its site's kind.
 VALUE_EVENT = {S_VALUE: ARG, S_FLOW_OUT: FLOW_OUT, S_FLOW_IN: FLOW_IN, S_ASYNC_BEGIN: ASYNC_BEGIN,
                S_ASYNC_END: ASYNC_END}
@@ -877,6 +880,10 @@ class Section:
                         ns = last_ns
                 if kind == R_EXTENDED:
                     if raw is not None and index in (X_ALLOC, X_FREE, X_ALLOC_AT) and value:
+                        if value[1] >= ADDRESS_SPACE_BYTES:
+                            raise Problem("a memory record of %d bytes, more than a process can allocate (2^47, "
+                                          "x86-64's user address space; chunk at byte %d): damaged file"
+                                          % (value[1], offset))
                         # The address, size and flags until the heap's accounting (deliver) sizes it.
                         append(Event(ns, FREE if index == X_FREE else ALLOC, MEMORY_SITES[index], value, 0, t))
                 elif kind == R_DROPPED:
