@@ -287,7 +287,7 @@ class CallGraphExporter final : public Exporter {
     const std::string text = dot_text(parts, options_, process, options_.per_thread);
     run_ = Run{};
     dot_->write_run(text);
-    if (svg_) svg_->write_run(detail::render_svg_with_dot(text, svg_path_));
+    if (svg_) svg_->write_run(detail::render_svg_with_dot(text, svg_path_, options_.dot_seconds));
   }
 
  private:

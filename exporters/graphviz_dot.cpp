@@ -8,9 +8,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -82,9 +85,33 @@ std::vector<char*> environment_for_dot() {
   return env;
 }
 
-// Runs dot with the three descriptors as its standard streams; its wait status, or -1
-// when the program reaps its children itself (SIGCHLD ignored) and the status is gone.
-int run_dot(int in, int out, int err, const std::string& target) {
+// Waits for `pid` up to `limit_seconds` (0: no limit), killing it then; its wait status,
+// or -1 when the program reaps its children itself (SIGCHLD ignored) and the status is
+// gone. Polls every 10 ms: dot runs for milliseconds to seconds.
+int wait_for(pid_t pid, double limit_seconds, const std::string& target) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_seconds);
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, limit_seconds > 0 ? WNOHANG : 0);
+    if (done == pid) return status;
+    if (done < 0 && errno != EINTR) return -1;  // ECHILD: reaped by the program's own SIGCHLD handling
+    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+      char limit[64];
+      std::snprintf(limit, sizeof limit, "%g", limit_seconds);
+      fail(target, std::string("dot had not finished after ") + limit + " s (a large graph with long cycles); " +
+                       "draw the .dot file by hand (dot -Tsvg), or leave out more with a higher node threshold");
+    }
+    if (done == 0) {
+      const timespec pause{0, 10'000'000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+}
+
+// Runs dot with the three descriptors as its standard streams; its wait status (as wait_for).
+int run_dot(int in, int out, int err, const std::string& target, double limit_seconds) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   posix_spawn_file_actions_init(&actions);
@@ -113,12 +140,7 @@ int run_dot(int in, int out, int err, const std::string& target) {
     fail(target, "Graphviz's dot is not on PATH (Debian: apt install graphviz)");
   }
   if (started != 0) fail(target, std::string("cannot run dot: ") + std::strerror(started));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno == EINTR) continue;
-    return -1;  // ECHILD: reaped by the program's own SIGCHLD handling
-  }
-  return status;
+  return wait_for(pid, limit_seconds, target);
 }
 
 std::string first_line(const std::string& text) {
@@ -151,12 +173,12 @@ bool graphviz_dot_on_path() {
   return false;
 }
 
-std::string render_svg_with_dot(std::string_view dot_text, const std::string& target) {
+std::string render_svg_with_dot(std::string_view dot_text, const std::string& target, double limit_seconds) {
   const Fd in(memory_file("ringtrace-dot-input", target));
   const Fd out(memory_file("ringtrace-dot-svg", target));
   const Fd err(memory_file("ringtrace-dot-errors", target));
   write_all(in.fd, dot_text, target);
-  const int status = run_dot(in.fd, out.fd, err.fd, target);
+  const int status = run_dot(in.fd, out.fd, err.fd, target, limit_seconds);
   std::string svg = read_all(out.fd, target);
   if (status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
     const std::string said = first_line(read_all(err.fd, target));

@@ -16,7 +16,9 @@ bool graphviz_dot_on_path();
 // on, no file name to race for); it runs with the signal mask and dispositions reset and
 // without LD_PRELOAD and the RINGTRACE_ variables (never recorded itself). Throws
 // std::runtime_error naming `target` (the SVG it was for) when `dot` is not on PATH, when
-// it fails (with the first line it wrote on standard error) or writes no SVG.
-std::string render_svg_with_dot(std::string_view dot_text, const std::string& target);
+// it fails (with the first line it wrote on standard error) or writes no SVG, or when it
+// has not finished after `limit_seconds` (0: no limit; it is then killed): Graphviz's
+// layout of a large graph with long cycles can take minutes.
+std::string render_svg_with_dot(std::string_view dot_text, const std::string& target, double limit_seconds);
 
 }  // namespace ringtrace::detail

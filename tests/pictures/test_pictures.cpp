@@ -184,6 +184,49 @@ TEST(CallGraph, SvgIsDrawnByDotAndItsAbsenceIsSaid) {
   std::filesystem::remove_all(dir);
 }
 
+// A `dot` that is not Graphviz's: a script put first on PATH for one test.
+class FakeDot {
+ public:
+  FakeDot(const std::filesystem::path& dir, const std::string& script) : path_(std::getenv("PATH")) {
+    std::filesystem::create_directories(dir / "bin");
+    std::ofstream(dir / "bin" / "dot") << "#!/bin/sh\n" << script << "\n";
+    std::filesystem::permissions(dir / "bin" / "dot", std::filesystem::perms::owner_all);
+    setenv("PATH", ((dir / "bin").string() + ":" + path_).c_str(), 1);
+  }
+  ~FakeDot() { setenv("PATH", path_.c_str(), 1); }
+
+ private:
+  std::string path_;
+};
+
+// What `dot` does wrong is said, naming the SVG: its failure and first error line, an
+// output that is no SVG, a run past the time limit (killed). The .dot is there each time.
+TEST(CallGraph, DotsFailuresAreSaid) {
+  const std::filesystem::path dir = scratch("fake_dot");
+  const auto error_of = [&](const std::string& script, double seconds) -> std::string {
+    FakeDot fake(dir, script);
+    CallGraphOptions options;
+    options.dot_seconds = seconds;
+    auto exporter = call_graph_exporter(dir / "calls.svg", options);
+    try {
+      replay(known_tree(), *exporter);
+    } catch (const std::runtime_error& e) {
+      EXPECT_GT(std::filesystem::file_size(dir / "calls.dot"), 100u);
+      EXPECT_FALSE(std::filesystem::exists(dir / "calls.svg"));
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string prefix = "cannot draw '" + (dir / "calls.svg").string() + "': ";
+  std::string e = error_of("cat >/dev/null; echo 'Error: <stdin>: syntax error in line 3' >&2; exit 3", 0);
+  EXPECT_TRUE(has(e, prefix + "dot failed (exit status 3): Error: <stdin>: syntax error in line 3")) << e;
+  e = error_of("cat >/dev/null; echo '<html>'", 0);
+  EXPECT_TRUE(has(e, prefix + "dot wrote no whole SVG (7 bytes)")) << e;
+  e = error_of("exec sleep 1000", 0.2);
+  EXPECT_TRUE(has(e, prefix + "dot had not finished after 0.2 s")) << e;
+  std::filesystem::remove_all(dir);
+}
+
 // The frames of a flame graph SVG: stack (from depth and offsets) -> (offset, value, x, width).
 struct Frame {
   std::string name;

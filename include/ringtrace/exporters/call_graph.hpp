@@ -37,6 +37,10 @@ struct CallGraphOptions {
   // on-CPU times in place of wall times (Config::context_switches). The caption says so.
   bool estimate_sampled = false;
   bool on_cpu = false;
+  // An ".svg" path: Graphviz's dot is stopped after this long (0: never), and the .dot
+  // file is left to draw by hand. Its layout grows with the boxes and arrows drawn, not
+  // with the events, but a graph of a few hundred boxes in long cycles can take minutes.
+  double dot_seconds = 60;
 };
 
 // At stop(): a path ending in ".svg" gets the graph drawn by Graphviz's `dot -Tsvg`, and
