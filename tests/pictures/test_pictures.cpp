@@ -13,12 +13,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringtrace/exporters/call_graph.hpp"
 #include "ringtrace/exporters/flame_graph.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/recorded_trace.hpp"
+#include "ringtrace/ringtrace.hpp"
 
 namespace ringtrace {
 namespace {
@@ -393,6 +395,51 @@ TEST(FlameGraph, NothingToDrawIsSaid) {
   memory.value = FlameValue::alloc_bytes;
   EXPECT_TRUE(has(flame_svg(known_tree(), memory), "app: no allocations recorded"));
   EXPECT_TRUE(frames_of(flame_svg(empty)).empty());
+}
+
+// A live session (the drainer calls the exporters): two threads' calls counted in the
+// call graph, and the flame graph equal to the folded stacks of the same session.
+TEST(Pictures, LiveSessionDrawsBoth) {
+  constexpr int kOuter = 300, kInner = 4;
+  std::ostringstream dot, flame, folded;
+  {
+    Config config;
+    config.overflow = OverflowPolicy::block;
+    Session session(config);
+    session.add_exporter(call_graph_exporter(dot));
+    FlameGraphOptions flame_options;
+    flame_options.merge_below = 0;
+    session.add_exporter(flame_graph_exporter(flame, flame_options));
+    session.add_exporter(folded_stacks_exporter(folded));
+    session.start();
+    const auto work = [] {
+      for (int i = 0; i < kOuter; ++i) {
+        RINGTRACE_ZONE("outer");
+        for (int j = 0; j < kInner; ++j) {
+          RINGTRACE_ZONE("inner");
+        }
+      }
+    };
+    std::thread other(work);
+    work();
+    other.join();
+    session.stop();
+    ASSERT_EQ(session.stats().dropped, 0u);
+  }
+  EXPECT_TRUE(has(dot.str(), "\\n" + std::to_string(2 * kOuter) + "\u00d7\", tooltip=\"outer")) << dot.str();
+  EXPECT_TRUE(has(dot.str(), "\\n" + std::to_string(2 * kOuter * kInner) + "\u00d7\", tooltip=\"inner")) << dot.str();
+  std::map<std::string, std::uint64_t> expected;
+  std::istringstream lines(folded.str());
+  for (std::string line; std::getline(lines, line);) {
+    const std::uint64_t value = std::stoull(line.substr(line.rfind(' ') + 1));
+    std::string prefix = "all";
+    expected[prefix] += value;
+    std::istringstream frames(line.substr(0, line.rfind(' ')));
+    for (std::string frame; std::getline(frames, frame, ';');) expected[prefix += ";" + frame] += value;
+  }
+  const auto frames = by_stack(frames_of(flame.str()));
+  ASSERT_EQ(frames.size(), expected.size()) << flame.str();
+  for (const auto& [stack, value] : expected) EXPECT_EQ(frames.count(stack) == 1 ? frames.at(stack).v : 0, value);
 }
 
 }  // namespace
