@@ -187,6 +187,31 @@ void check_picture_options(const std::vector<std::string>& args, const Request& 
   }
 }
 
+// args[i] if it is the call graph's or the flame graph's (and its value), into `r`.
+bool picture_option(const std::vector<std::string>& args, std::size_t& i, Request& r) {
+  const std::string& a = args[i];
+  if (a == "--callgraph") {
+    r.callgraph = option_value(args, i);
+  } else if (a == "--flamegraph") {
+    r.flamegraph = option_value(args, i);
+  } else if (a == "--node-threshold" || a == "--edge-threshold") {
+    (a == "--node-threshold" ? r.callgraph_options.node_threshold : r.callgraph_options.edge_threshold) =
+        parse_percent(a, option_value(args, i));
+  } else if (a == "--per-thread") {
+    r.callgraph_options.per_thread = true;
+  } else if (a == "--icicle") {
+    r.flamegraph_options.icicle = true;
+  } else if (a == "--memory" || a == "--leaks") {
+    const FlameValue v = a == "--memory" ? FlameValue::alloc_bytes : FlameValue::leaked_bytes;
+    if (r.flamegraph_options.value != FlameValue::self_ns && r.flamegraph_options.value != v)
+      throw UsageError("--memory and --leaks: one flame graph value only");
+    r.flamegraph_options.value = v;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // The command line, or UsageError.
 Request parse(const std::vector<std::string>& args) {
   Request r;
@@ -204,22 +229,8 @@ Request parse(const std::vector<std::string>& args) {
       r.summary = option_value(args, i);
     } else if (a == "--table") {
       r.table = option_value(args, i);
-    } else if (a == "--callgraph") {
-      r.callgraph = option_value(args, i);
-    } else if (a == "--flamegraph") {
-      r.flamegraph = option_value(args, i);
-    } else if (a == "--node-threshold" || a == "--edge-threshold") {
-      (a == "--node-threshold" ? r.callgraph_options.node_threshold : r.callgraph_options.edge_threshold) =
-          parse_percent(a, option_value(args, i));
-    } else if (a == "--per-thread") {
-      r.callgraph_options.per_thread = true;
-    } else if (a == "--icicle") {
-      r.flamegraph_options.icicle = true;
-    } else if (a == "--memory" || a == "--leaks") {
-      const FlameValue v = a == "--memory" ? FlameValue::alloc_bytes : FlameValue::leaked_bytes;
-      if (r.flamegraph_options.value != FlameValue::self_ns && r.flamegraph_options.value != v)
-        throw UsageError("--memory and --leaks: one flame graph value only");
-      r.flamegraph_options.value = v;
+    } else if (picture_option(args, i, r)) {
+      // --callgraph, --flamegraph and their options: read there
     } else if (a == "--source-locations") {
       r.chrome_options.source_locations = true;
     } else if (a == "--per-thread-counters") {
