@@ -72,11 +72,16 @@ constexpr const char* kHelp =
     "                    off-CPU)                            RINGTRACE_CONTEXT_SWITCHES=1\n"
     "                    Where the kernel refuses them (perf_event_paranoid 3, a seccomp\n"
     "                    filter), this is said once and PROGRAM is recorded without them.\n"
-    "  --memory          record every allocation and free (malloc, operator new, ...):\n"
-    "                    report gains each zone's bytes, the heap's peak and --leaks.\n"
+    "  --memory          record every allocation and free (malloc, operator new, ...),\n"
+    "                    each allocation with its caller: report gains each zone's\n"
+    "                    bytes, the heap's peak, --leaks and --memory (where it went).\n"
     "                    A dynamically linked PROGRAM that does not link ringtrace is\n"
     "                    recorded through libringtrace_preload.so (LD_PRELOAD); one\n"
     "                    that links ringtrace links ringtrace::memory     RINGTRACE_MEMORY=1\n"
+    "  --memory-stacks[=SIZE]  --memory, and the whole call stack of one allocation in\n"
+    "                    every SIZE bytes allocated on average (default 512K; byte\n"
+    "                    sampling, weighed back in report --memory: unbiased estimates)\n"
+    "                                                     RINGTRACE_MEMORY_STACKS\n"
     "  --node-id ID      the node the program's processes run on, as report --by-node\n"
     "                    and merged files name it (default: host:pid)  RINGTRACE_NODE_ID\n"
     "\n"
@@ -152,6 +157,21 @@ const std::string& duration_value(std::string_view option, const std::string& te
   return text;
 }
 
+// A size of bytes: digits with an optional K, M or G (1024-based).
+std::uint64_t byte_count(std::string_view option, const std::string& text) {
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  const std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  const std::uint64_t scale = unit.empty()  ? 1
+                              : unit == "K" ? 1024
+                              : unit == "M" ? 1024 * 1024
+                              : unit == "G" ? 1u << 30
+                                            : 0;
+  if (digits == 0 || scale == 0 || (digits != std::string::npos && digits > 12) || text.size() > 13) {
+    throw UsageError(std::string(option) + " takes a size in bytes (512K, 1M, 4096), not '" + text + "'");
+  }
+  return std::stoull(text.substr(0, digits)) * scale;
+}
+
 const std::string& regex_value(std::string_view option, const std::string& text) {
   try {
     std::regex check(text);
@@ -202,6 +222,11 @@ RecordPlan parse_plan(const std::vector<std::string>& args) {
       plan.switches = true;
     } else if (a == "--memory") {
       plan.settings.emplace_back("RINGTRACE_MEMORY", "1");
+      plan.memory = true;
+    } else if (a == "--memory-stacks" || a.starts_with("--memory-stacks=")) {
+      const std::string value = a.size() > 15 ? a.substr(16) : "512K";
+      plan.settings.emplace_back("RINGTRACE_MEMORY", "1");
+      plan.settings.emplace_back("RINGTRACE_MEMORY_STACKS", std::to_string(byte_count(a, value)));
       plan.memory = true;
     } else if (a == "--node-id") {
       const std::string& id = option_value(args, i);

@@ -77,7 +77,11 @@ int report(const std::vector<std::string>& args) {
         "it with --sort-by flops). A recording with allocations (ringtrace record --memory)\n"
         "adds the table's CPU Mem columns (keys cpu-mem, self-cpu-mem) and a memory summary;\n"
         "--leaks prints, instead of the table, the blocks still live at the end grouped by the\n"
-        "zones that allocated them, largest first (--rows of them). --stragglers prints, for a\n"
+        "zones and the function that allocated them, largest first (--rows of them). --memory\n"
+        "prints instead where the memory went: the functions that allocated most, by bytes,\n"
+        "calls, part of the heap's peak and leaked bytes (exact: each allocation's caller), and\n"
+        "with --memory-stacks recordings the sampled call stacks of most bytes allocated and\n"
+        "leaked (estimates, said so). --stragglers prints, for a\n"
         "merged file of stepped processes, each step's time per process and the slowest.\n"
         "A file cut short is read up to its last complete chunk,\n"
         "then from its ring file if the recording kept one (see ringtrace convert --help;\n"
@@ -100,6 +104,7 @@ int report(const std::vector<std::string>& args) {
   bool stragglers = false;
   bool rows_given = false;
   bool leaks = false;
+  bool memory_sites = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
@@ -127,6 +132,8 @@ int report(const std::vector<std::string>& args) {
       rings = false;
     } else if (args[i] == "--leaks") {
       leaks = true;
+    } else if (args[i] == "--memory") {
+      memory_sites = true;
     } else if (!args[i].empty() && args[i][0] == '-') {
       return error("report", "unknown option '" + args[i] + "' (see ringtrace report --help)", 2);
     } else if (input.empty()) {
@@ -142,9 +149,10 @@ int report(const std::vector<std::string>& args) {
   }
   check_input(input, rings);
   if (stragglers) return report_stragglers(input, rings, rows_given ? table_options.row_limit : 0);
-  // --leaks: the table is computed (and left unprinted) all the same: one code path.
+  // --leaks, --memory: the table is computed (and left unprinted) all the same: one code path.
   std::ostringstream unprinted;
-  auto table = leaks ? table_exporter(unprinted, table_options) : table_exporter(std::cout, table_options);
+  auto table =
+      leaks || memory_sites ? table_exporter(unprinted, table_options) : table_exporter(std::cout, table_options);
   // The summary is held until the end: a recording without capture regions has nothing
   // to say there (every op outside every region), so it is left out.
   std::ostringstream summary_text;
@@ -158,8 +166,14 @@ int report(const std::vector<std::string>& args) {
   Exporter* const all[] = {table.get(), summary.get(), &kept};
   const ReplayResult result = replay_file(input, all, options);
   const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
+  if (memory_sites) {
+    std::cout << memory_report(kept.stats.memory, kept.start_ns, result.processes.size(), table_options.row_limit);
+    std::cout.flush();
+    if (!result.problem.empty()) return error("report", input + ": " + result.problem);
+    return 0;
+  }
   if (leaks) {
-    std::cout << memory_summary(kept.stats.memory, kept.start_ns)
+    std::cout << memory_summary(kept.stats.memory, kept.start_ns, result.processes.size())
               << leaks_table(kept.stats.memory, table_options.row_limit);
     std::cout.flush();
     if (!result.problem.empty()) return error("report", input + ": " + result.problem);
@@ -167,7 +181,7 @@ int report(const std::vector<std::string>& args) {
   }
   if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
   // Allocations (a recording with Config::memory): one line, or two.
-  const std::string memory = memory_summary(kept.stats.memory, kept.start_ns);
+  const std::string memory = memory_summary(kept.stats.memory, kept.start_ns, result.processes.size());
   if (!memory.empty()) std::cout << "\n" << memory;
   // What the table does not show: calls of instrumented functions left out, by function.
   const std::string left_out =

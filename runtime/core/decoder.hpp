@@ -119,9 +119,8 @@ inline EventKind value_event_kind(SiteKind kind) {
 //                                                 a zone named at run time: its site (runtime_names.hpp)
 //          SiteId dropped()                       the site of `dropped` events
 //          SiteId memory(ExtendedKind)            the site of `alloc` / `free` events
-//   Texts: std::uint64_t store(const char*, std::size_t)   keeps a text; returns Event::value.u
-//          std::uint64_t memory(std::uint64_t address, std::uint64_t size)
-//                                                 keeps an alloc's or free's; returns Event::value.u
+//   Texts: std::uint64_t store(const char*, std::size_t)   keeps a text (or an alloc's or
+//                                                 free's payload, heap.hpp); returns Event::value.u
 //   Clock: std::uint64_t to_ns(std::uint64_t ticks) const    any ticks to ns
 //          ClockSegment fast() const     a line that converts every ticks from its base on
 //                                        as to_ns() does (kept in registers by decode())
@@ -382,17 +381,28 @@ class RingDecoder {
           break;
         default: {  // record_extended
           const std::uint64_t subtype = extended_subtype(header);
-          if (is_memory_record(header)) {  // timed, 4 slots (else skipped as an unknown one)
-            // An allocation or a free: its address and size go with the event through the
-            // owner's store to the heap's accounting after the merge (heap.hpp), which
-            // gives exporters the size in value.u.
-            site = sites_.memory(static_cast<ExtendedKind>(subtype));
+          if (is_memory_record(header)) {  // timed, of its subtype's slots (else skipped as an unknown one)
+            // An allocation or a free: its address, size, caller and stack go with the
+            // event through the owner's store to the heap's accounting after the merge
+            // (heap.hpp), which gives exporters the size in value.u.
+            const bool free = subtype == extended_free;
+            site = sites_.memory(free ? extended_free : extended_alloc);
             if (site == kInvalidSite) break;
             e.site = site;
-            e.kind = subtype == extended_alloc ? EventKind::alloc : EventKind::free;
-            e.text_size = kMemoryPayloadBytes;
-            e.value.u = texts_.memory(field_at(at, offsetof(MemoryRecord, address)),
-                                      field_at(at, offsetof(MemoryRecord, size)));
+            e.kind = free ? EventKind::free : EventKind::alloc;
+            const bool with_caller = subtype == extended_alloc_at;
+            const std::uint64_t frames = with_caller ? alloc_frames(header) : 0;
+            std::uint64_t stack[kMaxAllocFrames];
+            for (std::uint64_t f = 0; f < frames; ++f) stack[f] = field_at(at, sizeof(AllocRecord) + 8 * f);
+            alignas(8) char payload[kMaxMemoryPayloadBytes];
+            e.text_size = write_memory_payload(
+                payload, field_at(at, offsetof(MemoryRecord, address)), field_at(at, offsetof(MemoryRecord, size)),
+                with_caller ? field_at(at, offsetof(AllocRecord, caller)) : 0,
+                ((header & kMemorySampledOut) != 0 ? kPayloadSampledOut : 0) |
+                    (!free && (header & kMemoryRestore) != 0 ? kPayloadRestore : 0) |
+                    (with_caller && (header & kMemoryStackSampled) != 0 ? kPayloadSampled : 0),
+                stack, static_cast<std::size_t>(frames));
+            e.value.u = texts_.store(payload, e.text_size);
             break;
           }
           // Padding, or a subtype of a later version (skipped, counted).

@@ -163,6 +163,11 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
       return fail("RINGTRACE_POLICY: '" + p + "' is neither drop nor block");
     }
   }
+  if (const char* stacks = get("RINGTRACE_MEMORY_STACKS")) {
+    if (!parse_count(stacks, n))
+      return fail(std::string("RINGTRACE_MEMORY_STACKS: '") + stacks + "' is no count of bytes (0: no stacks)");
+    config.memory_stack_bytes = n;
+  }
   if (const char* min = get("RINGTRACE_MIN_DURATION")) {
     if (!parse_duration(min, config.functions.min_duration)) {
       return fail(std::string("RINGTRACE_MIN_DURATION: '") + min + "' is no duration (100ns, 2us, 1ms)");
@@ -339,8 +344,11 @@ void start_session(bool& memory) {
 }  // namespace
 
 EnvironmentRun& environment_run() {
-  static EnvironmentRun run;
-  return run;
+  // Never destroyed: the exit and exec wrappers may run after static destructors (an
+  // atexit handler's _exit), and a destructor running before the session stops would
+  // free ringtrace's own memory through the program's free while it is recorded.
+  static EnvironmentRun* const run = new EnvironmentRun();
+  return *run;
 }
 
 void stop_environment_session_for_exec(const char* target) noexcept {

@@ -13,6 +13,8 @@
 //   RINGTRACE_MAX_DEPTH      instrumented calls deeper than this not recorded
 //   RINGTRACE_INCLUDE        only instrumented functions whose name matches (ECMAScript regex)
 //   RINGTRACE_EXCLUDE        instrumented functions whose name matches left out
+//   RINGTRACE_MEMORY_STACKS  bytes between sampled allocation stacks on average
+//                            (Config::memory_stack_bytes; 0: none)
 //   RINGTRACE_CONTEXT_SWITCHES  1: record the threads' context switches, for on-CPU times
 //                            (Config::context_switches); where the kernel refuses, the run
 //                            is recorded without them and the files say why

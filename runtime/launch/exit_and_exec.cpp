@@ -188,7 +188,7 @@ RINGTRACE_EXEC_API int execle(const char* path, const char* arg, ...) {
   return execve(path, argv.data(), envp);
 }
 
-RINGTRACE_EXEC_API [[noreturn]] void _exit(int status) {
+RINGTRACE_EXEC_API __attribute__((noreturn)) void _exit(int status) {
   using F = void (*)(int);
   static const F next = next_definition<F>("_exit");
   before_exit();
@@ -196,7 +196,7 @@ RINGTRACE_EXEC_API [[noreturn]] void _exit(int status) {
   __builtin_unreachable();
 }
 
-RINGTRACE_EXEC_API [[noreturn]] void _Exit(int status) {
+RINGTRACE_EXEC_API __attribute__((noreturn)) void _Exit(int status) {
   using F = void (*)(int);
   static const F next = next_definition<F>("_Exit");
   before_exit();

@@ -6,6 +6,12 @@
 #include <cstdlib>
 #include <new>
 
+// The C library's own allocator, under the names no program replaces: without mimalloc,
+// ringtrace's memory still never goes through the program's malloc (which
+// ringtrace::memory records, or which a program may have replaced).
+extern "C" void* __libc_memalign(std::size_t alignment, std::size_t bytes);
+extern "C" void __libc_free(void* p);
+
 namespace ringtrace::detail {
 namespace {
 
@@ -43,8 +49,7 @@ void* runtime_alloc(std::size_t bytes, std::size_t alignment) {
   if (mi.malloc_aligned != nullptr) {
     p = mi.malloc_aligned(bytes, alignment);
   } else {
-    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    p = std::aligned_alloc(alignment, rounded);
+    p = __libc_memalign(alignment, bytes);
   }
   if (p == nullptr) throw std::bad_alloc();
   return p;
@@ -56,7 +61,7 @@ void runtime_free(void* p) noexcept {
   if (mi.free != nullptr) {
     mi.free(p);
   } else {
-    std::free(p);
+    __libc_free(p);
   }
 }
 

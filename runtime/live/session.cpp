@@ -61,8 +61,11 @@ void (*g_environment_after_stop)() = nullptr;  // guarded by g_session_mutex
 // initializers, and with a global std::string here LeakSanitizer found the text it had
 // set leaked at exit (the ASan build's functions_record test).
 std::string& environment_outputs() {
-  static std::string outputs;
-  return outputs;
+  // Never destroyed: a static's destructor registered after the session's exit hook would
+  // run before it, freeing ringtrace's own text through the program's free while
+  // allocations are still recorded (one free the program never made).
+  static std::string* const outputs = new std::string();
+  return *outputs;
 }
 
 Config normalized(Config config) {
@@ -365,6 +368,7 @@ bool Session::start_recording() {
   params.grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config.merge_grace).count());
   params.yield_to_drainer = config.yield_to_drainer;
   params.context_switches = config.context_switches;
+  params.memory_stack_bytes = config.memory ? config.memory_stack_bytes : 0;
   if (config.context_switches) {
     impl_->warm_switches = switches::SwitchStream::open(static_cast<pid_t>(::syscall(SYS_gettid)), 1);
   }

@@ -11,8 +11,8 @@
 // allocator, an allocation after it came out, so that a block another thread gets at
 // the same address next is stamped after this one's free. realloc records the free of
 // the old block first, then the new block (the same address when it grew in place); a
-// realloc that fails leaves its old block, whose later free is then counted as one whose
-// allocation was not recorded (MemoryStats::frees_unmatched).
+// realloc that fails leaves its old block, and a record restores it. Every allocation
+// carries its caller (RINGTRACE_CALLER, taken where the program entered).
 //
 // Before the next definitions are known (the dynamic loader's bootstrap: dlsym itself
 // may allocate), allocations come from a static arena of this file's and are not
@@ -36,9 +36,14 @@
 
 namespace {
 
-using ringtrace::detail::extended_alloc;
-using ringtrace::detail::extended_free;
-using ringtrace::detail::memory_record;
+using ringtrace::detail::memory_allocated;
+using ringtrace::detail::memory_freed;
+using ringtrace::detail::memory_restored;
+
+// The return address into the code that called the allocation function (its caller, as
+// heaptrack's first frame): read where the function is entered from the program, and
+// handed down to where the record is written.
+#define RINGTRACE_CALLER __builtin_return_address(0)
 
 struct Next {
   void* (*malloc)(std::size_t) = nullptr;
@@ -168,31 +173,61 @@ inline __attribute__((always_inline)) bool next_known() {
   return look_up_next();
 }
 
-inline __attribute__((always_inline)) void* allocated(void* p, std::size_t size) {
-  if (p != nullptr) memory_record<extended_alloc>(p, size);
+inline __attribute__((always_inline)) void* allocated(void* p, std::size_t size, const void* caller) {
+  if (p != nullptr) memory_allocated(p, size, caller);
   return p;
 }
 
-void* aligned(std::size_t align, std::size_t size) {
+void* aligned(std::size_t align, std::size_t size, const void* caller) {
   if (!next_known()) return arena_alloc(size, align);
-  return allocated(g_next.memalign(align, size), size);
+  return allocated(g_next.memalign(align, size), size, caller);
 }
 
 inline __attribute__((always_inline)) void release(void* p, std::size_t size) {
   if (p == nullptr || in_arena(p)) return;
-  memory_record<extended_free>(p, size);
+  memory_freed(p, size);
   if (next_known()) g_next.free(p);
 }
 
+inline __attribute__((always_inline)) void* allocate(std::size_t size, const void* caller) {
+  if (!next_known()) return arena_alloc(size);
+  return allocated(g_next.malloc(size), size, caller);
+}
+
+// realloc: the free of the old block is recorded before the call (another thread may get
+// its address as soon as the C library lets it go), the new block after it. A realloc
+// that fails leaves the old block where it was: a record restores it (the heap's
+// accounting puts back the block this thread freed last). realloc(p, 0) frees p (glibc).
+void* reallocate(void* p, std::size_t size, const void* caller) {
+  if (p == nullptr) return allocate(size, caller);
+  if (in_arena(p) || !next_known()) {  // a bootstrap block moves out of the arena
+    void* q = next_known() ? allocate(size, caller) : arena_alloc(size);
+    if (q != nullptr && in_arena(p)) {
+      const std::size_t old = arena_size(p);
+      std::memcpy(q, p, old < size ? old : size);
+    }
+    return q;
+  }
+  memory_freed(p, 0);
+  void* q = g_next.realloc(p, size);
+  if (q == nullptr) {
+    const int saved = errno;
+    if (size != 0) memory_restored(p);
+    errno = saved;
+    return nullptr;
+  }
+  return allocated(q, size, caller);
+}
+
 // operator new's contract: loop on the new handler, throw bad_alloc when there is none.
-void* new_block(std::size_t size, std::size_t align) {
+void* new_block(std::size_t size, std::size_t align, const void* caller) {
   if (size == 0) size = 1;
   for (;;) {
     void* p = nullptr;
     if (align <= alignof(std::max_align_t)) {
-      p = ::malloc(size);  // recorded there
+      p = allocate(size, caller);
     } else if (next_known()) {
-      p = allocated(g_next.memalign(align, size), size);
+      p = allocated(g_next.memalign(align, size), size, caller);
     } else {
       p = arena_alloc(size, align);
     }
@@ -203,9 +238,9 @@ void* new_block(std::size_t size, std::size_t align) {
   }
 }
 
-void* new_nothrow(std::size_t size, std::size_t align) noexcept {
+void* new_nothrow(std::size_t size, std::size_t align, const void* caller) noexcept {
   try {
-    return new_block(size, align);
+    return new_block(size, align, caller);
   } catch (...) {
     return nullptr;
   }
@@ -222,10 +257,7 @@ RINGTRACE_ALLOC_API void ringtrace_memory_functions() noexcept {}
 // (next_of_another_copy); nullptr while they are not known yet.
 RINGTRACE_ALLOC_API const void* ringtrace_memory_next_v1() noexcept { return next_known() ? &g_next : nullptr; }
 
-RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept {
-  if (!next_known()) return arena_alloc(size);
-  return allocated(g_next.malloc(size), size);
-}
+RINGTRACE_ALLOC_API void* malloc(std::size_t size) noexcept { return allocate(size, RINGTRACE_CALLER); }
 
 RINGTRACE_ALLOC_API void free(void* p) noexcept { release(p, 0); }
 
@@ -235,30 +267,17 @@ RINGTRACE_ALLOC_API void* calloc(std::size_t n, std::size_t size) noexcept {
     return arena_alloc(n * size);  // static storage: zero already
   }
   void* p = g_next.calloc(n, size);
-  return p != nullptr ? allocated(p, n * size) : nullptr;
+  return p != nullptr ? allocated(p, n * size, RINGTRACE_CALLER) : nullptr;
 }
 
-RINGTRACE_ALLOC_API void* realloc(void* p, std::size_t size) noexcept {
-  if (p == nullptr) return ::malloc(size);
-  if (in_arena(p) || !next_known()) {  // a bootstrap block moves out of the arena
-    void* q = next_known() ? ::malloc(size) : arena_alloc(size);
-    if (q != nullptr && in_arena(p)) {
-      const std::size_t old = arena_size(p);
-      std::memcpy(q, p, old < size ? old : size);
-    }
-    return q;
-  }
-  memory_record<extended_free>(p, 0);
-  void* q = g_next.realloc(p, size);
-  return q != nullptr ? allocated(q, size) : nullptr;
-}
+RINGTRACE_ALLOC_API void* realloc(void* p, std::size_t size) noexcept { return reallocate(p, size, RINGTRACE_CALLER); }
 
 RINGTRACE_ALLOC_API void* reallocarray(void* p, std::size_t n, std::size_t size) noexcept {
   if (size != 0 && n > SIZE_MAX / size) {
     errno = ENOMEM;
     return nullptr;
   }
-  return ::realloc(p, n * size);
+  return reallocate(p, n * size, RINGTRACE_CALLER);
 }
 
 RINGTRACE_ALLOC_API int posix_memalign(void** out, std::size_t align, std::size_t size) noexcept {
@@ -271,22 +290,24 @@ RINGTRACE_ALLOC_API int posix_memalign(void** out, std::size_t align, std::size_
   }
   const int err = g_next.posix_memalign != nullptr ? g_next.posix_memalign(out, align, size)
                                                    : ((*out = g_next.memalign(align, size)) != nullptr ? 0 : ENOMEM);
-  if (err == 0) allocated(*out, size);
+  if (err == 0) allocated(*out, size, RINGTRACE_CALLER);
   return err;
 }
 
 RINGTRACE_ALLOC_API void* aligned_alloc(std::size_t align, std::size_t size) noexcept {
   if (!next_known()) return arena_alloc(size, align);
   void* p = g_next.aligned_alloc != nullptr ? g_next.aligned_alloc(align, size) : g_next.memalign(align, size);
-  return allocated(p, size);
+  return allocated(p, size, RINGTRACE_CALLER);
 }
 
-RINGTRACE_ALLOC_API void* memalign(std::size_t align, std::size_t size) noexcept { return aligned(align, size); }
+RINGTRACE_ALLOC_API void* memalign(std::size_t align, std::size_t size) noexcept {
+  return aligned(align, size, RINGTRACE_CALLER);
+}
 
 RINGTRACE_ALLOC_API void* valloc(std::size_t size) noexcept {
   if (!next_known()) return arena_alloc(size, 4096);
   void* p = g_next.valloc != nullptr ? g_next.valloc(size) : g_next.memalign(4096, size);
-  return allocated(p, size);
+  return allocated(p, size, RINGTRACE_CALLER);
 }
 
 RINGTRACE_ALLOC_API void* pvalloc(std::size_t size) noexcept {
@@ -294,29 +315,32 @@ RINGTRACE_ALLOC_API void* pvalloc(std::size_t size) noexcept {
   const std::size_t rounded = size == 0 ? page : (size + page - 1) & ~(page - 1);
   if (!next_known()) return arena_alloc(rounded, page);
   void* p = g_next.pvalloc != nullptr ? g_next.pvalloc(size) : g_next.memalign(page, rounded);
-  return allocated(p, rounded);
+  return allocated(p, rounded, RINGTRACE_CALLER);
 }
 
-// --- operator new and delete: through malloc above (recorded once), the aligned forms
-// through the next memalign. Sized deletes record the size their caller knows.
+// --- operator new and delete: the plain forms through the next malloc, the aligned forms
+// through the next memalign, each recorded once with its caller. Sized deletes record the
+// size their caller knows.
 
-RINGTRACE_NEW_API void* operator new(std::size_t size) { return new_block(size, 0); }
-RINGTRACE_NEW_API void* operator new[](std::size_t size) { return new_block(size, 0); }
-RINGTRACE_NEW_API void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return new_nothrow(size, 0); }
+RINGTRACE_NEW_API void* operator new(std::size_t size) { return new_block(size, 0, RINGTRACE_CALLER); }
+RINGTRACE_NEW_API void* operator new[](std::size_t size) { return new_block(size, 0, RINGTRACE_CALLER); }
+RINGTRACE_NEW_API void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return new_nothrow(size, 0, RINGTRACE_CALLER);
+}
 RINGTRACE_NEW_API void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return new_nothrow(size, 0);
+  return new_nothrow(size, 0, RINGTRACE_CALLER);
 }
 RINGTRACE_NEW_API void* operator new(std::size_t size, std::align_val_t align) {
-  return new_block(size, static_cast<std::size_t>(align));
+  return new_block(size, static_cast<std::size_t>(align), RINGTRACE_CALLER);
 }
 RINGTRACE_NEW_API void* operator new[](std::size_t size, std::align_val_t align) {
-  return new_block(size, static_cast<std::size_t>(align));
+  return new_block(size, static_cast<std::size_t>(align), RINGTRACE_CALLER);
 }
 RINGTRACE_NEW_API void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return new_nothrow(size, static_cast<std::size_t>(align));
+  return new_nothrow(size, static_cast<std::size_t>(align), RINGTRACE_CALLER);
 }
 RINGTRACE_NEW_API void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return new_nothrow(size, static_cast<std::size_t>(align));
+  return new_nothrow(size, static_cast<std::size_t>(align), RINGTRACE_CALLER);
 }
 
 RINGTRACE_NEW_API void operator delete(void* p) noexcept { release(p, 0); }
@@ -331,3 +355,128 @@ RINGTRACE_NEW_API void operator delete(void* p, std::size_t size, std::align_val
 RINGTRACE_NEW_API void operator delete[](void* p, std::size_t size, std::align_val_t) noexcept { release(p, size); }
 RINGTRACE_NEW_API void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
 RINGTRACE_NEW_API void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, 0); }
+
+// --- mimalloc's own API (mi_malloc, mi_free, ...): a program that links mimalloc may
+// allocate with one API and free with the other. Each is recorded as the C functions are
+// and forwarded to the next definition (mimalloc's); a program without mimalloc that
+// calls them anyway (through a symbol it looked up) gets the C functions.
+
+namespace {
+
+// The next definition of a mimalloc function, looked up at its first call (nullptr:
+// no mimalloc after this object). A racing first call looks it up twice: the same answer.
+template <class F>
+F next_mi(std::atomic<void*>& slot, std::atomic<bool>& looked, const char* name) {
+  if (!looked.load(std::memory_order_acquire)) {
+    slot.store(::dlsym(RTLD_NEXT, name), std::memory_order_relaxed);
+    looked.store(true, std::memory_order_release);
+  }
+  return reinterpret_cast<F>(slot.load(std::memory_order_relaxed));
+}
+
+#define RINGTRACE_NEXT_MI(type, name)                  \
+  [] {                                                 \
+    static constinit std::atomic<void*> slot{nullptr}; \
+    static constinit std::atomic<bool> looked{false};  \
+    return next_mi<type>(slot, looked, name);          \
+  }()
+
+void* mi_allocated(void* p, std::size_t size, const void* caller) {
+  if (p != nullptr) memory_allocated(p, size, caller);
+  return p;
+}
+
+void mi_release(void* p, std::size_t size, void (*next)(void*)) {
+  if (p == nullptr) return;
+  if (next == nullptr || in_arena(p)) {
+    release(p, size);
+    return;
+  }
+  memory_freed(p, size);
+  next(p);
+}
+
+void* mi_reallocate(void* p, std::size_t size, std::size_t align, const void* caller) {
+  using Realloc = void* (*)(void*, std::size_t);
+  using ReallocAligned = void* (*)(void*, std::size_t, std::size_t);
+  const auto plain = RINGTRACE_NEXT_MI(Realloc, "mi_realloc");
+  const auto aligned_next = RINGTRACE_NEXT_MI(ReallocAligned, "mi_realloc_aligned");
+  if ((align == 0 ? plain == nullptr : aligned_next == nullptr) || in_arena(p)) return reallocate(p, size, caller);
+  if (p != nullptr) memory_freed(p, 0);
+  void* q = align == 0 ? plain(p, size) : aligned_next(p, size, align);
+  if (q == nullptr) {
+    const int saved = errno;
+    if (p != nullptr && size != 0) memory_restored(p);
+    errno = saved;
+    return nullptr;
+  }
+  return mi_allocated(q, size, caller);
+}
+
+}  // namespace
+
+RINGTRACE_ALLOC_API void* mi_malloc(std::size_t size) noexcept {
+  using F = void* (*)(std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_malloc");
+  return next == nullptr ? allocate(size, RINGTRACE_CALLER) : mi_allocated(next(size), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_zalloc(std::size_t size) noexcept {
+  using F = void* (*)(std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_zalloc");
+  if (next == nullptr) return calloc(1, size);  // recorded there
+  return mi_allocated(next(size), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_calloc(std::size_t n, std::size_t size) noexcept {
+  using F = void* (*)(std::size_t, std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_calloc");
+  if (next == nullptr) return calloc(n, size);  // recorded there
+  return mi_allocated(next(n, size), n * size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_realloc(void* p, std::size_t size) noexcept {
+  return mi_reallocate(p, size, 0, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_malloc_aligned(std::size_t size, std::size_t align) noexcept {
+  using F = void* (*)(std::size_t, std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_malloc_aligned");
+  if (next == nullptr) return aligned(align, size, RINGTRACE_CALLER);
+  return mi_allocated(next(size, align), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_zalloc_aligned(std::size_t size, std::size_t align) noexcept {
+  using F = void* (*)(std::size_t, std::size_t);
+  const F next = RINGTRACE_NEXT_MI(F, "mi_zalloc_aligned");
+  if (next == nullptr) {
+    void* p = aligned(align, size, RINGTRACE_CALLER);
+    if (p != nullptr) std::memset(p, 0, size);
+    return p;
+  }
+  return mi_allocated(next(size, align), size, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void* mi_realloc_aligned(void* p, std::size_t size, std::size_t align) noexcept {
+  return mi_reallocate(p, size, align == 0 ? 1 : align, RINGTRACE_CALLER);
+}
+
+RINGTRACE_ALLOC_API void mi_free(void* p) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, 0, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
+
+RINGTRACE_ALLOC_API void mi_free_size(void* p, std::size_t size) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, size, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
+
+RINGTRACE_ALLOC_API void mi_free_aligned(void* p, std::size_t) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, 0, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
+
+RINGTRACE_ALLOC_API void mi_free_size_aligned(void* p, std::size_t size, std::size_t) noexcept {
+  using F = void (*)(void*);
+  mi_release(p, size, RINGTRACE_NEXT_MI(F, "mi_free"));
+}
