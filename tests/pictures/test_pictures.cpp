@@ -374,7 +374,14 @@ TEST(FlameGraph, DrawsTheFoldedStacksExportersNumbers) {
 TEST(FlameGraph, LeaksComeFromTheSessionsStats) {
   RecordedTrace trace = known_tree();
   trace.stats.memory.known = true;
-  trace.stats.memory.leaks = {{"outer; leaky", 1, 77777}, {"kept", 10, 4000}};
+  const auto leak = [](const char* stack, std::uint64_t blocks, std::uint64_t bytes) {
+    MemoryStats::Leak l;
+    l.stack = stack;
+    l.blocks = blocks;
+    l.bytes = bytes;
+    return l;
+  };
+  trace.stats.memory.leaks = {leak("outer; leaky", 1, 77777), leak("kept", 10, 4000)};
   FlameGraphOptions options;
   options.value = FlameValue::leaked_bytes;
   const std::string svg = flame_svg(trace, options);
