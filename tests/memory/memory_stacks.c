@@ -64,8 +64,7 @@ __attribute__((noinline)) uint64_t small_top(void) {
 
 int main(void) {
   g_sink = big_top() + small_top();
-  printf("truth big_bytes=%llu small_bytes=%llu small_leaked=%llu\n",
-         (unsigned long long)BIG_COUNT * BIG_SIZE, (unsigned long long)SMALL_COUNT * SMALL_SIZE,
-         (unsigned long long)SMALL_COUNT * SMALL_SIZE);
+  printf("truth big_bytes=%llu small_bytes=%llu small_leaked=%llu\n", (unsigned long long)BIG_COUNT * BIG_SIZE,
+         (unsigned long long)SMALL_COUNT * SMALL_SIZE, (unsigned long long)SMALL_COUNT * SMALL_SIZE);
   return 0; /* g_small's blocks are never freed: leaked */
 }
