@@ -3,6 +3,8 @@
 // SVG through Graphviz (and without it); the flame graph's geometry, merging, leaks, and
 // its agreement with the folded stacks exporter on random streams.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -226,6 +228,35 @@ TEST(CallGraph, DotsFailuresAreSaid) {
   EXPECT_TRUE(has(e, prefix + "dot wrote no whole SVG (7 bytes)")) << e;
   e = error_of("exec sleep 1000", 0.2);
   EXPECT_TRUE(has(e, prefix + "dot had not finished after 0.2 s")) << e;
+  std::filesystem::remove_all(dir);
+}
+
+// A program with its standard streams closed (a daemon): the memory files dot reads and
+// writes are then descriptors 0, 1 and 2 themselves (dup2 onto itself keeps close-on-exec
+// unless posix_spawn clears it). Run in a child that closes its streams.
+TEST(CallGraph, DrawsWhenTheProgramClosedItsStandardStreams) {
+  const std::filesystem::path dir = scratch("closed_streams");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int status = 0;
+    try {
+      auto exporter = call_graph_exporter(dir / "calls.svg");  // its files opened first
+      ::close(0);
+      ::close(1);
+      ::close(2);
+      replay(known_tree(), *exporter);
+    } catch (...) {
+      status = 1;
+    }
+    ::_exit(status);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the exporter threw, status " << status;
+  std::ifstream svg(dir / "calls.svg");
+  const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(has(text, "<svg") && has(text, ">parse</text>") && has(text, ">60.00%</text>")) << text;
   std::filesystem::remove_all(dir);
 }
 
