@@ -54,6 +54,8 @@ function prefixValue(lines, stack) {
 }
 
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ringtrace-chromium-'));
+// Removed however the script ends (a failed check throws before the end).
+process.on('exit', () => fs.rmSync(profile, {recursive: true, force: true}));
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: '/usr/bin/chromium',
   headless: true,
@@ -200,7 +202,6 @@ allErrors.push(...await checkCallGraph(path.join(z, 'threads.svg'), path.join(z,
 allErrors.push(...await checkCallGraph(path.join(dir, 'functions', 'calls.svg'), path.join(dir, 'functions', 'calls.dot')));
 check(allErrors.length === 0, `errors in the pages: ${allErrors.join('; ')}`);
 await context.close();
-fs.rmSync(profile, {recursive: true, force: true});
 if (failures > 0) {
   console.error(`pictures in Chromium: ${failures} check(s) failed`);
   process.exit(1);
