@@ -51,6 +51,8 @@ constexpr const char* kHelp =
     "  --folded OUT      folded stacks\n"
     "  --table OUT       key-averages table (text)\n"
     "  --summary OUT     captured-ops summary (text)\n"
+    "  --callgraph OUT   call graph: OUT.svg drawn by Graphviz's dot from OUT.dot beside it\n"
+    "                    (without dot, the .dot only); any other OUT: the DOT text\n"
     "  (\"%p\" in OUT's file name becomes the process id: each process started with\n"
     "  these variables, PROGRAM or those a script runs, writes a file of its own)\n"
     "options:\n"
@@ -205,7 +207,7 @@ RecordPlan parse_plan(const std::vector<std::string>& args) {
     if (a == "-o" || a == "--output") {
       plan.outputs.push_back({"rtrace", option_value(args, i)});
     } else if (a == "--chrome" || a == "--perfetto" || a == "--pstats" || a == "--folded" || a == "--table" ||
-               a == "--summary") {
+               a == "--summary" || a == "--callgraph") {
       plan.outputs.push_back({a.c_str() + 2, option_value(args, i)});
     } else if (a == "--min-duration") {
       plan.settings.emplace_back("RINGTRACE_MIN_DURATION", duration_value(a, option_value(args, i)));

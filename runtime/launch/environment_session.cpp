@@ -19,7 +19,9 @@
 #include "ringtrace/detail/memory.hpp"  // g_memory_on
 #include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/call_graph.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/flame_graph.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
 #include "ringtrace/exporters/perfetto.hpp"
@@ -31,7 +33,8 @@ namespace ringtrace::detail {
 
 namespace {
 
-constexpr const char* kFormats[] = {"rtrace", "chrome", "perfetto", "pstats", "folded", "table", "summary"};
+constexpr const char* kFormats[] = {"rtrace", "chrome",  "perfetto",  "pstats",    "folded",
+                                    "table",  "summary", "callgraph", "flamegraph"};
 
 bool known_format(const std::string& name) {
   for (const char* f : kFormats) {
@@ -47,6 +50,7 @@ std::string format_of_path(const std::string& path) {
   if (ends(".perfetto-trace") || ends(".pftrace")) return "perfetto";
   if (ends(".prof") || ends(".pstats")) return "pstats";
   if (ends(".folded")) return "folded";
+  if (ends(".dot")) return "callgraph";
   return {};
 }
 
@@ -130,8 +134,9 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
       out.path = item;
       if (out.format.empty()) {
         return fail("RINGTRACE_OUTPUT: '" + item +
-                    "' names no format: end it in .rtrace, .json, .json.gz, .perfetto-trace, .prof or .folded, "
-                    "or write format:path (rtrace, chrome, perfetto, pstats, folded, table, summary)");
+                    "' names no format: end it in .rtrace, .json, .json.gz, .perfetto-trace, .prof, .folded or .dot, "
+                    "or write format:path (rtrace, chrome, perfetto, pstats, folded, table, summary, callgraph, "
+                    "flamegraph)");
       }
     }
     if (out.path.empty()) return fail("RINGTRACE_OUTPUT: '" + item + "' has no path");
@@ -209,6 +214,17 @@ std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out) {
   if (out.format == "pstats") return pstats_exporter(path);
   if (out.format == "folded") return folded_stacks_exporter(path);
   if (out.format == "table") return table_exporter(path);
+  if (out.format == "flamegraph") return flame_graph_exporter(path);
+  if (out.format == "callgraph") {
+    // Said as the program starts, not found missing at its end: the DOT text is written.
+    if (out.path.ends_with(".svg") && !graphviz_dot_found()) {
+      std::fprintf(stderr,
+                   "ringtrace: RINGTRACE_OUTPUT callgraph:%s: Graphviz's dot is not on PATH (Debian: apt install "
+                   "graphviz); only the .dot beside it will be written\n",
+                   out.path.c_str());
+    }
+    return call_graph_exporter(path);
+  }
   return ops_summary_exporter(path);
 }
 
