@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   std::optional<ringtrace::Session> session;
   if (argc == 6) {
     ringtrace::Config config;
-    config.clock = std::strcmp(argv[4], "monotonic") == 0 ? ringtrace::ClockSource::monotonic : ringtrace::ClockSource::tsc;
+    config.clock =
+        std::strcmp(argv[4], "monotonic") == 0 ? ringtrace::ClockSource::monotonic : ringtrace::ClockSource::tsc;
     session.emplace(config);
     session->add_exporter(ringtrace::binary_trace_exporter(argv[5]));
     session->start();
