@@ -1,5 +1,6 @@
 #include "clock_calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,9 +23,10 @@ bool cpu_has_invariant_tsc() noexcept {
 #endif
 }
 
-ClockSample sample_clock(bool use_tsc) noexcept {
+ClockSample sample_clock(bool use_tsc, std::uint64_t* bracket) noexcept {
   if (!use_tsc) {
     const std::uint64_t ns = monotonic_ns();
+    if (bracket != nullptr) *bracket = 0;
     return {ns, ns};
   }
   ClockSample best{0, 0};
@@ -38,7 +40,23 @@ ClockSample sample_clock(bool use_tsc) noexcept {
       best = {t0 + (t1 - t0) / 2, ns};
     }
   }
+  if (bracket != nullptr) *bracket = best_width;
   return best;
+}
+
+ClockPair provisional_tsc_samples() noexcept {
+  std::uint64_t anchor_bracket = 0, bracket = 0;
+  const ClockSample anchor = sample_clock(true, &anchor_bracket);
+  ClockSample later = anchor;
+  // Each sample's ticks are off by at most half its bracket: the rate's relative error
+  // is at most the two halves over the ticks between the samples.
+  do {
+    later = sample_clock(true, &bracket);
+  } while (
+      later.ns - anchor.ns < kProvisionalMaxNs &&
+      (later.ticks <= anchor.ticks || static_cast<double>(anchor_bracket + bracket) / 2 >
+                                          kProvisionalRateError * static_cast<double>(later.ticks - anchor.ticks)));
+  return {anchor, later};
 }
 
 void TickConverter::start_identity() noexcept {
@@ -57,7 +75,7 @@ void TickConverter::start_tsc(ClockSample first, ClockSample second) noexcept {
   const double dns = static_cast<double>(second.ns - first.ns);
   const double ns_per_tick = dt > 0 && dns > 0 ? dns / dt : 1.0;
   ticks_per_second_ = 1e9 / ns_per_tick;
-  clock_.push({second.ticks, second.ns, static_cast<std::uint64_t>(std::llround(ns_per_tick * 4294967296.0))});
+  clock_.push({first.ticks, first.ns, static_cast<std::uint64_t>(std::llround(ns_per_tick * 4294967296.0))});
 }
 
 std::int64_t TickConverter::refit(ClockSample now, std::uint64_t period_ticks) noexcept {
@@ -72,6 +90,21 @@ std::int64_t TickConverter::refit(ClockSample now, std::uint64_t period_ticks) n
   if (steered < slope * 0.5) steered = slope * 0.5;
   clock_.push({now.ticks, predicted, static_cast<std::uint64_t>(std::llround(steered * 4294967296.0))});
   return offset;
+}
+
+bool TickConverter::interpolate(ClockSample now, std::uint64_t from_ticks, std::int64_t& offset) noexcept {
+  from_ticks = std::max(from_ticks, clock_.newest().base_ticks);  // segments are pushed in the order of their bases
+  if (identity_ || now.ticks <= from_ticks || now.ticks <= first_.ticks) return false;
+  const std::uint64_t predicted = to_ns(now.ticks);
+  offset = static_cast<std::int64_t>(predicted - now.ns);
+  const std::uint64_t base_ns = to_ns(from_ticks);
+  const double slope = static_cast<double>(now.ns - first_.ns) / static_cast<double>(now.ticks - first_.ticks);
+  ticks_per_second_ = 1e9 / slope;
+  const double span = static_cast<double>(now.ticks - from_ticks);
+  double through = now.ns > base_ns ? static_cast<double>(now.ns - base_ns) / span : 0.0;
+  if (through < slope * 0.5) through = slope * 0.5;
+  clock_.push({from_ticks, base_ns, static_cast<std::uint64_t>(std::llround(through * 4294967296.0))});
+  return true;
 }
 
 std::uint64_t SegmentClock::to_ns_older(std::uint64_t ticks) const noexcept {

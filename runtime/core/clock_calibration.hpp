@@ -2,11 +2,17 @@
 //
 // The hot path stores raw ticks (TSC, or nanoseconds when the monotonic clock is the
 // source). The drainer converts them with a piecewise-linear map of integer segments:
-// ns = base_ns + ((ticks - base_ticks) * mult) >> 32. Session start fits the first
-// segment from two samples ~10 ms apart; the drainer re-fits about once a second:
-// the slope comes from the whole run's baseline (so it does not drift) and the next
-// segment starts where the last one ends (so the map stays continuous and monotone)
-// and steers any offset back to CLOCK_MONOTONIC over the following period.
+// ns = base_ns + ((ticks - base_ticks) * mult) >> 32. Session start takes an anchor and a
+// provisional rate from two samples about 0.1 ms apart (start() never sleeps for the
+// clock); the drainer then fits the map to fresh samples (drainer.cpp, fit_clock):
+// - its first fit replaces the provisional line by the line through the anchor and a
+//   sample taken before any tick is converted, so every event before it is interpolated;
+// - then it re-fits forward whenever the run has doubled since the last fit, at most
+//   once a second: the slope comes from the whole run's baseline (so it does not drift),
+//   the next segment starts where the last one ends (so the map stays continuous and
+//   monotone) and steers any offset back to CLOCK_MONOTONIC over the following period;
+// - at stop, a last segment from the end of the ticks converted so far through a sample
+//   taken then: the events since the last fit are interpolated too.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +26,24 @@ struct ClockSample {
 
 bool cpu_has_invariant_tsc() noexcept;
 
-// A (ticks, CLOCK_MONOTONIC ns) pair, taken with the tightest bracket of a few tries.
-ClockSample sample_clock(bool use_tsc) noexcept;
+// A (ticks, CLOCK_MONOTONIC ns) pair, taken with the tightest bracket of a few tries;
+// `bracket`, if given, gets that bracket's width in ticks (the sample's ticks are its
+// middle: off by at most half of it).
+ClockSample sample_clock(bool use_tsc, std::uint64_t* bracket = nullptr) noexcept;
+
+// Session start's two TSC samples: the anchor, and a later one far enough from it that
+// the rate between them is known to kProvisionalRateError (from the samples' brackets),
+// or taken after kProvisionalMaxNs if the brackets stay too wide (a loaded machine).
+// About 30 us on the VM of docs/performance.md. The rate only spaces boundaries
+// (boundary_gap_ticks() allows for its error) and sizes the merge grace in ticks: the
+// drainer's first fit replaces it before any tick is converted.
+inline constexpr double kProvisionalRateError = 1e-3;
+inline constexpr std::uint64_t kProvisionalMaxNs = 1'000'000;
+struct ClockPair {
+  ClockSample anchor;
+  ClockSample later;
+};
+ClockPair provisional_tsc_samples() noexcept;
 
 // ns = base_ns + ((ticks - base_ticks) * mult) >> 32 from base_ticks on; before the
 // first segment's base, the same line backwards (clamped at 0).
@@ -75,15 +97,24 @@ class TickConverter {
  public:
   // Monotonic source: ticks are nanoseconds already.
   void start_identity() noexcept;
-  // TSC source: `first` and `second` about 10 ms apart.
+  // TSC source: the line through `first` (the anchor, the first segment's base) and
+  // `second` (provisional_tsc_samples()).
   void start_tsc(ClockSample first, ClockSample second) noexcept;
   // Re-fit against a fresh sample; `period_ticks` is how far ahead to aim the correction.
   // Returns the offset found (ns, converted minus CLOCK_MONOTONIC) at `now`.
   std::int64_t refit(ClockSample now, std::uint64_t period_ticks) noexcept;
+  // A segment from `from_ticks` on that reaches `now` exactly: the map is interpolated
+  // between the two. No tick after `from_ticks` may have been converted yet (they would
+  // convert differently now); from the anchor, it replaces the provisional line. Never
+  // flatter than half the run's slope (the map stays strictly increasing). Returns the
+  // offset found at `now`, as refit(); false (nothing pushed) when `now` is not after
+  // `from_ticks`.
+  bool interpolate(ClockSample now, std::uint64_t from_ticks, std::int64_t& offset) noexcept;
 
   std::uint64_t to_ns(std::uint64_t ticks) const noexcept { return clock_.to_ns(ticks); }
   double ticks_per_second() const noexcept { return ticks_per_second_; }
   bool identity() const noexcept { return identity_; }
+  std::uint64_t anchor_ticks() const noexcept { return first_.ticks; }
   // The newest segment (what a recording stores to convert as live does).
   ClockSegment newest() const noexcept { return clock_.newest(); }
   const SegmentClock& segments() const noexcept { return clock_; }

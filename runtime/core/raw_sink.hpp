@@ -62,7 +62,9 @@ inline void read_clock_anchors(RawSessionInfo& info) noexcept {
 // ticks needs 1; a TSC needs a little over one nanosecond's worth.
 inline std::uint64_t boundary_gap_ticks(bool tsc, double ticks_per_second) noexcept {
   if (!tsc || !(ticks_per_second > 0) || ticks_per_second > 1e12) return 1;
-  const double per_ns = ticks_per_second * 1.001 / 1e9;  // a re-fit moves the rate by ppm
+  // The rate is start()'s provisional one, known to kProvisionalRateError (1e-3); a
+  // re-fit moves it by ppm.
+  const double per_ns = ticks_per_second * 1.002 / 1e9;
   const auto whole = static_cast<std::uint64_t>(per_ns);
   return whole + (static_cast<double>(whole) < per_ns ? 1 : 0);
 }

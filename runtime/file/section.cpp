@@ -235,6 +235,8 @@ bool Section::apply(const Frame& frame) {
       segments_.push(s);
       ++segments_read_;
       clock_.recalibrations = segments_read_ - 1;
+      // The session frame's rate is start()'s provisional one: the segments are fitted.
+      if (clock_.tsc && s.mult != 0) clock_.ticks_per_second = 4294967296.0 * 1e9 / static_cast<double>(s.mult);
       return true;
     }
     case tf::frame_site: {

@@ -12,6 +12,7 @@
 #include <new>
 #include <utility>  // std::exchange
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "allocator.hpp"
@@ -139,6 +140,21 @@ std::string node_id_of_session(const Config& config) {
   if (id.size() > kMaxNodeId) id.resize(kMaxNodeId);
   return id;
 }
+
+// The batch: pages mapped for it alone, not the runtime allocator's, whose first use
+// loads mimalloc (about 0.25 ms): that happens on the drainer's thread, at its first
+// pass, instead of in start() on the program's (issue 44). Its pages are touched as the
+// passes fill them.
+Event* map_batch(std::size_t events) {
+  void* p = ::mmap(nullptr, events * sizeof(Event), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<Event*>(p);
+}
+
+void unmap_batch(Event* batch, std::size_t events) noexcept {
+  if (batch != nullptr) ::munmap(batch, events * sizeof(Event));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -173,10 +189,12 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   heap_ = HeapTracker(config_.memory_max_blocks);
   heap_.set_stack_bytes(config_.memory_stack_bytes);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
+  last_fit_ticks_ = converter_.anchor_ticks();
+  converted_until_ = converter_.anchor_ticks();
   test_stage_failures_ = stage_failures_for_tests();
   test_deliver_failures_ = deliver_failures_for_tests();
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
-  batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
+  batch_ = map_batch(batch_capacity_);
 }
 
 Drainer::~Drainer() {
@@ -185,15 +203,16 @@ Drainer::~Drainer() {
     registry_.wake_drainer();
     thread_.join();
   }
-  runtime_free(batch_);
+  unmap_batch(batch_, batch_capacity_);
 }
 
 void Drainer::start() {
   thread_ = start_own_thread([this] { run(); });
 }
 
-void Drainer::finish(std::uint64_t stop_ticks) {
+void Drainer::finish(std::uint64_t stop_ticks, std::uint64_t quiet_tid) {
   stop_ticks_.store(stop_ticks, std::memory_order_relaxed);
+  quiet_tid_.store(quiet_tid, std::memory_order_relaxed);
   stop_.store(true, std::memory_order_release);  // the drainer reads it after seeing this
   registry_.wake_drainer();
   if (thread_.joinable()) thread_.join();
@@ -201,10 +220,13 @@ void Drainer::finish(std::uint64_t stop_ticks) {
 
 void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
+  // The runtime allocator's first use loads mimalloc (about 0.25 ms): here, while the
+  // program runs on, rather than in the pass that a short program's exit waits for.
+  (void)runtime_allocator_name();
+  sites_.prepare();
   t_drainer_thread = true;
   std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
   start_exporters();
-  last_refit_ticks_ = read_ticks(use_tsc_);
   if (config_.context_switches) g_switch_drainer = this;
   // Block mode only: a drop-mode thread never does the drainer's work (packing a full
   // 128 KiB ring took it 20 us and more: the tail that drop mode exists to avoid).
@@ -343,6 +365,7 @@ void Drainer::pass(bool final) {
 std::uint64_t Drainer::collect(bool final, std::uint64_t requested) {
   accept_registrations();
   const std::uint64_t watermark = take_watermark(final, requested);
+  fit_clock(final);
   for (auto& c : cursors_) {
     if (c->buffer == nullptr) {  // detached: its records are copied, its thread has exited
       c->published_ns = ~std::uint64_t{0};
@@ -401,13 +424,24 @@ std::uint64_t Drainer::take_watermark(bool final, std::uint64_t requested) {
   // have delivered events stamped up to there: they stay, and the binary file's reader
   // takes the same time from the stop frame). A thread that read the clock just before
   // stop() may not have published yet: give it the same grace as every other pass
-  // before taking the write indices.
+  // before taking the write indices. Only a thread that may be running can be such a
+  // thread: none when every ring's thread has exited but stop()'s caller, which records
+  // nothing while it waits here (a program's exit: no wait).
   stop_ticks_.store(std::max(stop_ticks_.load(std::memory_order_relaxed), passed_watermark_),
                     std::memory_order_relaxed);
   const std::uint64_t watermark = stop_ticks_.load(std::memory_order_relaxed);
   const std::uint64_t until = watermark + grace_ticks_;
+  if (!writers_may_be_busy()) return watermark;
   while (read_ticks(use_tsc_) < until) std::this_thread::sleep_for(std::chrono::microseconds(50));
   return watermark;
+}
+
+bool Drainer::writers_may_be_busy() const {
+  const std::uint64_t quiet = quiet_tid_.load(std::memory_order_relaxed);
+  return std::any_of(cursors_.begin(), cursors_.end(), [quiet](const auto& c) {
+    return c->buffer != nullptr && (c->buffer->flags.load(std::memory_order_acquire) & kRetired) == 0 &&
+           (quiet == 0 || c->buffer->os_tid != quiet);
+  });
 }
 
 // Decodes c's records (from its read position to what its thread had reserved at the
@@ -693,6 +727,7 @@ void Drainer::complete(bool final, std::uint64_t watermark, std::uint64_t reques
     exporters_.each("on_flush", [&](Exporter& x) { x.on_flush(*this); });
   }
   delivered_in_pass_ = false;
+  converted_until_ = read_ticks(use_tsc_);  // after every record of the pass was read
   if (final) {
     // The stop time on the events' own timeline, so that every delivered event is at or
     // before it.
@@ -701,8 +736,6 @@ void Drainer::complete(bool final, std::uint64_t watermark, std::uint64_t reques
       exporters_.each_raw("on_raw_stop",
                           [&](RawSink& r) { r.on_raw_stop(stop_ticks_.load(std::memory_order_relaxed)); });
     }
-  } else {
-    maybe_refit();
   }
   // The per-function lists cost more than the rest of the stats (every address named, the
   // names summed and sorted: under g++'s db_bench, a quarter of the drainer's time when
@@ -895,13 +928,28 @@ OwnDrain Drainer::drain_own(RingCursor& c) noexcept {
 // ---------------------------------------------------------------------------------------
 // The clock, the stats, the exporters' context.
 
-void Drainer::maybe_refit() {
+void Drainer::fit_clock(bool final) {
   if (!use_tsc_) return;
-  const std::uint64_t now = read_ticks(true);
-  if (now - last_refit_ticks_ < refit_period_ticks_) return;
-  const ClockSample sample = sample_clock(true);
-  const std::int64_t offset = converter_.refit(sample, refit_period_ticks_);
-  last_refit_ticks_ = sample.ticks;
+  const std::uint64_t anchor = converter_.anchor_ticks();
+  std::int64_t offset = 0;
+  ClockSample sample{};
+  if (!fitted_ || final) {
+    // Records a thread packed into the file itself since the last pass come before this
+    // segment in the file, converted by the segments before it: leave their times as they are.
+    if (fitted_ && std::any_of(cursors_.begin(), cursors_.end(), [](const auto& c) { return c->own_events != 0; }))
+      return;
+    sample = sample_clock(true);
+    if (!converter_.interpolate(sample, fitted_ ? converted_until_ : anchor, offset)) return;
+  } else {
+    // Forward, when the run has doubled since the last fit, and at least once a period.
+    const std::uint64_t now = read_ticks(true);
+    const std::uint64_t since = last_fit_ticks_ - anchor;
+    if (now - last_fit_ticks_ < std::min(since, refit_period_ticks_)) return;
+    sample = sample_clock(true);
+    offset = converter_.refit(sample, std::min(sample.ticks - anchor, refit_period_ticks_));
+  }
+  fitted_ = true;
+  last_fit_ticks_ = sample.ticks;
   clock_info_.recalibrations += 1;
   clock_info_.ticks_per_second = converter_.ticks_per_second();
   clock_info_.max_correction_ns = std::max(clock_info_.max_correction_ns, std::fabs(static_cast<double>(offset)));

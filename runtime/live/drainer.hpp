@@ -81,7 +81,9 @@ class Drainer final : public TraceContext {
   void start();
   // The epoch is already retracted: drain everything, close open zones at
   // `stop_ticks`, finish the exporters, let go of every ring, join the thread.
-  void finish(std::uint64_t stop_ticks);
+  // `quiet_tid`: a thread that records nothing while this runs (stop()'s caller): the
+  // final pass waits the merge grace for the records of the others still running.
+  void finish(std::uint64_t stop_ticks, std::uint64_t quiet_tid = 0);
   SessionStats stats() const;
 
   // TraceContext (called by the exporters, on the drainer's thread)
@@ -157,6 +159,9 @@ class Drainer final : public TraceContext {
   std::uint64_t collect(bool final, std::uint64_t requested);
   void accept_registrations();
   std::uint64_t take_watermark(bool final, std::uint64_t requested);
+  // At the final pass: a thread other than finish()'s quiet one may still be writing a
+  // record stamped before the stop (its ring is registered and its thread alive).
+  bool writers_may_be_busy() const;
   // With Config::functions' filter: every thread's records up to the watermark decoded
   // into its FilteredThread, what the kernel tells of the threads applied, and the time
   // up to which this pass releases (filter_limit_: before the oldest undecided call).
@@ -219,7 +224,11 @@ class Drainer final : public TraceContext {
   void deliver_switches(RingCursor& c, std::size_t n);
   bool switches_done(RingCursor& c);  // a retired thread's stream has given everything
 
-  void maybe_refit();
+  // The clock's fits (clock_calibration.hpp), at a pass's start before it converts or
+  // hands over any record: the first pass's (the line through the anchor and now), a
+  // forward re-fit when the run has doubled since the last fit (at most once a second),
+  // the final pass's (from the last pass's end through now).
+  void fit_clock(bool final);
   // `lists`: the per-function lists too (stats().functions' short_by_function and
   // inlined_by_function: names resolved and sorted), not every pass (kListsPeriodNs).
   void update_stats(bool lists = true);
@@ -254,7 +263,11 @@ class Drainer final : public TraceContext {
   ThreadId steps_thread_ = kNoThread;
   TickConverter converter_;
   ClockInfo clock_info_;
-  std::uint64_t last_refit_ticks_ = 0;
+  std::uint64_t last_fit_ticks_ = 0;  // the sample of the last fit (the anchor before the first)
+  // Every record converted or handed to a raw sink so far was stamped at or before this
+  // (read at each pass's end): a segment from here on changes no time already given.
+  std::uint64_t converted_until_ = 0;
+  bool fitted_ = false;              // the provisional line of start() is replaced
   std::uint64_t last_lists_ns_ = 0;  // when update_stats() last made the per-function lists
   // Texts of the arg events decoded in this pass (Event::value.u is an offset here):
   // kept until the pass has delivered them, at most what the rings held.
@@ -331,6 +344,7 @@ class Drainer final : public TraceContext {
   // --- The session's thread (start, finish, the destructor) tells the drainer to stop.
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> stop_ticks_{0};  // set by finish() before stop_; raised by the final pass
+  std::atomic<std::uint64_t> quiet_tid_{0};   // set by finish() before stop_
   std::thread thread_;
 };
 

@@ -68,6 +68,15 @@ std::string& environment_outputs() {
   return *outputs;
 }
 
+// The thread that waits for a stop and records nothing meanwhile (the drainer's final
+// pass then waits for no record of its): stop()'s caller, or the thread whose _exit asked
+// the signal watcher to stop the session (stop_active_before_exit).
+std::atomic<std::uint64_t> g_exit_waiter{0};
+std::uint64_t stopping_thread() {
+  const std::uint64_t waiter = g_exit_waiter.load(std::memory_order_relaxed);
+  return waiter != 0 ? waiter : static_cast<std::uint64_t>(::syscall(SYS_gettid));
+}
+
 Config normalized(Config config) {
   std::size_t records = std::clamp<std::size_t>(config.buffer_records, 64, std::size_t{1} << 30);
   config.buffer_records = std::bit_ceil(records);
@@ -269,7 +278,7 @@ void Session::Impl::stop() {
   end_of_lost_step = false;
   unlock_steps();
   detail::Registry::instance().retract_epoch();
-  drainer->finish(detail::read_ticks(use_tsc));
+  drainer->finish(detail::read_ticks(use_tsc), stopping_thread());
   warm_switches.close();
   // Every record is in the trace file now: the rings' file is not needed any more (the
   // slots stay mapped until their threads bind rings of another session).
@@ -352,9 +361,8 @@ bool Session::start_recording() {
 
   detail::TickConverter converter;
   if (use_tsc) {
-    const detail::ClockSample first = detail::sample_clock(true);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    converter.start_tsc(first, detail::sample_clock(true));
+    const detail::ClockPair samples = detail::provisional_tsc_samples();  // the drainer fits the rest
+    converter.start_tsc(samples.anchor, samples.later);
   } else {
     converter.start_identity();
   }
@@ -648,6 +656,7 @@ bool stop_active_before_exit(std::chrono::milliseconds timeout) noexcept {
   }
   int none = 0;
   if (!g_signal_number.compare_exchange_strong(none, kExitRequest)) return false;  // a signal is being handled
+  g_exit_waiter.store(static_cast<std::uint64_t>(::syscall(SYS_gettid)), std::memory_order_relaxed);
   sem_post(&g_signal_semaphore);
   timespec until{};
   clock_gettime(CLOCK_REALTIME, &until);

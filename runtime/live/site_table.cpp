@@ -24,7 +24,12 @@ const SiteInfo kSwitchInSite{kSwitchInName, "", "", 0, SiteKind::instant, 0, ""}
 const SiteInfo kAllocSite{kAllocName, "", "", 0, SiteKind::instant, 0, ""};
 const SiteInfo kFreeSite{kFreeName, "", "", 0, SiteKind::instant, 0, ""};
 
-SiteTable::SiteTable() : cache_(kCacheSize), function_cache_(kCacheSize) { id_of(&kDroppedSite); }
+void SiteTable::prepare() {
+  if (!cache_.empty()) return;
+  cache_.resize(kCacheSize);
+  function_cache_.resize(kCacheSize);
+  id_of(&kDroppedSite);
+}
 
 SiteId SiteTable::function_miss(std::uint64_t address, FunctionSlot& slot) {
   auto [it, inserted] = function_ids_.try_emplace(address, FunctionId{static_cast<SiteId>(copies_.size()), 0});

@@ -30,7 +30,10 @@ void reset_intern_lock_after_fork();
 
 class SiteTable {
  public:
-  SiteTable();
+  // Empty: prepare() makes the caches (128 KiB) on the drainer's thread, not in start()
+  // on the program's (issue 44).
+  SiteTable() = default;
+  void prepare();
   // Config::per_thread_counters: every counter site's copy gets SiteOptions::per_thread_track.
   void set_per_thread_counters(bool on) { per_thread_counters_ = on; }
   SiteId id_of(const SiteInfo* site) {

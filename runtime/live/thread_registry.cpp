@@ -10,6 +10,7 @@
 #include <sched.h>
 
 #include <linux/futex.h>
+#include <sys/mman.h>   // a buffer's pages
 #include <sys/prctl.h>  // PR_GET_NAME: the kernel's name of an unnamed thread
 #include <sys/syscall.h>
 #include <time.h>
@@ -21,7 +22,7 @@
 #include <system_error>
 #include <thread>
 
-#include "allocator.hpp"  // runtime_alloc: a buffer's inlined-calls table
+#include "allocator.hpp"  // runtime_alloc: a thread's name
 #include "drainer.hpp"    // drain_own_ring (Config::self_drain)
 #include "function_stack.hpp"
 #include "memory_stacks.hpp"            // sample_stack, OwnMemory
@@ -500,6 +501,22 @@ void Registry::retired_while_registered() {
 extern "C" void __lsan_register_root_region(const void* p, std::size_t size) __attribute__((weak));
 extern "C" void __lsan_unregister_root_region(const void* p, std::size_t size) __attribute__((weak));
 
+// A ThreadBuffer and its InlinedCalls, in pages mapped for the two: ringtrace's own
+// memory, as the ring is, never the program's heap (its allocator and whatever counts it
+// would see ringtrace's blocks as the program's), and not the runtime allocator's either,
+// whose first use loads mimalloc (about 0.25 ms) on the thread that records its first
+// event (issue 44: the drainer's thread loads it). mmap is safe in a signal handler.
+constexpr std::size_t kCallsAt =
+    (sizeof(ThreadBuffer) + alignof(InlinedCalls) - 1) / alignof(InlinedCalls) * alignof(InlinedCalls);
+constexpr std::size_t kBufferBytes = kCallsAt + sizeof(InlinedCalls);
+static_assert(alignof(ThreadBuffer) <= 4096 && alignof(InlinedCalls) <= 4096);
+
+void* map_buffer_memory() {
+  void* p = ::mmap(nullptr, kBufferBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
   buffer->forget_first_stream();  // a stream no drainer took (the session stopped first)
@@ -509,10 +526,9 @@ void Registry::recycle(ThreadBuffer* buffer) {
   } catch (...) {  // no memory for the pool's array: give the buffer's memory back
     free_ring(*buffer);
     buffer->inlined_calls->~InlinedCalls();
-    runtime_free(buffer->inlined_calls);
     if (__lsan_unregister_root_region != nullptr) __lsan_unregister_root_region(buffer, sizeof(ThreadBuffer));
     buffer->~ThreadBuffer();
-    runtime_free(buffer);
+    ::munmap(buffer, kBufferBytes);
   }
 }
 
@@ -525,19 +541,10 @@ ThreadBuffer* Registry::acquire_buffer() {
       return buffer;
     }
   }
-  // In ringtrace's own memory, as the ring is: never the program's heap (its allocator
-  // and whatever counts it would see ringtrace's blocks as the program's).
-  void* memory = runtime_alloc(sizeof(ThreadBuffer), alignof(ThreadBuffer));
+  void* memory = map_buffer_memory();  // throws bad_alloc
   ThreadBuffer* buffer = new (memory) ThreadBuffer();
   if (__lsan_register_root_region != nullptr) __lsan_register_root_region(memory, sizeof(ThreadBuffer));
-  try {
-    buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
-  } catch (...) {
-    if (__lsan_unregister_root_region != nullptr) __lsan_unregister_root_region(memory, sizeof(ThreadBuffer));
-    buffer->~ThreadBuffer();
-    runtime_free(memory);
-    throw;
-  }
+  buffer->inlined_calls = new (static_cast<std::uint8_t*>(memory) + kCallsAt) InlinedCalls();
   buffers_created_.fetch_add(1, std::memory_order_relaxed);
   return buffer;
 }

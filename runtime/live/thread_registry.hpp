@@ -288,10 +288,25 @@ bool thread_untraced() noexcept;
 // program's threads: a handler that records, run on the drainer, would find no ring; one
 // that calls step() could wait for the drainer itself. Signals the kernel forces (a fault
 // of the thread's own) still arrive, and what their handlers record is counted.
-// Returns once the new thread has marked itself untraced: what ran on it before (a
-// sanitizer's thread start allocates through the program's malloc) has happened by
-// then, so that Session::start, which switches allocations on after starting the
-// drainer, never records the drainer's own.
+// Under a sanitizer, returns once the new thread has marked itself untraced: what ran on
+// it before (a sanitizer's thread start allocates through the program's malloc) has
+// happened by then, so that Session::start, which switches allocations on after starting
+// the drainer, never records the drainer's own. Elsewhere nothing runs on the new thread
+// before its first statement (glibc's and libstdc++'s thread start allocate nothing
+// there), and start() does not wait for a core to run it on: on a loaded machine that
+// wait took milliseconds of every recorded process's start (issue 44).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadStartAllocates = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(hwaddress_sanitizer)
+inline constexpr bool kThreadStartAllocates = true;
+#else
+inline constexpr bool kThreadStartAllocates = false;
+#endif
+#else
+inline constexpr bool kThreadStartAllocates = false;
+#endif
 template <typename F>
 std::thread start_own_thread(F&& body) {
   sigset_t all, old;
@@ -302,16 +317,19 @@ std::thread start_own_thread(F&& body) {
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{old};
   std::atomic<std::uint32_t> marked{0};
-  std::thread thread([&marked, body = std::forward<F>(body)]() mutable {
+  std::atomic<std::uint32_t>* const waited = kThreadStartAllocates ? &marked : nullptr;  // the creator waits
+  std::thread thread([waited, body = std::forward<F>(body)]() mutable {
     mark_thread_untraced();
-    marked.store(1, std::memory_order_release);
-    // The creator may be gone from here on: the wake only names the address (a stray wake
-    // of a later futex there is one its waiter already expects).
-    ::syscall(SYS_futex, &marked, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    if (waited != nullptr) {
+      waited->store(1, std::memory_order_release);
+      // The creator may be gone from here on: the wake only names the address (a stray
+      // wake of a later futex there is one its waiter already expects).
+      ::syscall(SYS_futex, waited, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    }
     body();
   });
-  while (marked.load(std::memory_order_acquire) == 0) {
-    ::syscall(SYS_futex, &marked, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+  while (waited != nullptr && waited->load(std::memory_order_acquire) == 0) {
+    ::syscall(SYS_futex, waited, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
   }
   return thread;
 }

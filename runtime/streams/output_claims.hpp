@@ -33,8 +33,12 @@ class OutputClaims {
   const std::vector<std::filesystem::path>& paths() const { return paths_; }
 
  private:
+  // The keys of paths_ made so far: output_path_key reads the file system (a stat and a
+  // readlink per component), so a key is made only when a claim has one to compare with
+  // (a session of one exporter makes none: issue 44).
+  void make_keys();
   std::vector<std::filesystem::path> paths_;
-  std::vector<std::filesystem::path> keys_;  // output_path_key of each
+  std::vector<std::filesystem::path> keys_;  // output_path_key of paths_[0, keys_.size())
 };
 
 }  // namespace ringtrace::detail
