@@ -5,6 +5,7 @@
 //   ringtrace info FILE
 //   ringtrace merge FILE... -o OUT.rtrace
 //   ringtrace dump FILE
+//   ringtrace diff BASE NEW
 //   ringtrace record [-o run.rtrace | --chrome t.json ...] -- ./program args
 //   ringtrace --version
 #include <algorithm>
@@ -49,6 +50,8 @@ constexpr Command kCommands[] = {
     {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
+    {"diff", ringtrace::tool::diff, "BASE NEW",
+     "which zones got slower or faster, and whether that is significant (files or folders of runs)"},
     {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
      "runs PROGRAM and records it whole: its zones and -finstrument-functions calls, and with --memory "
      "the allocations of any dynamically linked program"},
