@@ -94,10 +94,12 @@ DiffRow compare(const ZoneKey& key, ZoneCalls* base, ZoneCalls* next, const Diff
   }
   const std::uint64_t seed = seed_of(key);
   if (row.base.median_ns > 0) {
-    row.median.range = stats::bootstrap_change(base->kept, next->kept, 0.5, settings.confidence, settings.resamples, seed);
+    row.median.range =
+        stats::bootstrap_change(base->kept, next->kept, 0.5, settings.confidence, settings.resamples, seed);
   }
   if (fewest >= kP99IntervalCalls && row.base.p99_ns > 0) {
-    row.p99.range = stats::bootstrap_change(base->kept, next->kept, 0.99, settings.confidence, settings.resamples, seed + 1);
+    row.p99.range =
+        stats::bootstrap_change(base->kept, next->kept, 0.99, settings.confidence, settings.resamples, seed + 1);
   }
   row.test = stats::mann_whitney(base->kept, next->kept);
   row.reliable = fewest >= stats::kUTestReliableSamples;
@@ -219,7 +221,8 @@ int diff(const std::vector<std::string>& args) {
     }
   }
   if (inputs.size() != 2) return usage({}, kHelp);
-  if (csv == "-" && json == "-") return error("diff", "--csv and --json both write to standard output: one output there", 2);
+  if (csv == "-" && json == "-")
+    return error("diff", "--csv and --json both write to standard output: one output there", 2);
   if (!csv.empty() && csv != "-" && csv == json) {
     return error("diff", "--csv and --json both write '" + csv + "': one file per output", 2);
   }

@@ -97,15 +97,24 @@ std::string diff_text(const DiffResult& result, const DiffSettings& settings) {
   using A = Columns::Align;
   std::vector<Columns::Column> layout;
   if (benchmarks) layout.push_back({A::left, kNameCap});
-  for (const Columns::Column& c : {Columns::Column{A::left, kNameCap}, {A::right}, {A::right}, {A::right}, {A::right},
-                                   {A::left}, {A::right}, {A::right}, {A::left}, {A::right}, {A::left}}) {
+  for (const Columns::Column& c : {Columns::Column{A::left, kNameCap},
+                                   {A::right},
+                                   {A::right},
+                                   {A::right},
+                                   {A::right},
+                                   {A::left},
+                                   {A::right},
+                                   {A::right},
+                                   {A::left},
+                                   {A::right},
+                                   {A::left}}) {
     layout.push_back(c);
   }
   if (runs) layout.insert(layout.end() - 1, {A::right});
   Columns table(layout);
-  std::vector<std::string> header = {"Zone",        "Calls BASE", "Calls NEW", "Median BASE", "Median NEW",
-                                     "Median change [95% CI]", "p99 BASE", "p99 NEW", "p99 change [95% CI]",
-                                     "p",           "Verdict"};
+  std::vector<std::string> header = {
+      "Zone",     "Calls BASE", "Calls NEW",           "Median BASE", "Median NEW", "Median change [95% CI]",
+      "p99 BASE", "p99 NEW",    "p99 change [95% CI]", "p",           "Verdict"};
   if (runs) header.insert(header.end() - 1, "p (runs)");
   if (benchmarks) header.insert(header.begin(), "Benchmark");
   table.add(header);
@@ -113,18 +122,17 @@ std::string diff_text(const DiffResult& result, const DiffSettings& settings) {
   for (std::size_t i = 0; i < shown; ++i) {
     const DiffRow& r = result.rows[i];
     const bool both = r.verdict != Verdict::only_base && r.verdict != Verdict::only_new;
-    std::vector<std::string> cells = {
-        r.key.zone,
-        r.verdict == Verdict::only_new ? "-" : calls_text(r.base),
-        r.verdict == Verdict::only_base ? "-" : calls_text(r.next),
-        r.verdict == Verdict::only_new ? "-" : duration(r.base.median_ns),
-        r.verdict == Verdict::only_base ? "-" : duration(r.next.median_ns),
-        both ? change_text(r.median) : "-",
-        r.verdict == Verdict::only_new ? "-" : duration(r.base.p99_ns),
-        r.verdict == Verdict::only_base ? "-" : duration(r.next.p99_ns),
-        both ? change_text(r.p99) : "-",
-        p_text(r),
-        verdict_text(r.verdict)};
+    std::vector<std::string> cells = {r.key.zone,
+                                      r.verdict == Verdict::only_new ? "-" : calls_text(r.base),
+                                      r.verdict == Verdict::only_base ? "-" : calls_text(r.next),
+                                      r.verdict == Verdict::only_new ? "-" : duration(r.base.median_ns),
+                                      r.verdict == Verdict::only_base ? "-" : duration(r.next.median_ns),
+                                      both ? change_text(r.median) : "-",
+                                      r.verdict == Verdict::only_new ? "-" : duration(r.base.p99_ns),
+                                      r.verdict == Verdict::only_base ? "-" : duration(r.next.p99_ns),
+                                      both ? change_text(r.p99) : "-",
+                                      p_text(r),
+                                      verdict_text(r.verdict)};
     if (runs) cells.insert(cells.end() - 1, runs_p_text(r));
     if (benchmarks) cells.insert(cells.begin(), r.key.benchmark);
     table.add(std::move(cells));
@@ -143,11 +151,15 @@ std::string diff_text(const DiffResult& result, const DiffSettings& settings) {
                 thousands(settings.resamples).c_str());
   out += line;
   if (runs) {
-    out += "p (runs): the same test over each run's (file's) median, where both sides have 2 runs or more: a change "
-           "must be significant run by run too ('?': fewer than 9 runs a side; below 4 a side it cannot reach 0.05).\n";
-  } else if (result.base.files.size() == 1 || result.next.files.size() == 1) {
-    out += "One run on a side: the test is over calls and cannot see what changes from run to run (address layout, "
-           "CPU frequency, other load); compare folders of 4 runs a side or more (compare.py recommends 9).\n";
+    out +=
+        "p (runs): the same test over each run's (file's) median, where both sides have 2 runs or more: a change "
+        "must be significant run by run too ('?': fewer than 9 runs a side, which compare.py calls unreliable; 4 a "
+        "side are "
+        "the fewest whose exact test reaches 0.05).\n";
+  } else if (std::any_of(result.rows.begin(), result.rows.end(), [](const DiffRow& r) { return r.test; })) {
+    out +=
+        "One run on a side: the test is over calls and cannot see what changes from run to run (address layout, "
+        "CPU frequency, other load); compare folders of 4 runs a side or more (compare.py recommends 9).\n";
   }
   if (result.sampled != 0) {
     out += "*: more than " + thousands(settings.cap) + " calls on that side (" + thousands(result.sampled) +
@@ -184,14 +196,30 @@ struct Field {
   bool text;  // a string (quoted in JSON, escaped in CSV)
 };
 constexpr Field kFields[] = {
-    {"benchmark", true},      {"zone", true},          {"verdict", true},
-    {"base_calls", false},    {"new_calls", false},    {"base_kept", false},
-    {"new_kept", false},      {"base_median_ns", false}, {"new_median_ns", false},
-    {"median_change", false}, {"median_change_low", false}, {"median_change_high", false},
-    {"base_p99_ns", false},   {"new_p99_ns", false},   {"p99_change", false},
-    {"p99_change_low", false}, {"p99_change_high", false}, {"u", false},
-    {"p_value", false},       {"exact", false},        {"reliable", false},
-    {"base_runs", false},     {"new_runs", false},     {"runs_u", false},
+    {"benchmark", true},
+    {"zone", true},
+    {"verdict", true},
+    {"base_calls", false},
+    {"new_calls", false},
+    {"base_kept", false},
+    {"new_kept", false},
+    {"base_median_ns", false},
+    {"new_median_ns", false},
+    {"median_change", false},
+    {"median_change_low", false},
+    {"median_change_high", false},
+    {"base_p99_ns", false},
+    {"new_p99_ns", false},
+    {"p99_change", false},
+    {"p99_change_low", false},
+    {"p99_change_high", false},
+    {"u", false},
+    {"p_value", false},
+    {"exact", false},
+    {"reliable", false},
+    {"base_runs", false},
+    {"new_runs", false},
+    {"runs_u", false},
     {"runs_p_value", false},
 };
 

@@ -2,9 +2,9 @@
 // diff.cpp and written as text, CSV or JSON by diff_output.cpp.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,11 +17,11 @@ namespace ringtrace::tool {
 struct DiffSettings {
   double threshold = 0.05;  // a change of the median beyond it (a fraction) is flagged, when significant
   double alpha = stats::kDefaultAlpha;
-  double confidence = 0.95;           // of the intervals
-  std::size_t resamples = 2000;       // of the bootstrap
-  std::size_t cap = 20000;            // durations kept per zone and side
-  std::size_t rows = 40;              // text rows shown (0: all); CSV and JSON hold every row
-  std::string base_name, new_name;    // BASE and NEW as given
+  double confidence = 0.95;         // of the intervals
+  std::size_t resamples = 2000;     // of the bootstrap
+  std::size_t cap = 20000;          // durations kept per zone and side
+  std::size_t rows = 40;            // text rows shown (0: all); CSV and JSON hold every row
+  std::string base_name, new_name;  // BASE and NEW as given
 };
 
 // What a row says, in the order rows are sorted by.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>  // std::ref
 #include <map>
+#include <optional>
 #include <random>
 #include <span>
 #include <variant>
@@ -29,13 +30,12 @@ std::string benchmark_of(const TraceContext& context) {
 // One file's zones into a side's: each closed zone's duration into its name's calls.
 class CallCollector final : public Exporter {
  public:
-  CallCollector(SideCalls& side, std::size_t cap, std::mt19937_64& random)
-      : side_(side), cap_(cap), random_(random) {}
+  CallCollector(SideCalls& side, std::size_t cap, std::mt19937_64& random) : side_(side), cap_(cap), random_(random) {}
 
-  void on_start(const TraceContext& context) override {
+  void on_start(const TraceContext&) override {
     tracker_ = detail::ZoneTracker{};
     by_site_.clear();
-    benchmark_ = benchmark_of(context);
+    benchmark_.reset();
   }
 
   void on_events(std::span<const Event> events, const TraceContext& context) override {
@@ -81,10 +81,12 @@ class CallCollector final : public Exporter {
   Site& of_site(SiteId site, const TraceContext& context) {
     if (site >= by_site_.size()) by_site_.resize(std::max<std::size_t>(site + 1, context.site_count()));
     if (by_site_[site].calls == nullptr) {
+      // The metadata frames precede the first events (the reader has them once events come).
+      if (!benchmark_) benchmark_ = benchmark_of(context);
       const SiteInfo& info = context.site(site);
       // Session::step()'s zones, one per step: one row for them all, as report --fold-steps.
       std::string name = (info.options & SiteOptions::step) != 0 ? "step #*" : std::string(info.name);
-      ZoneCalls* calls = &side_.zones[ZoneKey{benchmark_, std::move(name)}];  // std::map: a node's address stays
+      ZoneCalls* calls = &side_.zones[ZoneKey{*benchmark_, std::move(name)}];  // std::map: a node's address stays
       by_site_[site] = Site{calls, &runs_[calls]};
     }
     return by_site_[site];
@@ -95,8 +97,8 @@ class CallCollector final : public Exporter {
   std::mt19937_64& random_;
   detail::ZoneTracker tracker_;
   std::vector<Site> by_site_;
-  std::map<ZoneCalls*, RunCalls> runs_;  // this file's calls of each zone
-  std::string benchmark_;
+  std::map<ZoneCalls*, RunCalls> runs_;   // this file's calls of each zone
+  std::optional<std::string> benchmark_;  // looked up at the file's first zone
 };
 
 }  // namespace
