@@ -25,6 +25,8 @@ int merge(const std::vector<std::string>& args);
 int dump(const std::vector<std::string>& args);
 int record(const std::vector<std::string>& args);
 int diff(const std::vector<std::string>& args);
+// report of several files or a directory (report_many.cpp): one table over them all.
+int report_many(const std::vector<std::string>& arguments, TableOptions options, bool rings);
 
 // One line on standard error, "ringtrace <command>: <message>"; returns `status`. The
 // library's exception texts start with "ringtrace: " themselves: that prefix is left
