@@ -956,11 +956,68 @@ struct TableRun {
 
   KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
     end_stream(context, stats);
-    return table(context);
+    return table(&context);
   }
 
   // The table of the streams so far.
-  KeyAverages table(const TraceContext& context) {
+  // Another run's groups (its streams ended) added to this one's, matched by their keys'
+  // text: the table of both runs' streams, this one's first (accumulate_runs, read on
+  // several threads). Not with source_locations (a run's sites are its own).
+  void add(const TableRun& other) {
+    const auto intern = [](std::vector<std::string>& texts, std::unordered_map<std::string, std::uint32_t>& index,
+                           const std::string& text) {
+      auto [it, inserted] = index.try_emplace(text, static_cast<std::uint32_t>(texts.size()));
+      if (inserted) texts.push_back(text);
+      return it->second;
+    };
+    const bool other_cpu = other.on_cpu;
+    if (other_cpu && !on_cpu) start_on_cpu();  // this run's zones so far were on-CPU for their whole time
+    for (std::size_t i = 0; i < other.groups.size(); ++i) {
+      const Group& from = other.groups[i];
+      if (from.histogram.count() == 0) continue;
+      const GroupKey& k = other.keys[i];
+      std::vector<std::uint32_t> key{
+          intern(names, name_index, other.names[k.name]),
+          k.node < other.node_names.size() ? intern(node_names, node_index, other.node_names[k.node]) : 0,
+          intern(arg_values, arg_index, other.arg_values[k.arg])};
+      for (const std::uint32_t f : k.frames) key.push_back(intern(names, name_index, other.names[f]));
+      const std::uint32_t g = group_for_key(std::move(key));
+      Group& to = groups[g];
+      if (to.histogram.count() == 0) keys[g].first_seen = next_seen + k.first_seen;
+      to.self_ns += from.self_ns;
+      to.total_ns += from.total_ns;
+      to.inclusive_ns += from.inclusive_ns;
+      to.histogram.merge(from.histogram);
+      group_flops[g] += other.group_flops[i];
+      if (on_cpu) {
+        cpu_groups.resize(groups.size());
+        CpuGroup& c = cpu_groups[g];
+        const bool has = other_cpu && i < other.cpu_groups.size();
+        c.self_ns += has ? other.cpu_groups[i].self_ns : from.self_ns;
+        c.total_ns += has ? other.cpu_groups[i].total_ns : from.total_ns;
+        c.inclusive_ns += has ? other.cpu_groups[i].inclusive_ns : from.inclusive_ns;
+        c.histogram.merge(has ? other.cpu_groups[i].histogram : from.histogram);
+      }
+      if (i < other.memory_groups.size()) {
+        memory_groups.resize(groups.size());
+        memory_groups[g].total_bytes += other.memory_groups[i].total_bytes;
+        memory_groups[g].self_bytes += other.memory_groups[i].self_bytes;
+      }
+    }
+    next_seen += other.next_seen;
+    self_total_ns += other.self_total_ns;
+    any_flops |= other.any_flops;
+    streams.sampled |= other.streams.sampled;
+    streams.switches |= other.streams.switches;
+    streams.memory |= other.streams.memory;
+    streams.frees_size_unknown += other.streams.frees_size_unknown;
+    streams.dropped += other.streams.dropped;
+    streams.closed_at_stop += other.streams.closed_at_stop;
+    streams.dropped_by_thread.insert(streams.dropped_by_thread.end(), other.streams.dropped_by_thread.begin(),
+                                     other.streams.dropped_by_thread.end());
+  }
+
+  KeyAverages table(const TraceContext* context) {
     KeyAverages out;
     out.self_total_ns = self_total_ns;
     out.estimated = options.estimate_sampled && streams.sampled;
@@ -1036,7 +1093,7 @@ struct TableRun {
       for (const std::uint32_t f : k.frames) r.stack.push_back(names[f]);
       r.arg = arg_values[k.arg];
       if (by_node()) r.node_id = node_names[k.node];
-      if (options.source_locations) source_of(r, group_sites[group_of[order[i]]], context);
+      if (options.source_locations && context != nullptr) source_of(r, group_sites[group_of[order[i]]], *context);
     }
     out.dropped = streams.dropped;
     out.dropped_by_thread = streams.dropped_by_thread;
@@ -1111,6 +1168,14 @@ void TableExporter::on_finish(const TraceContext& context, const SessionStats& s
 }
 
 const KeyAverages& TableExporter::table() const { return impl_->result; }
+
+void TableExporter::add(const TableExporter& other) {
+  if (!impl_->options.accumulate_runs) {
+    throw std::logic_error("ringtrace: TableExporter::add: the table does not accumulate runs (accumulate_runs)");
+  }
+  impl_->run.add(other.impl_->run);
+  impl_->result = impl_->run.table(nullptr);
+}
 
 std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {
   detail::table_arg_key(options);  // throws for two grouping arguments

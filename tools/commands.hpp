@@ -26,7 +26,7 @@ int dump(const std::vector<std::string>& args);
 int record(const std::vector<std::string>& args);
 int diff(const std::vector<std::string>& args);
 // report of several files or a directory (report_many.cpp): one table over them all.
-int report_many(const std::vector<std::string>& arguments, TableOptions options, bool rings);
+int report_many(const std::vector<std::string>& arguments, TableOptions options, bool rings, std::size_t jobs);
 
 // One line on standard error, "ringtrace <command>: <message>"; returns `status`. The
 // library's exception texts start with "ringtrace: " themselves: that prefix is left

@@ -1,6 +1,6 @@
 // ringtrace report: what users read first, in the terminal: the key-averages table and,
 // when the recording has capture regions, the captured-ops summary of a binary trace file.
-#include <algorithm>  // std::any_of
+#include <algorithm>  // std::any_of, std::clamp
 #include <cstdint>    // SIZE_MAX
 #include <cstdio>
 #include <filesystem>  // is_directory
@@ -9,6 +9,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <thread>  // hardware_concurrency
 #include <vector>
 
 #include "commands.hpp"
@@ -92,7 +93,7 @@ int report(const std::vector<std::string>& args) {
         "                             [--fold-steps] [--by-input-shapes | --by-arg KEY] [--by-node | --by-process]\n"
         "                             [--source-locations] [--no-rings] [--leaks]\n"
         "       ringtrace report FILE --stragglers [--rows N] [--no-rings]\n"
-        "       ringtrace report DIR_OR_FILES... [table options]\n"
+        "       ringtrace report DIR_OR_FILES... [table options] [--jobs N]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
         "and, when the recording has capture regions (RINGTRACE_REGION), the captured-ops\n"
@@ -131,7 +132,8 @@ int report(const std::vector<std::string>& args) {
         "(ringtrace merge) would print, reading one file at a time; --by-process or --by-node\n"
         "adds a Process or Node ID column (--by-process groups by name (pid N), also of the\n"
         "processes of a merged file). The table alone: not with --stragglers, --leaks,\n"
-        "--memory or --source-locations.\n"
+        "--memory or --source-locations. --jobs N reads on N threads (default: one per\n"
+        "CPU, at most 8).\n"
         "\n"
         "--stragglers prints instead, for a stepped program (Session::step()) of several\n"
         "processes merged into one file (ringtrace merge), per step each process's step time,\n"
@@ -150,6 +152,7 @@ int report(const std::vector<std::string>& args) {
   bool rows_given = false;
   bool leaks = false;
   bool memory_sites = false;
+  std::size_t jobs = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
@@ -169,6 +172,9 @@ int report(const std::vector<std::string>& args) {
       if (table_options.group_by_arg.empty()) return error("report", "--by-arg: an empty key", 2);
     } else if (args[i] == "--by-node") {
       table_options.group_by_node = true;
+    } else if (args[i] == "--jobs") {
+      jobs = parse_count("--jobs", option_value(args, i));
+      if (jobs == 0) return error("report", "--jobs takes a count from 1 up, not 0", 2);
     } else if (args[i] == "--by-process") {
       table_options.group_by_process = true;
     } else if (args[i] == "--source-locations") {
@@ -198,7 +204,7 @@ int report(const std::vector<std::string>& args) {
                                         {table_options.source_locations, "--source-locations"}}) {
       if (given) return error("report", std::string(option) + " reads one recording: not with several files", 2);
     }
-    return report_many(inputs, table_options, rings);
+    return report_many(inputs, table_options, rings, jobs);
   }
   const std::string& input = inputs.front();
   if (table_options.group_by_input_shapes && !table_options.group_by_arg.empty() &&

@@ -3,8 +3,8 @@
 # `ringtrace report DIR_OR_FILES...` prints the table `report` prints of the same files
 # merged by `ringtrace merge`: the same rows, line for line, for every grouping and sort
 # (recordings of steps, sampled sites, regions, arguments, nodes and FLOPs, context
-# switches, drops, a stream file, and runs of bench/diff_stats.cpp); a directory reads its
-# .rtrace files; the errors.
+# switches, drops, a stream file, and runs of bench/diff_stats.cpp), read on one thread or
+# several; a directory reads its .rtrace files; the errors.
 set -uo pipefail
 tool="$1"; record="$2"; subject="$3"; work="$4"
 rm -rf "${work}"; mkdir -p "${work}/runs/deeper"
@@ -32,6 +32,16 @@ for options in "" "--by-node" "--sort-by calls" "--sort-by p99" "--fold-steps" "
   [[ $(table "many${n}.txt" | wc -l) -gt 20 ]] || fail "${options}: no table: $(cat "many${n}.txt")"
   diff <(table "many${n}.txt") <(table "merged${n}.txt") >"diff${n}.txt" \
     || fail "report of the files ${options} is not report of their merged file: $(head -20 "diff${n}.txt")"
+done
+# Read on one thread or several (each a table of its own, added in the files' order): one table.
+for options in "--sort-by first-seen" "--by-node --sort-by calls" "--estimate-sampled --fold-steps"; do
+  # shellcheck disable=SC2086
+  "${tool}" report "${files[@]}" --rows 0 --jobs 1 ${options} >jobs1.txt 2>/dev/null || fail "--jobs 1 ${options}"
+  for jobs in 2 3 10; do
+    # shellcheck disable=SC2086
+    "${tool}" report "${files[@]}" --rows 0 --jobs "${jobs}" ${options} >jobs.txt 2>/dev/null || fail "--jobs ${jobs}"
+    cmp -s jobs1.txt jobs.txt || fail "--jobs ${jobs} ${options} differs from --jobs 1: $(diff jobs1.txt jobs.txt | head)"
+  done
 done
 grep -q '^Files: 10 (10 processes, [0-9,]* events)$' many1.txt || fail "the files' line: $(tail -1 many1.txt)"
 grep -q '^Name .* Node ID' many2.txt || fail "--by-node: no Node ID column: $(head -1 many2.txt)"

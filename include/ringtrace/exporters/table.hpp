@@ -192,6 +192,11 @@ class RINGTRACE_API TableExporter final : public Exporter {
   std::vector<std::filesystem::path> output_paths() const override;
   // The last completed run's table (valid once Session::stop() has returned).
   const KeyAverages& table() const;
+  // TableOptions::accumulate_runs: adds the runs `other` (an exporter of the same options)
+  // has finished to this one's, and table() becomes the table of them all, this one's
+  // runs first: one table over recordings replayed on several threads, an exporter each.
+  // Throws std::logic_error when this exporter does not accumulate runs.
+  void add(const TableExporter& other);
 
  private:
   std::unique_ptr<Impl> impl_;
