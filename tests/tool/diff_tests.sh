@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# diff_tests.sh <ringtrace tool> <diff_stats program> <python3 with scipy> <work dir> [traced suite]:
+# diff_tests.sh <ringtrace tool> <diff_stats program> <diff_crafted> <python3 with scipy> <work dir> [traced suite]:
 # `ringtrace diff` on real recordings of bench/diff_stats.cpp (five zones; --slow ZONE:P
 # makes one zone's work P% longer), each result checked by check_diff.py against its own
 # reading of the files (tools/python/rtrace.py) and scipy's mannwhitneyu: U, p, medians,
 # p99s, verdicts, order, CSV = JSON; folders of runs (the runs' test), single files, small
-# samples (the exact distribution), a file against itself, --threshold, --samples; the
+# samples and crafted durations (the exact distribution, ties, zones of one side), a file against itself, --threshold, --samples; the
 # exit statuses (3 on a regression only); the errors; and, given a Google Benchmark suite
 # traced by ringtrace::benchmark, a row per benchmark and zone.
 set -uo pipefail
-tool="$1"; subject="$2"; python="$3"; work="$4"; suite="${5:-}"
+tool="$1"; subject="$2"; crafted="$3"; python="$4"; work="$5"; suite="${6:-}"
 check="$(cd "$(dirname "$0")" && pwd)/check_diff.py"
 rm -rf "${work}"; mkdir -p "${work}"
 cd "${work}" || exit 1
@@ -57,6 +57,23 @@ for n in 1 2 3 5 8; do
 done
 grep -q '"verdict":"too_few_calls"' few1.json || fail "1 call a side: no test (compare.py's minimum of 2)"
 cat few*.json | grep -q '"exact":true' || fail "no small sample took the exact distribution"
+
+# Chosen durations (diff_crafted.cpp): U's exact distribution with a large side (5 against
+# 300, 8 against 400, no ties), ties in small samples, and zones on one side only.
+"${crafted}" crafted || fail "diff_crafted exits $?"
+for pair in exact wide ties; do
+  s=0; "${tool}" diff "crafted/${pair}_a.rtrace" "crafted/${pair}_b.rtrace" --json "${pair}.json" --csv "${pair}.csv" \
+    >"${pair}.out" 2>&1 || s=$?
+  [[ ${s} -eq 0 || ${s} -eq 3 ]] || fail "diff of crafted ${pair}: status ${s}: $(cat "${pair}.out")"
+  "${python}" "${check}" "crafted/${pair}_a.rtrace" "crafted/${pair}_b.rtrace" "${pair}.json" "${pair}.csv" \
+    || fail "check_diff of crafted ${pair}"
+  grep -q '"zone":"gone","verdict":"only_base"' "${pair}.json" && grep -q '"zone":"new","verdict":"only_new"' "${pair}.json" \
+    || fail "${pair}: the zones of one side: $(cat "${pair}.out")"
+done
+grep -q '"zone":"w","verdict":"[a-z_]*","base_calls":5,"new_calls":300,.*"exact":true' exact.json || fail "5 against 300: not exact"
+grep -q '"zone":"w",.*"base_calls":8,"new_calls":400,.*"exact":true' wide.json || fail "8 against 400: not exact"
+grep -q '"zone":"w",.*"exact":false' ties.json || fail "ties: exact"
+grep -q '^gone .* only in BASE$' exact.out && grep -q '^new .* only in NEW$' exact.out || fail "only in: $(cat exact.out)"
 
 # A file against itself: every p is 1, nothing flagged, status 0.
 diff_run same 0 base/run1.rtrace base/run1.rtrace --json same.json
