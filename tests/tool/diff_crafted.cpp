@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
   if (argc != 2) return 2;
   const std::filesystem::path dir = argv[1];
   std::filesystem::create_directories(dir);
-  // b's values interleave a's (odd against even offsets): no ties, a U between the extremes.
-  write(dir / "exact_a.rtrace", spaced(5, 1000, 98), "gone");
+  // b: 1001 + 3k; a: 1000 + 99i, never 1001 + 3k; wide: a even, b odd. No ties, a U between the extremes.
+  write(dir / "exact_a.rtrace", spaced(5, 1000, 99), "gone");
   write(dir / "exact_b.rtrace", spaced(300, 1001, 3), "new");
   write(dir / "wide_a.rtrace", spaced(8, 1200, 50), "gone");
   write(dir / "wide_b.rtrace", spaced(400, 1001, 2), "new");
