@@ -243,7 +243,7 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
       columns.push_back(detail::report::TextColumn{c});
     }
   }
-  if (with_nodes) columns.push_back({"Node ID", true});
+  if (with_nodes) columns.push_back({table.processes ? "Process" : "Node ID", true});
   if (with_arg) columns.push_back({detail::report::terminal_text(arg_header(table.arg_key)), true});
   if (smallest != 0) columns.push_back({std::string("Total ") + kFlopUnits[flops_unit]});
   if (with_stack) columns.push_back({"Stack", true});
@@ -322,7 +322,7 @@ std::string format_csv(const KeyAverages& table, const TableOptions& options) {
   const bool arg = !table.arg_key.empty();
   const bool flops = smallest_flops(table) != 0;
   std::string out = stacks ? "name,stack," : "name,";
-  if (nodes) out.append("node_id,");
+  if (nodes) out.append(table.processes ? "process," : "node_id,");
   if (arg) {
     detail::append_csv_field(out, "arg:" + table.arg_key);
     out.push_back(',');
@@ -405,7 +405,7 @@ std::string format_json(const KeyAverages& table) {
   const bool nodes = shows_nodes(table);
   const bool flops = smallest_flops(table) != 0;
   if (nodes) {
-    out.append(",\"nodes\":");
+    out.append(table.processes ? ",\"processes\":" : ",\"nodes\":");
     append_uint(out, table.nodes);
   }
   if (!table.arg_key.empty()) {
@@ -472,7 +472,7 @@ std::string format_json(const KeyAverages& table) {
       detail::append_int(out, r.self_cpu_memory_usage);
     }
     if (nodes) {
-      out.append(",\"node_id\":");
+      out.append(table.processes ? ",\"process\":" : ",\"node_id\":");
       detail::append_json_string(out, r.node_id);
     }
     if (!table.arg_key.empty()) {
@@ -569,7 +569,7 @@ struct TableRun {
   explicit TableRun(const TableOptions& exporter_options)
       : options(exporter_options),
         stack_n(std::min(exporter_options.group_by_stack_n, kMaxStackFrames)),
-        keyed(stack_n > 0 || exporter_options.group_by_node),
+        keyed(stack_n > 0 || exporter_options.group_by_node || exporter_options.group_by_process),
         arg_key(table_arg_key(exporter_options)),
         extras(exporter_options.source_locations) {}
 
@@ -614,6 +614,12 @@ struct TableRun {
   bool on_cpu = false;
   std::vector<CpuGroup> cpu_groups;
   std::vector<MemoryGroup> memory_groups;  // by group, once the stream had a memory event
+  // What the streams ended so far had (end_stream): one, or several when accumulating.
+  struct Streams {
+    bool sampled = false, switches = false, memory = false;
+    std::uint64_t frees_size_unknown = 0, dropped = 0, closed_at_stop = 0;
+    std::vector<ThreadDrops> dropped_by_thread;
+  } streams;
 
   // key: name, node, arg, frames...
   std::uint32_t group_for_key(std::vector<std::uint32_t> key) {
@@ -632,11 +638,21 @@ struct TableRun {
     return it->second;
   }
 
-  // The node of a thread's zones (group_by_node), by its process.
+  bool by_node() const { return options.group_by_node || options.group_by_process; }
+
+  // "name (pid N)" of process `pid` (a ThreadInfo::pid; 0: the context's own).
+  static std::string process_label(const TraceContext& context, std::uint32_t pid) {
+    const std::uint32_t id = pid != 0 ? pid : context.process_id();
+    return context.process_name_of(pid) + " (pid " + std::to_string(id) + ")";
+  }
+
+  // The node (or process) of a thread's zones (group_by_node, group_by_process).
   std::uint32_t node_of(ThreadId thread, const TraceContext& context) {
     if (thread >= thread_node.size()) thread_node.resize(thread + 1, kNoGroup);
     if (thread_node[thread] == kNoGroup) {
-      const std::string node(context.node_id_of(context.thread(thread).pid));
+      const std::uint32_t pid = context.thread(thread).pid;
+      const std::string node =
+          options.group_by_process ? process_label(context, pid) : std::string(context.node_id_of(pid));
       auto [it, inserted] = node_index.try_emplace(node, static_cast<std::uint32_t>(node_names.size()));
       if (inserted) node_names.push_back(node);
       thread_node[thread] = it->second;
@@ -689,13 +705,13 @@ struct TableRun {
         const std::span<const detail::OpenZone> open = tracker.open(e.thread);
         std::uint32_t g;
         if (!options.fold_steps && steps.is_step(e.site, context)) [[unlikely]] {
-          g = step_group(e.value.u, options.group_by_node ? node_of(e.thread, context) : 0);
+          g = step_group(e.value.u, by_node() ? node_of(e.thread, context) : 0);
         } else if (!keyed) {
           g = site_group[e.site];
         } else {
           // A zone's node is its parent's; the stack counts only when grouping by it.
           const std::uint32_t parent = open.empty() || stack_n == 0 ? kNoGroup : open.back().tag & ~kNested;
-          const std::uint32_t node = parent == kNoGroup && options.group_by_node ? node_of(e.thread, context) : 0;
+          const std::uint32_t node = parent == kNoGroup && by_node() ? node_of(e.thread, context) : 0;
           g = transitions.find(detail::U64Map::key(parent != kNoGroup ? parent + 1u : kTopLevel | node, e.site),
                                kNoGroup);
           if (g == kNoGroup) [[unlikely]]
@@ -858,7 +874,7 @@ struct TableRun {
     }
     self_total_ns += z.self_ns;
     if (options.top_level_only && z.depth != 0) return;
-    if (tracker.any_switches()) [[unlikely]]
+    if (on_cpu || tracker.any_switches()) [[unlikely]]  // on_cpu: an earlier stream's switches
       on_close_cpu(z, g, outermost);
     if (tracker.any_memory()) [[unlikely]]
       on_close_memory(z, g, outermost);
@@ -891,7 +907,7 @@ struct TableRun {
     const std::uint64_t w = z.weight;
     self_total_ns += z.self_ns * w;
     if (options.top_level_only && z.depth != 0) return;
-    if (tracker.any_switches()) on_close_cpu(z, g, outermost);
+    if (on_cpu || tracker.any_switches()) on_close_cpu(z, g, outermost);
     if (tracker.any_memory()) on_close_memory(z, g, outermost);
     Group& group = groups[g];
     if (group.histogram.count() == 0) keys[g].first_seen = next_seen++;
@@ -901,21 +917,119 @@ struct TableRun {
     group.histogram.record(z.total_ns, w);
   }
 
-  KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
+  // The end of a stream: its zones still open closed at its stop, its counts added to the
+  // table's (the streams so far, TableOptions::accumulate_runs).
+  void end_stream(const TraceContext& context, const SessionStats& stats) {
     tracker.close_open(context.clock().stop_ns,
                        [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
     deferred.flush(groups);
+    Streams& t = streams;
+    t.sampled |= rates.any_sampled();
+    t.switches |= tracker.any_switches();
+    t.memory |= tracker.any_memory();
+    t.frees_size_unknown += tracker.zone_frees_size_unknown();
+    t.dropped += stats.dropped;
+    for (const ThreadStats& thread : stats.threads) {
+      if (thread.dropped == 0) continue;
+      ThreadDrops d{thread.thread, thread.os_tid, thread.name, thread.dropped};
+      if (thread.thread < context.thread_count() && !context.thread(thread.thread).name.empty()) {
+        d.name = context.thread(thread.thread).name;
+      }
+      t.dropped_by_thread.push_back(std::move(d));
+    }
+    t.closed_at_stop += stats.closed_at_stop;
+  }
+
+  // The next stream of an accumulating table: what belongs to a stream (its sites' and
+  // threads' ids) starts afresh, the groups and their numbers stay.
+  void next_stream() {
+    tracker = detail::ZoneTracker{};
+    rates = detail::SampleRates{};
+    site_name.clear();
+    site_group.clear();
+    steps = detail::StepSites{};
+    transitions = detail::U64Map{};
+    threads.clear();
+    thread_node.clear();
+    arg_role.clear();
+  }
+
+  KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
+    end_stream(context, stats);
+    return table(&context);
+  }
+
+  // The table of the streams so far.
+  // Another run's groups (its streams ended) added to this one's, matched by their keys'
+  // text: the table of both runs' streams, this one's first (accumulate_runs, read on
+  // several threads). Not with source_locations (a run's sites are its own).
+  void add(const TableRun& other) {
+    const auto intern = [](std::vector<std::string>& texts, std::unordered_map<std::string, std::uint32_t>& index,
+                           const std::string& text) {
+      auto [it, inserted] = index.try_emplace(text, static_cast<std::uint32_t>(texts.size()));
+      if (inserted) texts.push_back(text);
+      return it->second;
+    };
+    const bool other_cpu = other.on_cpu;
+    if (other_cpu && !on_cpu) start_on_cpu();  // this run's zones so far were on-CPU for their whole time
+    for (std::size_t i = 0; i < other.groups.size(); ++i) {
+      const Group& from = other.groups[i];
+      if (from.histogram.count() == 0) continue;
+      const GroupKey& k = other.keys[i];
+      std::vector<std::uint32_t> key{
+          intern(names, name_index, other.names[k.name]),
+          k.node < other.node_names.size() ? intern(node_names, node_index, other.node_names[k.node]) : 0,
+          intern(arg_values, arg_index, other.arg_values[k.arg])};
+      for (const std::uint32_t f : k.frames) key.push_back(intern(names, name_index, other.names[f]));
+      const std::uint32_t g = group_for_key(std::move(key));
+      Group& to = groups[g];
+      if (to.histogram.count() == 0) keys[g].first_seen = next_seen + k.first_seen;
+      to.self_ns += from.self_ns;
+      to.total_ns += from.total_ns;
+      to.inclusive_ns += from.inclusive_ns;
+      to.histogram.merge(from.histogram);
+      group_flops[g] += other.group_flops[i];
+      if (on_cpu) {
+        cpu_groups.resize(groups.size());
+        CpuGroup& c = cpu_groups[g];
+        const bool has = other_cpu && i < other.cpu_groups.size();
+        c.self_ns += has ? other.cpu_groups[i].self_ns : from.self_ns;
+        c.total_ns += has ? other.cpu_groups[i].total_ns : from.total_ns;
+        c.inclusive_ns += has ? other.cpu_groups[i].inclusive_ns : from.inclusive_ns;
+        c.histogram.merge(has ? other.cpu_groups[i].histogram : from.histogram);
+      }
+      if (i < other.memory_groups.size()) {
+        memory_groups.resize(groups.size());
+        memory_groups[g].total_bytes += other.memory_groups[i].total_bytes;
+        memory_groups[g].self_bytes += other.memory_groups[i].self_bytes;
+      }
+    }
+    next_seen += other.next_seen;
+    self_total_ns += other.self_total_ns;
+    any_flops |= other.any_flops;
+    streams.sampled |= other.streams.sampled;
+    streams.switches |= other.streams.switches;
+    streams.memory |= other.streams.memory;
+    streams.frees_size_unknown += other.streams.frees_size_unknown;
+    streams.dropped += other.streams.dropped;
+    streams.closed_at_stop += other.streams.closed_at_stop;
+    streams.dropped_by_thread.insert(streams.dropped_by_thread.end(), other.streams.dropped_by_thread.begin(),
+                                     other.streams.dropped_by_thread.end());
+  }
+
+  KeyAverages table(const TraceContext* context) {
     KeyAverages out;
     out.self_total_ns = self_total_ns;
-    out.estimated = options.estimate_sampled && rates.any_sampled();
+    out.estimated = options.estimate_sampled && streams.sampled;
     out.arg_key = arg_key;
     out.nodes = node_names.size();
+    out.processes = options.group_by_process;
     out.source_locations = options.source_locations;
-    out.on_cpu = on_cpu || tracker.any_switches();
+    out.on_cpu = on_cpu || streams.switches;
     if (out.on_cpu && !on_cpu) start_on_cpu();  // switches, and no zone closed since
     cpu_groups.resize(groups.size());
-    out.memory = tracker.any_memory();
-    out.frees_size_unknown = tracker.zone_frees_size_unknown();
+    out.memory = streams.memory;
+    out.frees_size_unknown = streams.frees_size_unknown;
     memory_groups.resize(groups.size());
     // Rows carry numbers only until sorted; names and stacks are filled in for the rows
     // kept (thousands of groups, a row limit of 100 by default).
@@ -978,19 +1092,12 @@ struct TableRun {
       r.name = names[k.name];
       for (const std::uint32_t f : k.frames) r.stack.push_back(names[f]);
       r.arg = arg_values[k.arg];
-      if (options.group_by_node) r.node_id = node_names[k.node];
-      if (options.source_locations) source_of(r, group_sites[group_of[order[i]]], context);
+      if (by_node()) r.node_id = node_names[k.node];
+      if (options.source_locations && context != nullptr) source_of(r, group_sites[group_of[order[i]]], *context);
     }
-    out.dropped = stats.dropped;
-    for (const ThreadStats& t : stats.threads) {
-      if (t.dropped == 0) continue;
-      ThreadDrops d{t.thread, t.os_tid, t.name, t.dropped};
-      if (t.thread < context.thread_count() && !context.thread(t.thread).name.empty()) {
-        d.name = context.thread(t.thread).name;
-      }
-      out.dropped_by_thread.push_back(std::move(d));
-    }
-    out.closed_at_stop = stats.closed_at_stop;
+    out.dropped = streams.dropped;
+    out.dropped_by_thread = streams.dropped_by_thread;
+    out.closed_at_stop = streams.closed_at_stop;
     return out;
   }
 
@@ -1011,6 +1118,13 @@ struct TableRun {
 
 // The argument rows are grouped by; std::invalid_argument for two different ones.
 std::string table_arg_key(const TableOptions& options) {
+  if (options.group_by_node && options.group_by_process) {
+    throw std::invalid_argument("ringtrace: table: group_by_node and group_by_process both set: one or the other");
+  }
+  if (options.accumulate_runs && options.source_locations) {
+    throw std::invalid_argument(
+        "ringtrace: table: accumulate_runs and source_locations both set: a run's call sites are its own");
+  }
   if (options.group_by_arg.empty()) return options.group_by_input_shapes ? "input_shapes" : "";
   if (options.group_by_input_shapes && options.group_by_arg != "input_shapes") {
     throw std::invalid_argument("ringtrace: table: group_by_input_shapes and group_by_arg \"" + options.group_by_arg +
@@ -1025,14 +1139,20 @@ struct TableExporter::Impl {
   TableOptions options;
   std::optional<detail::ReportOutput> output;  // none: numbers only (key_averages(trace))
   KeyAverages result;
-  detail::TableRun run;  // the current run's aggregation
+  detail::TableRun run;  // the current run's aggregation (accumulate_runs: every run's)
+  std::uint64_t runs = 0;
 };
 
 TableExporter::TableExporter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TableExporter::~TableExporter() = default;
 
 void TableExporter::on_start(const TraceContext&) {
-  impl_->run = detail::TableRun(impl_->options);
+  if (impl_->options.accumulate_runs && impl_->runs != 0) {
+    impl_->run.next_stream();
+  } else {
+    impl_->run = detail::TableRun(impl_->options);
+  }
+  ++impl_->runs;
   if (impl_->output) impl_->output->start_run();
 }
 
@@ -1043,10 +1163,19 @@ void TableExporter::on_events(std::span<const Event> events, const TraceContext&
 void TableExporter::on_finish(const TraceContext& context, const SessionStats& stats) {
   impl_->result = impl_->run.finish(context, stats);
   if (impl_->output) impl_->output->write_run(format_table(impl_->result, impl_->options));
-  impl_->run = detail::TableRun(impl_->options);  // release the run's memory; the result stays
+  // Release the run's memory (the result stays), unless the next run adds to it.
+  if (!impl_->options.accumulate_runs) impl_->run = detail::TableRun(impl_->options);
 }
 
 const KeyAverages& TableExporter::table() const { return impl_->result; }
+
+void TableExporter::add(const TableExporter& other) {
+  if (!impl_->options.accumulate_runs) {
+    throw std::logic_error("ringtrace: TableExporter::add: the table does not accumulate runs (accumulate_runs)");
+  }
+  impl_->run.add(other.impl_->run);
+  impl_->result = impl_->run.table(nullptr);
+}
 
 std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {
   detail::table_arg_key(options);  // throws for two grouping arguments

@@ -24,6 +24,9 @@ int info(const std::vector<std::string>& args);
 int merge(const std::vector<std::string>& args);
 int dump(const std::vector<std::string>& args);
 int record(const std::vector<std::string>& args);
+int diff(const std::vector<std::string>& args);
+// report of several files or a directory (report_many.cpp): one table over them all.
+int report_many(const std::vector<std::string>& arguments, TableOptions options, bool rings, std::size_t jobs);
 
 // One line on standard error, "ringtrace <command>: <message>"; returns `status`. The
 // library's exception texts start with "ringtrace: " themselves: that prefix is left
@@ -66,6 +69,11 @@ int usage(const std::vector<std::string>& args, const char* text);
 // .partial of older versions and for a killed run's temporary run.rtrace.partial.XXXXXXXX.
 void check_input(const std::string& path, bool with_rings);
 std::filesystem::path ring_file_of(const std::string& input);
+// The recordings an argument names (diff's BASE and NEW, report's DIR_OR_FILES): the file
+// itself, or a directory's files whose names end in ".rtrace", found recursively (links
+// to directories not followed), in name order. Throws naming the directory when it holds
+// none, or cannot be read.
+std::vector<std::string> trace_files(const std::string& argument);
 
 // Duration in readable units: 1.234 s, 12.345 ms, 123.456 us, 789 ns.
 std::string duration(std::uint64_t ns);

@@ -1,10 +1,11 @@
 // ringtrace: records programs, and converts, reports on and inspects binary trace files
 // (.rtrace).
 //   ringtrace convert FILE --chrome OUT.json --pstats OUT.prof --folded OUT.folded ...
-//   ringtrace report FILE
+//   ringtrace report FILE (or DIR_OR_FILES...)
 //   ringtrace info FILE
 //   ringtrace merge FILE... -o OUT.rtrace
 //   ringtrace dump FILE
+//   ringtrace diff BASE NEW
 //   ringtrace record [-o run.rtrace | --chrome t.json ...] -- ./program args
 //   ringtrace --version
 #include <algorithm>
@@ -44,11 +45,13 @@ struct Command {
 constexpr Command kCommands[] = {
     {"convert", ringtrace::tool::convert, "FILE --chrome OUT ...",
      "other formats, any subset in one pass ('-': standard output)"},
-    {"report", ringtrace::tool::report, "FILE",
-     "the key-averages table, and the captured-ops summary when there are regions"},
+    {"report", ringtrace::tool::report, "FILE...",
+     "the key-averages table, and the captured-ops summary when there are regions; one table over several files"},
     {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
+    {"diff", ringtrace::tool::diff, "BASE NEW",
+     "which zones got slower or faster, and whether that is significant (files or folders of runs)"},
     {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
      "runs PROGRAM and records it whole: its zones and -finstrument-functions calls, and with --memory "
      "the allocations of any dynamically linked program"},

@@ -1,13 +1,15 @@
 // ringtrace report: what users read first, in the terminal: the key-averages table and,
 // when the recording has capture regions, the captured-ops summary of a binary trace file.
-#include <algorithm>  // std::any_of
+#include <algorithm>  // std::any_of, std::clamp
 #include <cstdint>    // SIZE_MAX
 #include <cstdio>
+#include <filesystem>  // is_directory
 #include <functional>  // std::ref
 #include <iostream>
 #include <span>
 #include <sstream>
 #include <string>
+#include <thread>  // hardware_concurrency
 #include <vector>
 
 #include "commands.hpp"
@@ -88,9 +90,10 @@ int report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     const std::string help =
         "usage: ringtrace report FILE [--rows N] [--sort-by KEY] [--transparent NAME]... [--estimate-sampled]\n"
-        "                             [--fold-steps] [--by-input-shapes | --by-arg KEY] [--by-node]\n"
+        "                             [--fold-steps] [--by-input-shapes | --by-arg KEY] [--by-node | --by-process]\n"
         "                             [--source-locations] [--no-rings] [--leaks]\n"
         "       ringtrace report FILE --stragglers [--rows N] [--no-rings]\n"
+        "       ringtrace report DIR_OR_FILES... [table options] [--jobs N]\n"
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
         "and, when the recording has capture regions (RINGTRACE_REGION), the captured-ops\n"
@@ -124,6 +127,14 @@ int report(const std::vector<std::string>& args) {
         "--no-rings: never), and report exits 1 saying so. FILE is a regular file (a FIFO,\n"
         "'-' or a device is refused).\n"
         "\n"
+        "Given several files or a directory (its .rtrace files, recursively), report prints one\n"
+        "table over them all without merging them: the rows report of their merged file\n"
+        "(ringtrace merge) would print, reading one file at a time; --by-process or --by-node\n"
+        "adds a Process or Node ID column (--by-process groups by name (pid N), also of the\n"
+        "processes of a merged file). The table alone: not with --stragglers, --leaks,\n"
+        "--memory or --source-locations. --jobs N reads on N threads (default: one per\n"
+        "CPU, at most 8).\n"
+        "\n"
         "--stragglers prints instead, for a stepped program (Session::step()) of several\n"
         "processes merged into one file (ringtrace merge), per step each process's step time,\n"
         "the slowest process, the spread (slowest minus fastest) and how far apart the steps\n"
@@ -132,7 +143,7 @@ int report(const std::vector<std::string>& args) {
     std::fputs(help.c_str(), stdout);
     return 0;
   }
-  std::string input;
+  std::vector<std::string> inputs;
   TableOptions table_options;
   table_options.row_limit = 20;
   OpsSummaryOptions summary_options;
@@ -141,6 +152,7 @@ int report(const std::vector<std::string>& args) {
   bool rows_given = false;
   bool leaks = false;
   bool memory_sites = false;
+  std::size_t jobs = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
@@ -160,6 +172,11 @@ int report(const std::vector<std::string>& args) {
       if (table_options.group_by_arg.empty()) return error("report", "--by-arg: an empty key", 2);
     } else if (args[i] == "--by-node") {
       table_options.group_by_node = true;
+    } else if (args[i] == "--jobs") {
+      jobs = parse_count("--jobs", option_value(args, i));
+      if (jobs == 0) return error("report", "--jobs takes a count from 1 up, not 0", 2);
+    } else if (args[i] == "--by-process") {
+      table_options.group_by_process = true;
     } else if (args[i] == "--source-locations") {
       table_options.source_locations = true;
     } else if (args[i] == "--estimate-sampled") {
@@ -172,13 +189,24 @@ int report(const std::vector<std::string>& args) {
       memory_sites = true;
     } else if (args[i].size() > 1 && args[i][0] == '-') {  // '-' alone: an input, refused as one
       return error("report", "unknown option '" + args[i] + "' (see ringtrace report --help)", 2);
-    } else if (input.empty()) {
-      input = args[i];
     } else {
-      return error("report", "one input file only", 2);
+      inputs.push_back(args[i]);
     }
   }
-  if (input.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
+  if (inputs.empty()) return error("report", "no input file (see ringtrace report --help)", 2);
+  if (table_options.group_by_node && table_options.group_by_process) {
+    return error("report", "--by-node and --by-process: one or the other", 2);
+  }
+  if (inputs.size() > 1 || std::filesystem::is_directory(inputs.front())) {
+    for (const auto& [given, option] : {std::pair{stragglers, "--stragglers"},
+                                        {leaks, "--leaks"},
+                                        {memory_sites, "--memory"},
+                                        {table_options.source_locations, "--source-locations"}}) {
+      if (given) return error("report", std::string(option) + " reads one recording: not with several files", 2);
+    }
+    return report_many(inputs, table_options, rings, jobs);
+  }
+  const std::string& input = inputs.front();
   if (table_options.group_by_input_shapes && !table_options.group_by_arg.empty() &&
       table_options.group_by_arg != "input_shapes") {
     return error("report", "--by-input-shapes and --by-arg " + table_options.group_by_arg + ": one argument only", 2);

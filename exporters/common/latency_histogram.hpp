@@ -106,6 +106,19 @@ class LatencyHistogram {
     return b;
   }
   void increment(std::uint32_t bucket) { ++counts_[bucket - base_]; }
+
+  // Adds every value of `other` (as if each had been recorded here): the histogram of
+  // both samples, bucket for bucket.
+  void merge(const LatencyHistogram& other) {
+    if (other.count_ == 0) return;
+    const std::uint32_t low = bucket_of(other.min_), high = bucket_of(other.max_);
+    min_ = count_ == 0 ? other.min_ : std::min(min_, other.min_);
+    max_ = count_ == 0 ? other.max_ : std::max(max_, other.max_);
+    if (low - base_ >= size_) grow(low);  // also low < base_: unsigned wrap
+    if (high - base_ >= size_) grow(high);
+    for (std::uint32_t b = low; b <= high; ++b) counts_[b - base_] += other.counts_[b - other.base_];
+    count_ += other.count_;
+  }
   // Where increment(bucket) writes, for a prefetch; bucket must come from add().
   const std::uint64_t* slot(std::uint32_t bucket) const { return counts_ + (bucket - base_); }
 

@@ -116,7 +116,20 @@ case_run sort_on_cpu 0 "${tool}" report zones.rtrace --sort-by on-cpu-self
 case_run sort_memory 0 "${tool}" report zones.rtrace --sort-by cpu-mem
 case_run stragglers 0 "${tool}" report zones.rtrace --stragglers
 case_run by_arg 2 "${tool}" report zones.rtrace --by-arg ''
-case_run report_two 2 "${tool}" report zones.rtrace no_zones.rtrace
+case_run report_twice 2 "${tool}" report zones.rtrace zones.rtrace
+case_run report_many_stragglers 2 "${tool}" report zones.rtrace no_zones.rtrace --stragglers
+case_run report_empty_dir 1 "${tool}" report dir
+case_run diff_usage 2 "${tool}" diff zones.rtrace
+case_run diff_option 2 "${tool}" diff zones.rtrace zones.rtrace --bogus
+case_run diff_threshold 2 "${tool}" diff zones.rtrace zones.rtrace --threshold much
+case_run diff_alpha 2 "${tool}" diff zones.rtrace zones.rtrace --alpha 1
+case_run diff_samples 2 "${tool}" diff zones.rtrace zones.rtrace --samples 10
+case_run diff_stdout 2 "${tool}" diff zones.rtrace zones.rtrace --csv - --json -
+case_run diff_same_output 2 "${tool}" diff zones.rtrace zones.rtrace --csv d.out --json d.out
+case_run diff_nodir 1 "${tool}" diff zones.rtrace zones.rtrace --json nodir/d.json
+case_run diff_common 1 "${tool}" diff zones.rtrace no_zones.rtrace
+case_run diff_empty_dir 1 "${tool}" diff zones.rtrace dir
+case_run diff_cut 1 "${tool}" diff zones.rtrace cut.rtrace
 case_run report_option 2 "${tool}" report zones.rtrace --bogus
 case_run report_nothing 2 "${tool}" report
 case_run convert_nothing 2 "${tool}" convert zones.rtrace

@@ -82,6 +82,16 @@ struct TableOptions {
   // one; Config::node_id). The "Node ID" column is shown when the stream's zones come from
   // several nodes.
   bool group_by_node = false;
+  // Group by name and process instead (the processes of a merged file, or each file of a
+  // table over several): a "Process" column, "name (pid N)", when there are several. Not
+  // with group_by_node (std::invalid_argument).
+  bool group_by_process = false;
+  // Every run adds to the table of the runs before instead of starting afresh: one table
+  // over several recordings replayed one after another (`ringtrace report DIR`), whose
+  // rows are those of the recordings merged into one file (`ringtrace merge`), but for the
+  // order of first_seen. table() and each write are the table of every run so far. Not
+  // with source_locations (std::invalid_argument): a run's call sites are its own.
+  bool accumulate_runs = false;
   // A "Source Location" column: the call site's file:line (an instrumented function's:
   // where it is defined), that of the first zone closed when a row holds several sites.
   bool source_locations = false;
@@ -122,7 +132,7 @@ struct TableRow {
   // RINGTRACE_ZONE_FLOPS(n)); 0 when none had one.
   std::uint64_t flops = 0;
   std::string arg;      // group_by_input_shapes / group_by_arg: the argument's value ("" without)
-  std::string node_id;  // group_by_node: the node of its zones
+  std::string node_id;  // group_by_node: the node of its zones; group_by_process: its process, "name (pid N)"
   // source_locations: the call site's file and line ("" and 0 for names given at run
   // time), and how many distinct file:line its zones came from (more than 1: the first
   // closed is shown).
@@ -161,6 +171,7 @@ struct KeyAverages {
   // group_by_node: the distinct nodes of the stream's zones (the forms show a "Node ID"
   // column when there are several); 0 otherwise.
   std::size_t nodes = 0;
+  bool processes = false;         // group_by_process: node_id and `nodes` are of processes (a "Process" column)
   bool source_locations = false;  // TableOptions::source_locations: the rows' source fields are filled in
 };
 
@@ -181,6 +192,11 @@ class RINGTRACE_API TableExporter final : public Exporter {
   std::vector<std::filesystem::path> output_paths() const override;
   // The last completed run's table (valid once Session::stop() has returned).
   const KeyAverages& table() const;
+  // TableOptions::accumulate_runs: adds the runs `other` (an exporter of the same options)
+  // has finished to this one's, and table() becomes the table of them all, this one's
+  // runs first: one table over recordings replayed on several threads, an exporter each.
+  // Throws std::logic_error when this exporter does not accumulate runs.
+  void add(const TableExporter& other);
 
  private:
   std::unique_ptr<Impl> impl_;
