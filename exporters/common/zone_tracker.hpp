@@ -16,8 +16,9 @@
 // - an off interval runs from a switch_out to the next switch_in;
 // - a zone begin or end of the thread while it reads off the CPU ends the interval there
 //   (the thread recorded it: it was running; a clock fit of a microsecond between the
-//   kernel's and the thread's times could otherwise overlap them), except the ends a
-//   stream made up (closed at stop or at a window's end), which close at a time of their own;
+//   kernel's and the thread's times could otherwise overlap them), except the ends and
+//   begins a stream made up (closed at stop or at a window's end, opened at a window's
+//   start), which are at a time of their own;
 // - across lost records (SwitchBits::after_loss) the interval is not counted: an in
 //   after a loss ends the state without adding to it, an out after a loss while out
 //   starts anew;
@@ -160,8 +161,9 @@ class ZoneTracker {
       std::vector<OpenZone>& stack = stack_for(e.thread);
       const std::uint64_t outer = stack.empty() ? 1 : stack.back().weight;
       std::uint64_t off = 0;
-      if (any_switches_) [[unlikely]]
-        off = ran_at(e.thread, e.time_ns);
+      if (any_switches_) [[unlikely]]  // a begin made up at a window's start is no sign the thread ran
+        off = (e.flags & EventFlags::opened_at_window_start) != 0 ? off_at(e.thread, e.time_ns)
+                                                                  : ran_at(e.thread, e.time_ns);
       stack.push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0, outer * factor, off, 0});
     } else if (e.kind == EventKind::zone_end) {
       if (stack_for(e.thread).empty()) return;

@@ -162,6 +162,9 @@ struct KeyAverages {
   // column when there are several); 0 otherwise.
   std::size_t nodes = 0;
   bool source_locations = false;  // TableOptions::source_locations: the rows' source fields are filled in
+  // What a filter in front of the table left out (ringtrace/stream_filter.hpp: the
+  // context's "filter" metadata), one line under the table; "" without one.
+  std::string filtered;
 };
 
 // The table of a recorded stream (what the exporter computes live).
