@@ -99,18 +99,18 @@ class Buffer {
     size_ = n;
   }
   // Room for n more bytes; returns where they go (commit with commit()).
-  char* room(std::size_t n) {
+  RINGTRACE_ALWAYS_INLINE char* room(std::size_t n) {
     if (size_ + n > capacity_) [[unlikely]]
       grow(size_ + n);
     return data_.get() + size_;
   }
-  void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
+  RINGTRACE_ALWAYS_INLINE void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
   void append(std::string_view s) {
     if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
     size_ += s.size();
   }
   void append(const char* p, std::size_t n) { append(std::string_view(p, n)); }
-  void push_back(char c) { *room(1) = c, ++size_; }
+  RINGTRACE_ALWAYS_INLINE void push_back(char c) { *room(1) = c, ++size_; }
   std::string_view view(std::size_t from = 0) const { return std::string_view(data_.get() + from, size_ - from); }
   void reserve(std::size_t n) {
     if (n > capacity_) grow(n);
@@ -134,15 +134,17 @@ class Buffer {
 class Proto {
  public:
   explicit Proto(Buffer& out) : out_(out) {}
-  void varint(std::uint64_t v) { out_.commit(put_varint(out_.room(10), v)); }
+  RINGTRACE_ALWAYS_INLINE void varint(std::uint64_t v) { out_.commit(put_varint(out_.room(10), v)); }
   // An unsigned LEB128 varint at p (at most ten bytes); returns its end.
-  static char* put_varint(char* p, std::uint64_t v) {
+  RINGTRACE_ALWAYS_INLINE static char* put_varint(char* p, std::uint64_t v) {
     for (; v >= 0x80; v >>= 7) *p++ = static_cast<char>(v | 0x80);
     *p++ = static_cast<char>(v);
     return p;
   }
-  void tag(unsigned field, unsigned wire) { varint((static_cast<std::uint64_t>(field) << 3) | wire); }
-  void uint(unsigned field, std::uint64_t v) {
+  RINGTRACE_ALWAYS_INLINE void tag(unsigned field, unsigned wire) {
+    varint((static_cast<std::uint64_t>(field) << 3) | wire);
+  }
+  RINGTRACE_ALWAYS_INLINE void uint(unsigned field, std::uint64_t v) {
     tag(field, 0);
     varint(v);
   }

@@ -1001,11 +1001,7 @@ struct TableRun {
       out.dropped_by_thread.push_back(std::move(d));
     }
     out.closed_at_stop = stats.closed_at_stop;
-    // A filter in front of the table (ringtrace/stream_filter.hpp) says what it left out.
-    for (const TraceMetadata& m : context.metadata()) {
-      if (m.key == "filter" && std::holds_alternative<std::string>(m.value))
-        out.filtered = std::get<std::string>(m.value);
-    }
+    out.filtered = detail::report::filter_line(context);  // a filter in front of the table
     return out;
   }
 

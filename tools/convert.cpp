@@ -440,11 +440,16 @@ bool check_pieces(const Request& r, const std::string& out, const SplitOutput& s
 
 // A Chrome or Perfetto file too large to open, with the command that writes it in pieces.
 void say_too_large(const std::vector<std::string>& args, const std::string& path, std::uint64_t bytes, bool chrome) {
-  const std::string what = chrome ? " of JSON, more than chrome://tracing opens (256 MB)"
-                                  : ", more than Perfetto UI opens well (about 1 GB: the browser needs 2 to 4 "
-                                    "times a trace's size)";
-  error("convert", path + " holds " + byte_size(bytes) + what + "; in files that each open: " +
-                       shell_words("ringtrace convert", args) + (chrome ? " --split 200MB" : " --split 500MB"));
+  const std::string command = shell_words("ringtrace convert", args) + (chrome ? " --split 200MB" : " --split 500MB");
+  if (chrome) {
+    error("convert", path + " holds " + byte_size(bytes) +
+                         " of JSON, more than chrome://tracing opens (256 MB); in files that each open: " + command);
+  } else {
+    error("convert", path + " holds " + byte_size(bytes) +
+                         ", more than Perfetto UI opens well (about 1 GB: the browser needs 2 to 4 times a trace's "
+                         "size); in files that each open: " +
+                         command);
+  }
 }
 
 // The line that says what a successful conversion wrote, on standard error (standard

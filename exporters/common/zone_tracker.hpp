@@ -161,9 +161,8 @@ class ZoneTracker {
       std::vector<OpenZone>& stack = stack_for(e.thread);
       const std::uint64_t outer = stack.empty() ? 1 : stack.back().weight;
       std::uint64_t off = 0;
-      if (any_switches_) [[unlikely]]  // a begin made up at a window's start is no sign the thread ran
-        off = (e.flags & EventFlags::opened_at_window_start) != 0 ? off_at(e.thread, e.time_ns)
-                                                                  : ran_at(e.thread, e.time_ns);
+      if (any_switches_) [[unlikely]]
+        off = off_at_begin(e);
       stack.push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0, outer * factor, off, 0});
     } else if (e.kind == EventKind::zone_end) {
       if (stack_for(e.thread).empty()) return;
@@ -300,6 +299,13 @@ class ZoneTracker {
   std::uint64_t off_at(ThreadId thread, std::uint64_t t) {
     const CpuState& c = cpu_for(thread);
     return c.off_total + (c.out && t > c.out_since ? t - c.out_since : 0);
+  }
+  // At a zone's begin: the thread ran then (an interval it was in ends there), unless the
+  // begin was made up at a window's start, which is no sign it ran. Out of line: the hot
+  // path of a stream without switches stays as small as it was.
+  RINGTRACE_NOINLINE std::uint64_t off_at_begin(const Event& e) {
+    return (e.flags & EventFlags::opened_at_window_start) != 0 ? off_at(e.thread, e.time_ns)
+                                                               : ran_at(e.thread, e.time_ns);
   }
   // The thread ran at t (it recorded a zone boundary): an interval it was in ends there.
   std::uint64_t ran_at(ThreadId thread, std::uint64_t t) {

@@ -259,7 +259,7 @@ class FileReplay final : private Delivery {
     // over (a trace without texts skips the pass).
     if (tables_.texts.empty()) return;
     for (const Event& e : span) {
-      if ((e.kind == EventKind::arg || e.kind == EventKind::message) && (e.flags & EventFlags::text) != 0)
+      if ((e.flags & EventFlags::text) != 0 && (e.kind == EventKind::arg || e.kind == EventKind::message))
         handed_texts_.push_back(e.value.u);
     }
   }

@@ -213,8 +213,11 @@ void StreamFilter::Impl::pass(const GateEvent& g) {
 void StreamFilter::Impl::deliver(const GateEvent& g) {
   Run& r = run;
   Event e = g.event;
-  if (e.thread >= r.out_depth.size()) [[unlikely]]
+  if (e.thread >= r.out_depth.size()) [[unlikely]] {
     r.out_depth.resize(e.thread + 1, 0);
+    r.handed_on.resize(e.thread + 1, 0);
+  }
+  r.handed_on[e.thread] = 1;
   std::uint32_t& depth = r.out_depth[e.thread];
   switch (e.kind) {
     case EventKind::zone_begin:
@@ -294,7 +297,7 @@ void StreamFilter::Impl::finish(const TraceContext& c, const SessionStats& stats
   SessionStats out = stats;
   out.clock = context.clock();
   if (selection->filters_threads()) {
-    std::erase_if(out.threads, [&](const ThreadStats& t) { return !selection->was_selected(t.thread); });
+    std::erase_if(out.threads, [&](const ThreadStats& t) { return !listed(t.thread); });
   }
   for (const auto& x : downstream) x->on_finish(context, out);
 }

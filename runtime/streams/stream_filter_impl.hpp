@@ -34,7 +34,7 @@ struct StreamFilter::Impl {
     const SiteInfo& site(SiteId id) const override { return base().site(id); }
     std::uint32_t site_count() const override { return base().site_count(); }
     const ThreadInfo& thread(ThreadId id) const override {
-      if (impl_.selection && !impl_.selection->was_selected(id)) return left_out_;
+      if (!impl_.listed(id)) return left_out_;
       return base().thread(id);
     }
     std::uint32_t thread_count() const override { return base().thread_count(); }
@@ -79,6 +79,7 @@ struct StreamFilter::Impl {
     detail::OpenState open;
     std::optional<detail::DurationGate> gate;
     std::vector<std::uint32_t> out_depth;  // per thread: zones handed on, open
+    std::vector<char> handed_on;           // per thread: an event of it was handed on
     std::vector<Event> batch;
     TextSource batch_texts = TextSource::none;
     TextSource delivering = TextSource::none;
@@ -102,6 +103,12 @@ struct StreamFilter::Impl {
   Impl(FilterOptions o, std::vector<std::shared_ptr<Exporter>> d)
       : options(std::move(o)), downstream(std::move(d)), prototype(options) {}
 
+  // Whether thread `t` is in the context's listing: every thread without --thread; else
+  // those selected and those an event was handed on from (an async span's end).
+  bool listed(ThreadId t) const {
+    if (!selection || !selection->filters_threads() || selection->was_selected(t)) return true;
+    return t < run.handed_on.size() && run.handed_on[t] != 0;
+  }
   void start(const TraceContext& c);
   void feed(const Event& e);
   void finish(const TraceContext& c, const SessionStats& stats);
