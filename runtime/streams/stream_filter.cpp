@@ -87,7 +87,7 @@ void StreamFilter::Impl::count(LeftOut why) {
 // Step 2: why the event is left out, whatever its time (LeftOut::no: it is not). Zone
 // begins are counted now when `count_now` (else at their end: they began before the
 // time range, which may yet leave them out).
-ZoneSelection::Verdict StreamFilter::Impl::judge(const Event& e, bool count_now) {
+inline ZoneSelection::Verdict StreamFilter::Impl::judge(const Event& e, bool count_now) {
   ZoneSelection& s = *selection;
   if (e.kind == EventKind::async_end && run.track_spans) {  // where its begin went
     return {run.open.span_open(e, *base) ? LeftOut::no : LeftOut::thread, true};
@@ -135,10 +135,29 @@ void StreamFilter::Impl::note_left_out(const Event& e, const ZoneSelection::Verd
   }
 }
 
+// An event in the time range (or with none), the common case: steps 2 and 3.
 void StreamFilter::Impl::feed(const Event& e) {
   Run& r = run;
   ++r.counts.events_in;
   if (e.kind == EventKind::zone_begin) ++r.counts.zones_in;
+  if (r.phase != Phase::open || (r.has_to && e.time_ns > r.to_ns)) [[unlikely]] {
+    feed_at_edges(e);
+    return;
+  }
+  const ZoneSelection::Verdict v = judge(e, true);
+  if (v.why != LeftOut::no) {
+    note_left_out(e, v);
+    return;
+  }
+  if (r.track_all || (r.track_spans && (e.kind == EventKind::async_begin || e.kind == EventKind::async_end))) {
+    r.open.feed(e, *base);
+  }
+  pass(GateEvent{e, -1, false});
+}
+
+// Step 1: before the range, at its start, past its end.
+void StreamFilter::Impl::feed_at_edges(const Event& e) {
+  Run& r = run;
   if (r.phase == Phase::after) {
     after_to(e);
     return;
@@ -148,22 +167,21 @@ void StreamFilter::Impl::feed(const Event& e) {
     after_to(e);
     return;
   }
-  if (r.phase == Phase::before && e.time_ns >= r.from_ns) open_at_from();
-  const bool open = r.phase == Phase::open;
-  const ZoneSelection::Verdict v = judge(e, open);
-  if (!open) {
-    note_before(e, v);
-    if (v.why == LeftOut::no) r.open.feed(e, *base);  // what will be open at `from`
+  if (e.time_ns >= r.from_ns) {  // the range's start (phase before)
+    open_at_from();
+    const ZoneSelection::Verdict v = judge(e, true);
+    if (v.why != LeftOut::no) {
+      note_left_out(e, v);
+      return;
+    }
+    if (r.track_all || (r.track_spans && (e.kind == EventKind::async_begin || e.kind == EventKind::async_end)))
+      r.open.feed(e, *base);
+    pass(GateEvent{e, -1, false});
     return;
   }
-  if (v.why != LeftOut::no) {
-    note_left_out(e, v);
-    return;
-  }
-  if (r.track_all || (r.track_spans && (e.kind == EventKind::async_begin || e.kind == EventKind::async_end))) {
-    r.open.feed(e, *base);
-  }
-  pass(GateEvent{e, -1, false});
+  const ZoneSelection::Verdict v = judge(e, false);
+  note_before(e, v);
+  if (v.why == LeftOut::no) r.open.feed(e, *base);  // what will be open at `from`
 }
 
 // The range begins: what is open (and kept) begins again at its start, marked.
@@ -200,7 +218,7 @@ void StreamFilter::Impl::after_to(const Event& e) {
 }
 
 // Step 3, then the output.
-void StreamFilter::Impl::pass(const GateEvent& g) {
+inline void StreamFilter::Impl::pass(const GateEvent& g) {
   if (!run.gate) {
     deliver(g);
     return;
@@ -210,15 +228,14 @@ void StreamFilter::Impl::pass(const GateEvent& g) {
   for (const GateEvent& out : run.released) deliver(out);
 }
 
-void StreamFilter::Impl::deliver(const GateEvent& g) {
+inline void StreamFilter::Impl::deliver(const GateEvent& g) {
   Run& r = run;
   Event e = g.event;
-  if (e.thread >= r.out_depth.size()) [[unlikely]] {
-    r.out_depth.resize(e.thread + 1, 0);
-    r.handed_on.resize(e.thread + 1, 0);
-  }
-  r.handed_on[e.thread] = 1;
-  std::uint32_t& depth = r.out_depth[e.thread];
+  if (e.thread >= r.out.size()) [[unlikely]]
+    r.out.resize(e.thread + 1);
+  Run::OutThread& thread = r.out[e.thread];
+  thread.handed_on = 1;
+  std::uint32_t& depth = thread.depth;
   switch (e.kind) {
     case EventKind::zone_begin:
       e.depth = depth++;

@@ -78,8 +78,11 @@ struct StreamFilter::Impl {
     bool track_spans = false;  // async spans are (an end goes where its begin went)
     detail::OpenState open;
     std::optional<detail::DurationGate> gate;
-    std::vector<std::uint32_t> out_depth;  // per thread: zones handed on, open
-    std::vector<char> handed_on;           // per thread: an event of it was handed on
+    struct OutThread {
+      std::uint32_t depth = 0;      // zones handed on, open
+      std::uint32_t handed_on = 0;  // an event of it was handed on (1)
+    };
+    std::vector<OutThread> out;  // by thread
     std::vector<Event> batch;
     TextSource batch_texts = TextSource::none;
     TextSource delivering = TextSource::none;
@@ -107,10 +110,11 @@ struct StreamFilter::Impl {
   // those selected and those an event was handed on from (an async span's end).
   bool listed(ThreadId t) const {
     if (!selection || !selection->filters_threads() || selection->was_selected(t)) return true;
-    return t < run.handed_on.size() && run.handed_on[t] != 0;
+    return t < run.out.size() && run.out[t].handed_on != 0;
   }
   void start(const TraceContext& c);
   void feed(const Event& e);
+  void feed_at_edges(const Event& e);
   void finish(const TraceContext& c, const SessionStats& stats);
   void flush();
   void add_facts(std::vector<TraceMetadata>& facts) const;
@@ -120,15 +124,15 @@ struct StreamFilter::Impl {
   std::string settings() const;
 
  private:
-  detail::ZoneSelection::Verdict judge(const Event& e, bool count_now);
+  RINGTRACE_ALWAYS_INLINE detail::ZoneSelection::Verdict judge(const Event& e, bool count_now);
   void count(detail::LeftOut why);
   void note_before(const Event& e, const detail::ZoneSelection::Verdict& v);
   void note_left_out(const Event& e, const detail::ZoneSelection::Verdict& v);
   void open_at_from();
   void close_at_to();
   void after_to(const Event& e);
-  void pass(const detail::GateEvent& g);
-  void deliver(const detail::GateEvent& g);
+  RINGTRACE_ALWAYS_INLINE void pass(const detail::GateEvent& g);
+  RINGTRACE_ALWAYS_INLINE void deliver(const detail::GateEvent& g);
   std::int64_t keep_text(std::string_view text) {
     run.texts.emplace_back(text);
     return static_cast<std::int64_t>(run.texts_base + run.texts.size() - 1);

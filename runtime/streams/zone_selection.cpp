@@ -82,8 +82,8 @@ void ZoneSelection::unselected(const Event& e) {
   }
 }
 
-bool ZoneSelection::site_matches(std::vector<std::uint8_t>& cache, const std::vector<std::regex>& patterns, SiteId site,
-                                 const TraceContext& context) {
+bool ZoneSelection::match_site(std::vector<std::uint8_t>& cache, const std::vector<std::regex>& patterns, SiteId site,
+                               const TraceContext& context) {
   if (site >= cache.size()) [[unlikely]]
     cache.resize(std::max<std::size_t>(site + 1, context.site_count()), 0);
   std::uint8_t& known = cache[site];
@@ -98,57 +98,6 @@ bool ZoneSelection::site_matches(std::vector<std::uint8_t>& cache, const std::ve
     }
   }
   return known == 1;
-}
-
-ZoneSelection::Verdict ZoneSelection::zone_begin(const Event& e, const TraceContext& context, bool count_now) {
-  Thread& s = stack(e.thread);
-  if (s.past_bound != 0 || s.entries.size() >= kMaxTrackedDepth) [[unlikely]] {
-    ++s.past_bound;
-    return {LeftOut::past_bound, true};
-  }
-  const Entry* parent = s.entries.empty() ? nullptr : &s.entries.back();
-  const bool excluded = (parent != nullptr && parent->excluded) ||
-                        (!excludes_.empty() && site_matches(exclude_cache_, excludes_, e.site, context));
-  const bool in_zone =
-      zones_.empty() || (parent != nullptr && parent->in_zone) || site_matches(zone_cache_, zones_, e.site, context);
-  const std::uint32_t depth = parent == nullptr ? 0 : parent->depth + (parent->why == LeftOut::no ? 1 : 0);
-  LeftOut why = LeftOut::no;
-  if (excluded) {
-    why = LeftOut::exclude;
-  } else if (!in_zone) {
-    why = LeftOut::zone;
-  } else if (max_depth_ != 0 && depth >= max_depth_) {
-    why = LeftOut::depth;
-  }
-  const bool counted = count_now && why != LeftOut::no;
-  s.entries.push_back(Entry{why, counted, in_zone, excluded, depth});
-  return {why, counted};
-}
-
-ZoneSelection::Verdict ZoneSelection::zone_end(const Event& e) {
-  Thread& s = stack(e.thread);
-  if (s.past_bound != 0) [[unlikely]] {
-    --s.past_bound;
-    return {LeftOut::past_bound, true};
-  }
-  if (s.entries.empty()) return {};  // an end without a begin: handed on, as unfiltered
-  const Entry entry = s.entries.back();
-  s.entries.pop_back();
-  return {entry.why, entry.counted};
-}
-
-LeftOut ZoneSelection::attached(const Event& e) const {
-  if (e.thread < stacks_.size() && stacks_[e.thread].past_bound != 0) return LeftOut::past_bound;
-  const Entry* t = top(e.thread);
-  if (t == nullptr) return zones_.empty() ? LeftOut::no : LeftOut::zone;
-  return t->why;
-}
-
-LeftOut ZoneSelection::inside(const Event& e) const {
-  const Entry* t = top(e.thread);
-  if (t == nullptr) return zones_.empty() ? LeftOut::no : LeftOut::zone;
-  if (t->excluded) return LeftOut::exclude;
-  return t->in_zone ? LeftOut::no : LeftOut::zone;
 }
 
 }  // namespace ringtrace::detail

@@ -45,8 +45,8 @@ class ZoneSelection {
     LeftOut why = LeftOut::no;
     bool counted = false;
   };
-  Verdict zone_begin(const Event& e, const TraceContext& context, bool count_now);
-  Verdict zone_end(const Event& e);
+  RINGTRACE_ALWAYS_INLINE Verdict zone_begin(const Event& e, const TraceContext& context, bool count_now);
+  RINGTRACE_ALWAYS_INLINE Verdict zone_end(const Event& e);
   LeftOut attached(const Event& e) const;  // arg, flow_out, flow_in
   LeftOut inside(const Event& e) const;    // instant, message, counter, alloc, free
   // The zones of an unselected thread open now (so a thread selected later pairs their ends).
@@ -85,8 +85,15 @@ class ZoneSelection {
 
   bool select_slow(ThreadId t, const TraceContext& context);
   bool matches(const ThreadInfo& info, const TraceContext& context) const;
+  // Whether a pattern finds site's name: looked up once per site, then cached.
   bool site_matches(std::vector<std::uint8_t>& cache, const std::vector<std::regex>& patterns, SiteId site,
-                    const TraceContext& context);
+                    const TraceContext& context) {
+    if (site < cache.size() && cache[site] != 0) [[likely]]
+      return cache[site] == 1;
+    return match_site(cache, patterns, site, context);
+  }
+  bool match_site(std::vector<std::uint8_t>& cache, const std::vector<std::regex>& patterns, SiteId site,
+                  const TraceContext& context);
   Thread& stack(ThreadId t) {
     if (t >= stacks_.size()) [[unlikely]]
       stacks_.resize(t + 1);
@@ -103,5 +110,57 @@ class ZoneSelection {
   std::vector<Thread> stacks_;
   std::vector<std::uint8_t> zone_cache_, exclude_cache_;  // by site: 0 unknown, 1 matches, 2 does not
 };
+
+// The per-event verdicts, inline: the filter's hot path (stream_filter.cpp).
+inline ZoneSelection::Verdict ZoneSelection::zone_begin(const Event& e, const TraceContext& context, bool count_now) {
+  Thread& s = stack(e.thread);
+  if (s.past_bound != 0 || s.entries.size() >= kMaxTrackedDepth) [[unlikely]] {
+    ++s.past_bound;
+    return {LeftOut::past_bound, true};
+  }
+  const Entry* parent = s.entries.empty() ? nullptr : &s.entries.back();
+  const bool excluded = (parent != nullptr && parent->excluded) ||
+                        (!excludes_.empty() && site_matches(exclude_cache_, excludes_, e.site, context));
+  const bool in_zone =
+      zones_.empty() || (parent != nullptr && parent->in_zone) || site_matches(zone_cache_, zones_, e.site, context);
+  const std::uint32_t depth = parent == nullptr ? 0 : parent->depth + (parent->why == LeftOut::no ? 1 : 0);
+  LeftOut why = LeftOut::no;
+  if (excluded) {
+    why = LeftOut::exclude;
+  } else if (!in_zone) {
+    why = LeftOut::zone;
+  } else if (max_depth_ != 0 && depth >= max_depth_) {
+    why = LeftOut::depth;
+  }
+  const bool counted = count_now && why != LeftOut::no;
+  s.entries.push_back(Entry{why, counted, in_zone, excluded, depth});
+  return {why, counted};
+}
+
+inline ZoneSelection::Verdict ZoneSelection::zone_end(const Event& e) {
+  Thread& s = stack(e.thread);
+  if (s.past_bound != 0) [[unlikely]] {
+    --s.past_bound;
+    return {LeftOut::past_bound, true};
+  }
+  if (s.entries.empty()) return {};  // an end without a begin: handed on, as unfiltered
+  const Entry entry = s.entries.back();
+  s.entries.pop_back();
+  return {entry.why, entry.counted};
+}
+
+inline LeftOut ZoneSelection::attached(const Event& e) const {
+  if (e.thread < stacks_.size() && stacks_[e.thread].past_bound != 0) return LeftOut::past_bound;
+  const Entry* t = top(e.thread);
+  if (t == nullptr) return zones_.empty() ? LeftOut::no : LeftOut::zone;
+  return t->why;
+}
+
+inline LeftOut ZoneSelection::inside(const Event& e) const {
+  const Entry* t = top(e.thread);
+  if (t == nullptr) return zones_.empty() ? LeftOut::no : LeftOut::zone;
+  if (t->excluded) return LeftOut::exclude;
+  return t->in_zone ? LeftOut::no : LeftOut::zone;
+}
 
 }  // namespace ringtrace::detail
