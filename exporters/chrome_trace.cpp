@@ -83,8 +83,12 @@ class ChromeTraceExporter final : public Exporter {
     return {path_};
   }
 
+  // The JSON text of this run so far (before any compression).
+  std::uint64_t output_bytes() const override { return handed_ + used_; }
+
   void on_start(const TraceContext& context) override {
     finished_ = false;
+    handed_ = 0;
     // Every run is a complete capture: a later run rewrites the file from the start.
     if (runs_ > 0 && stream_ == nullptr) {
       sink_.reset();
@@ -270,6 +274,7 @@ class ChromeTraceExporter final : public Exporter {
  private:
   void flush() {
     sink_->write(std::string_view(out_.get(), used_));
+    handed_ += used_;
     used_ = 0;
   }
 
@@ -474,8 +479,10 @@ class ChromeTraceExporter final : public Exporter {
     flush();
     std::string bytes;
     std::unique_ptr<OutputSink> file = std::exchange(sink_, std::make_unique<StringSink>(bytes));
+    const std::uint64_t handed = handed_;  // counted when it reaches the file
     write_zone(zone, context);
     flush();
+    handed_ = handed;
     sink_ = std::move(file);
     inside.push_front(std::move(bytes));
     run_.deferred[zone.thread].push_back(Deferred{zone.depth, std::move(inside)});
@@ -499,6 +506,7 @@ class ChromeTraceExporter final : public Exporter {
     const bool region = (zone.flags & EventFlags::region) != 0;
     const bool closed_at_stop = (zone.flags & EventFlags::closed_at_stop) != 0;
     const bool closed_at_window_end = (zone.flags & EventFlags::closed_at_window_end) != 0;
+    const bool opened_at_window_start = (zone.flags & EventFlags::opened_at_window_start) != 0;
     std::string_view name = site_name(zone.site, context);
     std::string step;
     if (run_.steps.is_step(zone.site, context)) [[unlikely]] {  // Session::step()'s: "step #N"
@@ -533,8 +541,8 @@ class ChromeTraceExporter final : public Exporter {
     p = copy(p, ",\"dur\":");
     p = put_dur(p, zone.total_ns);
     const bool allocated = zone.memory.allocations != 0;  // Config::memory
-    if (region || closed_at_stop || closed_at_window_end || zone.on_cpu_known || allocated || !location.empty() ||
-        !args.empty()) {
+    if (region || closed_at_stop || closed_at_window_end || opened_at_window_start || zone.on_cpu_known || allocated ||
+        !location.empty() || !args.empty()) {
       p = copy(p, ",\"args\":{");
       const char* first = p;
       if (region) {
@@ -553,6 +561,7 @@ class ChromeTraceExporter final : public Exporter {
       }
       if (closed_at_stop) p = copy(p, ",\"closed_at_stop\":true");
       if (closed_at_window_end) p = copy(p, ",\"closed_at_window_end\":true");
+      if (opened_at_window_start) p = copy(p, ",\"opened_at_window_start\":true");
       p = copy(p, location);
       p = copy(p, args);
       // Drop the first field's leading comma.
@@ -688,6 +697,9 @@ class ChromeTraceExporter final : public Exporter {
     p = copy(p, ids);
     p = copy(p, ",\"ts\":");
     p = put_us(p, e.time_ns);
+    // A span cut at a window's edge (a time range, a split output's piece) says so.
+    if ((e.flags & EventFlags::opened_at_window_start) != 0) p = copy(p, ",\"args\":{\"opened_at_window_start\":true}");
+    if ((e.flags & EventFlags::closed_at_window_end) != 0) p = copy(p, ",\"args\":{\"closed_at_window_end\":true}");
     *p++ = '}';
     done(p);
   }
@@ -865,6 +877,7 @@ class ChromeTraceExporter final : public Exporter {
   std::unique_ptr<char[]> out_;            // formatted text not yet given to the sink
   std::size_t used_ = 0;
   std::size_t capacity_ = 0;
+  std::uint64_t handed_ = 0;  // bytes of this run given to the sink
   bool finished_ = false;
   std::string scratch_;  // cold paths: header, metadata, doubles
   std::string message_;  // a message's text, escaped

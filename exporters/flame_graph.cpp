@@ -19,7 +19,8 @@
 #include <utility>
 
 #include "flame_graph_script.hpp"
-#include "output.hpp"  // ReportOutput, append_valid_utf8, append_uint
+#include "output.hpp"       // ReportOutput, append_valid_utf8, append_uint
+#include "report_text.hpp"  // filter_line
 #include "ringtrace/exporters/folded_stacks.hpp"
 
 namespace ringtrace {
@@ -385,8 +386,10 @@ class FlameGraphExporter final : public Exporter {
                         : memory                                   ? ": no bytes allocated"
                                                                    : ": no zones recorded");
     }
+    const std::string filtered = detail::report::filter_line(context);
     return process + ": " + amount(total, memory) + " in " + thousands(stacks) + " stacks" +
-           (stats.dropped > 0 ? "; " + thousands(stats.dropped) + " events dropped (not in the picture)" : "");
+           (stats.dropped > 0 ? "; " + thousands(stats.dropped) + " events dropped (not in the picture)" : "") +
+           (filtered.empty() ? "" : "; " + filtered);
   }
 
   FlameGraphOptions options_;

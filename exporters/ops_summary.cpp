@@ -145,6 +145,11 @@ std::string format_text(const OpsSummary& summary, const OpsSummaryOptions& opti
   using detail::report::Unit;
   std::string out = "Captured ops: " + one_line(summary.total) + "\n";
   if (summary.estimated) out.append("Estimates: zones of sampled sites counted as many times as their sampling rate\n");
+  if (!summary.filtered.empty()) {
+    std::string line = summary.filtered;
+    if (line[0] >= 'a' && line[0] <= 'z') line[0] = static_cast<char>(line[0] - 'a' + 'A');
+    out.append(line + "\n");
+  }
   if (!summary.threads.empty()) {
     std::vector<std::vector<std::string>> rows;
     const bool on_cpu = summary.total.on_cpu;
@@ -231,6 +236,11 @@ std::string format_csv(const OpsSummary& summary) {
 std::string format_json(const OpsSummary& summary) {
   std::string out = "{\"format\":\"ringtrace-ops-summary\",\"version\":1,";
   if (summary.estimated) out.append("\"estimated\":true,");
+  if (!summary.filtered.empty()) {
+    out.append("\"filtered\":");
+    detail::append_json_string(out, summary.filtered);
+    out.push_back(',');
+  }
   out.append("\"total\":{");
   append_counts_json(out, summary.total);
   out.append("},\"threads\":[");
@@ -474,6 +484,7 @@ struct OpsSummaryRun {
     s.total.on_cpu = tracker.any_switches();
     for (OpsSummaryThread& t : s.threads) t.counts.on_cpu = s.total.on_cpu;
     s.estimated = options.estimate_sampled && rates.any_sampled();
+    s.filtered = detail::report::filter_line(context);
     s.missing.reserve(missing.size());
     for (const auto& [key, totals] : missing) {
       MissingOp m;

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -69,7 +70,11 @@ constexpr unsigned name = 1, string_value = 2, int_value = 4;
 // (TrackEventDefaults); with delta timestamps, a second one (3 + 2 * ThreadId) takes the
 // begins written after the zones inside them.
 constexpr std::uint64_t kGlobalSequence = 1;
-constexpr std::uint32_t kIncrementalStateCleared = 1;
+// TracePacket.sequence_flags: the first packet of a sequence clears its incremental state
+// (interned names, defaults, clocks); every later packet of a thread's sequence says it
+// needs that state, as Perfetto's own producers write them (the SDK's track events), so a
+// reader that lost the sequence's start skips them rather than misreading them.
+constexpr std::uint32_t kIncrementalStateCleared = 1, kNeedsIncrementalState = 2;
 // Clocks: the trace's (BOOTTIME in trace_processor's default; ringtrace's CLOCK_MONOTONIC
 // nanoseconds are written as they are, as ever), and with delta timestamps two
 // sequence-scoped ones defined by a ClockSnapshot at a thread sequence's start: 64 counts
@@ -94,18 +99,18 @@ class Buffer {
     size_ = n;
   }
   // Room for n more bytes; returns where they go (commit with commit()).
-  char* room(std::size_t n) {
+  RINGTRACE_ALWAYS_INLINE char* room(std::size_t n) {
     if (size_ + n > capacity_) [[unlikely]]
       grow(size_ + n);
     return data_.get() + size_;
   }
-  void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
+  RINGTRACE_ALWAYS_INLINE void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
   void append(std::string_view s) {
     if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
     size_ += s.size();
   }
   void append(const char* p, std::size_t n) { append(std::string_view(p, n)); }
-  void push_back(char c) { *room(1) = c, ++size_; }
+  RINGTRACE_ALWAYS_INLINE void push_back(char c) { *room(1) = c, ++size_; }
   std::string_view view(std::size_t from = 0) const { return std::string_view(data_.get() + from, size_ - from); }
   void reserve(std::size_t n) {
     if (n > capacity_) grow(n);
@@ -129,15 +134,17 @@ class Buffer {
 class Proto {
  public:
   explicit Proto(Buffer& out) : out_(out) {}
-  void varint(std::uint64_t v) { out_.commit(put_varint(out_.room(10), v)); }
+  RINGTRACE_ALWAYS_INLINE void varint(std::uint64_t v) { out_.commit(put_varint(out_.room(10), v)); }
   // An unsigned LEB128 varint at p (at most ten bytes); returns its end.
-  static char* put_varint(char* p, std::uint64_t v) {
+  RINGTRACE_ALWAYS_INLINE static char* put_varint(char* p, std::uint64_t v) {
     for (; v >= 0x80; v >>= 7) *p++ = static_cast<char>(v | 0x80);
     *p++ = static_cast<char>(v);
     return p;
   }
-  void tag(unsigned field, unsigned wire) { varint((static_cast<std::uint64_t>(field) << 3) | wire); }
-  void uint(unsigned field, std::uint64_t v) {
+  RINGTRACE_ALWAYS_INLINE void tag(unsigned field, unsigned wire) {
+    varint((static_cast<std::uint64_t>(field) << 3) | wire);
+  }
+  RINGTRACE_ALWAYS_INLINE void uint(unsigned field, std::uint64_t v) {
     tag(field, 0);
     varint(v);
   }
@@ -215,7 +222,10 @@ class PerfettoExporter final : public Exporter {
     return {path_};
   }
 
+  std::uint64_t output_bytes() const override { return handed_ + out_.size(); }
+
   void on_start(const TraceContext& context) override {
+    handed_ = 0;
     if (runs_++ > 0 && stream_ == nullptr) {
       sink_.reset();
       sink_ = detail::OutputSink::open_file(path_);
@@ -248,7 +258,8 @@ class PerfettoExporter final : public Exporter {
       switch (e.kind) {
         case EventKind::zone_begin: {
           see_thread(e.thread, context, e.time_ns);
-          run_.tracker.ran(e.thread, e.time_ns);  // an off-CPU interval it ends is written before it
+          // An off-CPU interval it ends is written before it (not one made up at a window's start).
+          if ((e.flags & EventFlags::opened_at_window_start) == 0) run_.tracker.ran(e.thread, e.time_ns);
           Event begin = e;
           begin.time_ns = begin_boundary(e.thread, e.time_ns);
           run_.tracker.feed(
@@ -501,6 +512,7 @@ class PerfettoExporter final : public Exporter {
       const std::size_t at = p.begin(f::trace_packet);
       p.uint(f::timestamp, time_ns);
       p.uint(f::sequence_id, s->id);
+      p.uint(f::sequence_flags, kNeedsIncrementalState);
       on = s;
       return at;
     }
@@ -524,6 +536,7 @@ class PerfettoExporter final : public Exporter {
       p.uint(f::timestamp_clock_id, clock);
     }
     p.uint(f::sequence_id, s->id);
+    p.uint(f::sequence_flags, kNeedsIncrementalState);
     on = s;
     return at;
   }
@@ -712,9 +725,12 @@ class PerfettoExporter final : public Exporter {
       annotate_uint(s, p, "alloc_bytes", zone.memory.allocated_bytes);
       annotate_uint(s, p, "allocs", zone.memory.allocations);
     }
-    if ((zone.flags & EventFlags::closed_at_stop) != 0) {
+    for (const auto& [flag, key] : {std::pair{EventFlags::closed_at_stop, "closed_at_stop"},
+                                    std::pair{EventFlags::closed_at_window_end, "closed_at_window_end"},
+                                    std::pair{EventFlags::opened_at_window_start, "opened_at_window_start"}}) {
+      if ((zone.flags & flag) == 0) continue;
       const std::size_t d = p.begin(f::debug_annotations);
-      p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, "closed_at_stop"));
+      p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, key));
       p.uint(f::bool_value, 1);
       p.end(d);
     }
@@ -774,16 +790,16 @@ class PerfettoExporter final : public Exporter {
   // The end packet of a zone, the most common packet, written with one check of room:
   // when nothing is pending to be defined on the thread's main sequence and its time is
   // absolute or a delta there (else false: the general path writes it). The same bytes
-  // as the general path: packet {timestamp, sequence_id, track_event {type}}.
+  // as the general path: packet {timestamp, sequence_id, sequence_flags, track_event {type}}.
   bool write_end_fast(ThreadId thread, std::uint64_t time_ns) {
     Sequence& s = sequence(thread);
     const bool delta = options_.delta_timestamps;
     if ((delta && time_ns < s.last) || !s.pending.empty()) [[unlikely]]
       return false;
-    static_assert(f::trace_packet < 16 && f::timestamp < 16 && f::sequence_id < 16 && f::track_event < 16 &&
-                      f::type < 16 && kSliceEnd < 128,
+    static_assert(f::trace_packet < 16 && f::timestamp < 16 && f::sequence_id < 16 && f::sequence_flags < 16 &&
+                      f::track_event < 16 && f::type < 16 && kSliceEnd < 128 && kNeedsIncrementalState < 128,
                   "one-byte tags");
-    char* const start = out_.room(40);  // tags, two varints of 10 bytes at most, the event
+    char* const start = out_.room(48);  // tags, two varints of 10 bytes at most, the flags, the event
     char* p = start;
     *p++ = static_cast<char>(f::trace_packet << 3 | 2);
     char* const length = p++;
@@ -792,6 +808,8 @@ class PerfettoExporter final : public Exporter {
     if (delta) s.last = time_ns;
     *p++ = static_cast<char>(f::sequence_id << 3);
     p = put_varint(p, s.id);
+    *p++ = static_cast<char>(f::sequence_flags << 3);
+    *p++ = static_cast<char>(kNeedsIncrementalState);
     *p++ = static_cast<char>(f::track_event << 3 | 2);
     *p++ = 2;
     *p++ = static_cast<char>(f::type << 3);
@@ -999,6 +1017,12 @@ class PerfettoExporter final : public Exporter {
     if (e.kind == EventKind::async_begin) {
       p.uint(f::name_iid, site_name_iid(s, e.site, context));
       p.uint(f::category_iids, category_iid(s, "async"));
+      if ((e.flags & EventFlags::opened_at_window_start) != 0) {
+        const std::size_t d = p.begin(f::debug_annotations);
+        p.uint(f::da_name_iid, intern(s, run_.key_iids, f::debug_annotation_names, "opened_at_window_start"));
+        p.uint(f::bool_value, 1);
+        p.end(d);
+      }
     }
     p.end(event);
     end_packet(s, packet);
@@ -1007,6 +1031,7 @@ class PerfettoExporter final : public Exporter {
   void flush() {
     if (out_.empty()) return;
     sink_->write(out_.view());
+    handed_ += out_.size();
     out_.clear();
   }
 
@@ -1017,6 +1042,7 @@ class PerfettoExporter final : public Exporter {
   std::uint64_t runs_ = 0;
   bool started_ = false;
   Buffer out_;
+  std::uint64_t handed_ = 0;  // bytes of this run given to the sink
   // Everything a run adds to, made afresh by one assignment at on_start: nothing of a run
   // reaches the next (site and thread ids, iids and sequences are a run's own).
   struct Run {

@@ -10,6 +10,7 @@
 
 #include "marshal_writer.hpp"
 #include "output.hpp"
+#include "report_text.hpp"  // filter_line
 #include "u64_map.hpp"
 #include "zone_tracker.hpp"
 
@@ -304,7 +305,7 @@ std::string encode_pstats(const PstatsTable& table) {
     w.string(name);
   };
   // An entry of no calls, for what the dict has no other room to say.
-  const auto write_note = [&](const char* name) {
+  const auto write_note = [&](const std::string& name) {
     write_key("~", 0, name);
     w.begin_tuple(5);
     w.integer(std::uint64_t{0});
@@ -318,6 +319,7 @@ std::string encode_pstats(const PstatsTable& table) {
   if (table.functions.empty()) write_note("<ringtrace: no zones recorded>");
   if (table.on_cpu && !table.alloc_bytes) write_note("<ringtrace: times are on-CPU>");
   if (table.alloc_bytes) write_note("<ringtrace: times are MB allocated>");
+  if (!table.filtered.empty()) write_note("<ringtrace: " + table.filtered + ">");
   // Seconds, or with alloc_bytes megabytes where seconds go.
   const auto seconds_of = [&table](std::uint64_t v) {
     return table.alloc_bytes ? static_cast<double>(v) / kBytesPerMB : static_cast<double>(v) / kNsPerSecond;
@@ -395,6 +397,7 @@ void PstatsExporter::on_events(std::span<const Event> events, const TraceContext
 void PstatsExporter::on_finish(const TraceContext& context, const SessionStats&) {
   aggregator_.finish(context.clock().stop_ns);
   PstatsTable table = aggregator_.table();
+  table.filtered = detail::report::filter_line(context);
   sink_->output.write_run(encode_pstats(table));
   if (!options_.report_path.empty()) {
     PstatsReportOptions report;

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>  // std::exchange
+#include <variant>
 
 #include "latency_histogram.hpp"
 #include "numbers_only.hpp"
@@ -310,6 +311,11 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
   if (table.closed_at_stop > 0) {
     out.append("Zones still open at stop, closed at the stop time: " + std::to_string(table.closed_at_stop) + "\n");
   }
+  if (!table.filtered.empty()) {
+    std::string line = table.filtered;
+    if (line[0] >= 'a' && line[0] <= 'z') line[0] = static_cast<char>(line[0] - 'a' + 'A');
+    out.append(line + "\n");
+  }
   return out;
 }
 
@@ -427,6 +433,10 @@ std::string format_json(const KeyAverages& table) {
   }
   out.append("],\"closed_at_stop\":");
   append_uint(out, table.closed_at_stop);
+  if (!table.filtered.empty()) {
+    out.append(",\"filtered\":");
+    detail::append_json_string(out, table.filtered);
+  }
   out.append(",\"rows\":[");
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
     const TableRow& r = table.rows[i];
@@ -1098,6 +1108,7 @@ struct TableRun {
     out.dropped = streams.dropped;
     out.dropped_by_thread = streams.dropped_by_thread;
     out.closed_at_stop = streams.closed_at_stop;
+    if (context != nullptr) out.filtered = detail::report::filter_line(*context);  // a filter in front of the table
     return out;
   }
 

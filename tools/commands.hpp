@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ringtrace/exporters/table.hpp"  // TableOptions::SortBy
+#include "ringtrace/stream_filter.hpp"    // FilterOptions
 
 namespace ringtrace {
 struct ReplayProcess;
@@ -56,6 +57,22 @@ std::string_view sort_key_name(TableOptions::SortBy key);
 std::string sort_keys();
 // Whether a key sorts by an on-CPU column (empty without context switches).
 bool on_cpu_key(TableOptions::SortBy key);
+
+// The filters convert and report share (filter_options.cpp): their help lines, and
+// args[i] read into `options` if it is one of them (and its value; UsageError for a
+// value they cannot take).
+extern const char* const kFilterHelp;
+bool filter_option(const std::vector<std::string>& args, std::size_t& i, FilterOptions& options);
+// --split SIZE: 200MB, 1GB (1000-based, as sizes are printed), 500M, 1G, 512MiB
+// (1024-based), or bytes; at least 1 MB. UsageError otherwise.
+std::uint64_t split_size(const std::string& text);
+// Piece `index` of a split output: ".NNN" (three digits at least) before the name's
+// extension (its last, or last two when the last is .gz): trace.json -> trace.001.json,
+// trace.json.gz -> trace.001.json.gz, out -> out.001.
+std::string piece_path(const std::string& output, std::size_t index);
+// A command line as one could type it: `command`, then each argument, quoted for the
+// shell when it holds anything but letters, digits and _./,:=+-@%.
+std::string shell_words(std::string_view command, const std::vector<std::string>& args);
 
 bool wants_help(const std::vector<std::string>& args);
 // A subcommand's usage text: on standard output with status 0 when asked for (--help),

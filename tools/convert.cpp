@@ -1,5 +1,6 @@
 // ringtrace convert: a binary trace file into any of the exporters' formats, in one
 // pass, through the same exporters a live session uses.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "commands.hpp"
@@ -24,13 +26,14 @@
 #include "ringtrace/exporters/pstats.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/files.hpp"
+#include "ringtrace/stream_filter.hpp"
 
 namespace ringtrace::tool {
 
 namespace {
 
 constexpr const char* kHelp =
-    "usage: ringtrace convert FILE [outputs and options]\n"
+    "usage: ringtrace convert FILE [outputs and options] [filters]\n"
     "\n"
     "Converts a binary trace file (or the temporary a killed process left) into the\n"
     "formats below, any subset, in one pass. OUT '-' is standard output (not for --pstats,\n"
@@ -90,9 +93,21 @@ constexpr const char* kHelp =
     "                         files; also look for them (same build id: the binaries, or\n"
     "                         their .debug files) in DIR, as DIR/.build-id/xx/yyyy[.debug],\n"
     "                         DIR/<file name> or DIR/<recorded path> (repeatable)\n"
+    "  --split SIZE           Chrome, Perfetto: a sequence of files each at most SIZE (200MB,\n"
+    "                         1GB, 500M) that each open on their own: OUT.001.json,\n"
+    "                         OUT.002.json, ... (the number before the extension; .json.gz\n"
+    "                         keeps both); zones open across a file's end are closed there\n"
+    "                         and begun again in the next, marked\n"
+    "\n";
+
+// After kFilterHelp.
+constexpr const char* kHelpEnd =
     "\n"
     "On success, one line on standard error says what was written, how big, how long\n"
-    "it took and how many events were read.\n";
+    "it took and how many events were read; with filters, a second one what they left out.\n"
+    "A Chrome JSON over 256 MB (what chrome://tracing opens) or a Perfetto file over 1 GB\n"
+    "(what Perfetto UI opens well) is followed by a line with the command that writes it\n"
+    "in pieces that open (--split).\n";
 
 struct Output {
   const char* flag;
@@ -149,11 +164,15 @@ struct Request {
   bool alloc_bytes = false;  // --alloc-bytes: pstats (folded_options carries its own)
   bool rings = true;
   std::vector<std::filesystem::path> symbol_paths;
+  FilterOptions filter;
+  std::uint64_t split_bytes = 0;  // --split: 0, none
+  // The files --chrome and --perfetto write first: OUT, or with --split its piece 1.
+  std::string chrome_first, perfetto_first;
 
   // Every output, in the order they are written and named in the summary line.
   std::array<Output, 9> outputs() const {
-    return {{{"--chrome", chrome},
-             {"--perfetto", perfetto},
+    return {{{"--chrome", chrome_first},
+             {"--perfetto", perfetto_first},
              {"--pstats", pstats},
              {"--folded", folded},
              {"--summary", summary},
@@ -269,6 +288,10 @@ Request parse(const std::vector<std::string>& args) {
       r.rings = false;
     } else if (a == "--symbols-path") {
       r.symbol_paths.emplace_back(option_value(args, i));
+    } else if (a == "--split") {
+      r.split_bytes = split_size(option_value(args, i));
+    } else if (filter_option(args, i, r.filter)) {
+      // --time-range, --min-duration, ...: read there
     } else if (a.size() > 1 && a[0] == '-') {  // '-' alone is an input: refused as one (check_input)
       throw UsageError("unknown option '" + a + "' (see ringtrace convert --help)");
     } else if (r.input.empty()) {
@@ -285,6 +308,15 @@ Request parse(const std::vector<std::string>& args) {
         "--callgraph");
   }
   if (r.pstats == "-") throw UsageError("--pstats writes a binary file, not to standard output");
+  if (r.split_bytes != 0 && r.chrome.empty() && r.perfetto.empty())
+    throw UsageError("--split cuts the --chrome and --perfetto outputs, and neither is asked for");
+  if (r.split_bytes != 0 && (r.chrome == "-" || r.perfetto == "-"))
+    throw UsageError("--split writes files, not standard output");
+  const auto first = [&](const std::string& out) {
+    return r.split_bytes != 0 && !out.empty() ? piece_path(out, 1) : out;
+  };
+  r.chrome_first = first(r.chrome);
+  r.perfetto_first = first(r.perfetto);
   check_picture_options(args, r);
   if (r.callgraph.ends_with(".svg")) r.callgraph_dot = r.callgraph.substr(0, r.callgraph.size() - 4) + ".dot";
   r.callgraph_options.estimate_sampled = r.flamegraph_options.estimate_sampled = r.estimate;
@@ -295,18 +327,39 @@ Request parse(const std::vector<std::string>& args) {
   return r;
 }
 
-// Every output's exporter, opened (and so checked) before anything is read.
-std::vector<std::shared_ptr<Exporter>> open_outputs(const Request& r) {
+// What open_outputs() made: the exporters the reader feeds (the filter, in front of the
+// others, when one is asked for), and the Chrome and Perfetto outputs, for the summary.
+struct Opened {
   std::vector<std::shared_ptr<Exporter>> exporters;
+  std::shared_ptr<StreamFilter> filter;
+  std::shared_ptr<Exporter> chrome, perfetto;
+};
+
+// An output's exporter, or with --split the sequence of its pieces (piece 1 opened now).
+using MakeOutput = std::function<std::shared_ptr<Exporter>(const std::string& path)>;
+std::shared_ptr<Exporter> open_output(const Request& r, const std::string& path, const MakeOutput& make) {
+  if (r.split_bytes == 0) return make(path);
+  return split_output(r.split_bytes, [path, make](std::size_t i) { return make(piece_path(path, i)); });
+}
+
+// Every output's exporter, opened (and so checked) before anything is read.
+Opened open_outputs(const Request& r) {
+  Opened opened;
+  std::vector<std::shared_ptr<Exporter>>& exporters = opened.exporters;
   if (!r.chrome.empty()) {
-    exporters.push_back(r.chrome == "-" ? chrome_trace_exporter(std::cout, r.chrome_options)
-                                        : chrome_trace_exporter(r.chrome, r.chrome_options));
+    const ChromeTraceOptions options = r.chrome_options;
+    opened.chrome = open_output(r, r.chrome, [options](const std::string& path) {
+      return path == "-" ? chrome_trace_exporter(std::cout, options) : chrome_trace_exporter(path, options);
+    });
+    exporters.push_back(opened.chrome);
   }
   if (!r.perfetto.empty()) {
-    PerfettoOptions perfetto_options;
-    perfetto_options.per_thread_counters = r.chrome_options.per_thread_counters;
-    exporters.push_back(r.perfetto == "-" ? perfetto_exporter(std::cout, perfetto_options)
-                                          : perfetto_exporter(r.perfetto, perfetto_options));
+    PerfettoOptions options;
+    options.per_thread_counters = r.chrome_options.per_thread_counters;
+    opened.perfetto = open_output(r, r.perfetto, [options](const std::string& path) {
+      return path == "-" ? perfetto_exporter(std::cout, options) : perfetto_exporter(path, options);
+    });
+    exporters.push_back(opened.perfetto);
   }
   if (!r.pstats.empty()) {
     PstatsOptions pstats_options;
@@ -337,19 +390,75 @@ std::vector<std::shared_ptr<Exporter>> open_outputs(const Request& r) {
     exporters.push_back(r.callgraph == "-" ? call_graph_exporter(std::cout, r.callgraph_options)
                                            : call_graph_exporter(r.callgraph, r.callgraph_options));
   }
-  return exporters;
+  if (r.filter.any()) {
+    opened.filter = stream_filter(r.filter, std::move(exporters));
+    opened.exporters = {opened.filter};
+  }
+  return opened;
 }
 
 // Chrome JSON spends most of its bytes on keys repeated in every event and on decimal
 // times; Perfetto's protobuf holds the same trace in about a third of that (docs/guide.md,
 // "Perfetto trace"; measured on the demo's trace too). Worth a line once the JSON is
-// large enough to be slow to load; not for .gz, whose ratio is another.
+// large enough to be slow to load; not for .gz, whose ratio is another. 256 MB is also
+// about what chrome://tracing opens (its JSON is one string); Perfetto UI works well up
+// to about 1 GB of protobuf (it needs 2 to 4 times a trace's size in the browser's memory).
 constexpr std::uintmax_t kLargeJsonBytes = 256'000'000;
+constexpr std::uintmax_t kLargePerfettoBytes = 1'000'000'000;
+
+// "trace.001.json ... trace.004.json (4 files, 812 MB in all, the largest 199 MB)".
+std::string pieces_text(const SplitOutput& split) {
+  const std::vector<SplitPiece>& pieces = split.pieces();
+  std::uint64_t all = 0, largest = 0;
+  for (const SplitPiece& p : pieces) {
+    all += p.bytes;
+    largest = std::max(largest, p.bytes);
+  }
+  const auto name = [](const SplitPiece& p) { return p.paths.empty() ? std::string("?") : p.paths.front().string(); };
+  if (pieces.size() == 1) return name(pieces.front()) + " (1 file, " + byte_size(all) + ")";
+  return name(pieces.front()) + " ... " + name(pieces.back()) + " (" + std::to_string(pieces.size()) + " files, " +
+         byte_size(all) + " in all, the largest " + byte_size(largest) + ")";
+}
+
+// Pieces past the bound (a piece's ends at its cut carried more than the margin); and
+// pieces of an earlier conversion that this one did not rewrite. Returns false for the first.
+bool check_pieces(const Request& r, const std::string& out, const SplitOutput& split) {
+  bool ok = true;
+  for (const SplitPiece& p : split.pieces()) {
+    if (p.bytes <= r.split_bytes || p.paths.empty()) continue;
+    error("convert", p.paths.front().string() + " came out at " + byte_size(p.bytes) + ", more than --split " +
+                         byte_size(r.split_bytes) + ": give a larger SIZE");
+    ok = false;
+  }
+  const std::string next = piece_path(out, split.pieces().size() + 1);
+  std::error_code ec;
+  if (std::filesystem::exists(next, ec)) {
+    error("convert", next + " and any later pieces are from an earlier conversion, not this one");
+  }
+  return ok;
+}
+
+// A Chrome or Perfetto file too large to open, with the command that writes it in pieces.
+void say_too_large(const std::vector<std::string>& args, const std::string& path, std::uint64_t bytes, bool chrome) {
+  const std::string command = shell_words("ringtrace convert", args) + (chrome ? " --split 200MB" : " --split 500MB");
+  if (chrome) {
+    error("convert", path + " holds " + byte_size(bytes) +
+                         " of JSON, more than chrome://tracing opens (256 MB); in files that each open: " + command);
+  } else {
+    error("convert", path + " holds " + byte_size(bytes) +
+                         ", more than Perfetto UI opens well (about 1 GB: the browser needs 2 to 4 times a trace's "
+                         "size); in files that each open: " +
+                         command);
+  }
+}
 
 // The line that says what a successful conversion wrote, on standard error (standard
 // output may be one of the outputs):
 //   ringtrace convert: wrote trace.json (1.88 GB) in 12.3 s from run.rtrace (45,123,456 events)
-void print_summary(const Request& r, const ReplayResult& result, std::chrono::steady_clock::duration took) {
+// then what the filters left out, and what makes a file too large to open smaller.
+// False when a piece of a split output came out past its bound.
+bool print_summary(const Request& r, const std::vector<std::string>& args, const Opened& opened,
+                   const ReplayResult& result, std::chrono::steady_clock::duration took) {
   std::string written;
   std::uintmax_t chrome_bytes = 0;
   for (const Output& o : r.outputs()) {
@@ -359,18 +468,37 @@ void print_summary(const Request& r, const ReplayResult& result, std::chrono::st
       written += std::string("standard output (") + o.flag + ")";
       continue;
     }
+    const bool chrome = std::string_view(o.flag) == "--chrome";
+    const std::shared_ptr<Exporter>& x = chrome ? opened.chrome : opened.perfetto;
+    if (const auto* split = dynamic_cast<const SplitOutput*>(x.get());
+        split != nullptr && (chrome || std::string_view(o.flag) == "--perfetto")) {
+      written += pieces_text(*split);
+      continue;
+    }
     std::error_code ec;
     const std::uintmax_t bytes = std::filesystem::file_size(o.path, ec);
     written += o.path + " (" + (ec ? std::string("size unknown") : byte_size(bytes)) + ")";
-    if (std::string_view(o.flag) == "--chrome" && !ec) chrome_bytes = bytes;
+    if (chrome && !ec) chrome_bytes = bytes;
   }
   std::fprintf(stderr, "ringtrace convert: wrote %s in %s from %s (%s events)\n", written.c_str(),
                elapsed(took).c_str(), r.input.c_str(), thousands(result.events).c_str());
+  if (opened.filter) error("convert", opened.filter->summary());
   if (chrome_bytes >= kLargeJsonBytes && r.perfetto.empty() && !r.chrome.ends_with(".gz")) {
     std::fprintf(stderr,
                  "ringtrace convert: --perfetto OUT writes this trace in about a third of the size "
                  "(for Perfetto UI and trace_processor)\n");
   }
+  bool ok = true;
+  for (const auto& [out, x, chrome] :
+       {std::tuple{r.chrome, opened.chrome, true}, {r.perfetto, opened.perfetto, false}}) {
+    if (!x || out == "-") continue;
+    if (const auto* split = dynamic_cast<const SplitOutput*>(x.get())) {
+      ok = check_pieces(r, out, *split) && ok;
+    } else if (x->output_bytes() > (chrome ? kLargeJsonBytes : kLargePerfettoBytes)) {
+      say_too_large(args, out, x->output_bytes(), chrome);
+    }
+  }
+  return ok;
 }
 
 }  // namespace
@@ -378,6 +506,8 @@ void print_summary(const Request& r, const ReplayResult& result, std::chrono::st
 int convert(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::fputs(kHelp, stdout);
+    std::fputs(kFilterHelp, stdout);
+    std::fputs(kHelpEnd, stdout);
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -393,9 +523,9 @@ int convert(const std::vector<std::string>& args) {
     r.callgraph_dot.clear();
     r.callgraph_undrawn = true;
   }
-  const std::vector<std::shared_ptr<Exporter>> exporters = open_outputs(r);
+  const Opened opened = open_outputs(r);
   std::vector<Exporter*> raw;
-  for (const auto& x : exporters) raw.push_back(x.get());
+  for (const auto& x : opened.exporters) raw.push_back(x.get());
   ProgressBar bar("ringtrace convert");
   ReplayOptions options;
   options.progress = std::ref(bar);
@@ -405,8 +535,8 @@ int convert(const std::vector<std::string>& args) {
   const ReplayResult result = replay_file(r.input, raw, options);
   std::cout.flush();
   if (!result.problem.empty()) return error("convert", r.input + ": " + result.problem);
-  print_summary(r, result, std::chrono::steady_clock::now() - start);
-  return r.callgraph_undrawn ? 1 : 0;
+  const bool whole = print_summary(r, args, opened, result, std::chrono::steady_clock::now() - start);
+  return r.callgraph_undrawn || !whole ? 1 : 0;
 }
 
 }  // namespace ringtrace::tool

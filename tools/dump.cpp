@@ -15,10 +15,12 @@
 //          (counter and value; X printed with %.17g), text="..." (text values and
 //          messages), count=N (dropped), bits=N (switches: SwitchBits)
 //   FLAGS  late, closed_at_stop, closed_at_window_end, truncated (size_unknown for a free,
-//          restored for a failed realloc's alloc): those the event has
+//          restored for a failed realloc's alloc, opened_at_window_start for a begin the
+//          filters made at their time range's start): those the event has
 // Quoted strings escape '"' as \", '\' as \\, and every byte outside 0x20-0x7E as \xHH.
 #include <cinttypes>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -170,6 +172,10 @@ class Printer final : public Exporter {
     if ((e.flags & EventFlags::truncated) != 0 && e.kind != EventKind::alloc) out_ += " truncated";
     if ((e.flags & EventFlags::size_unknown) != 0 && e.kind == EventKind::free) out_ += " size_unknown";
     if ((e.flags & EventFlags::restored) != 0 && e.kind == EventKind::alloc) out_ += " restored";
+    if ((e.flags & EventFlags::opened_at_window_start) != 0 &&
+        (e.kind == EventKind::zone_begin || e.kind == EventKind::async_begin)) {
+      out_ += " opened_at_window_start";
+    }
     out_ += '\n';
   }
   void flush() {
@@ -184,11 +190,9 @@ class Printer final : public Exporter {
 }  // namespace
 
 int dump(const std::vector<std::string>& args) {
-  const bool rings = !(args.size() == 2 && args[1] == "--no-rings");
-  if (wants_help(args) || args.empty() || (args.size() == 2 && rings) || args.size() > 2) {
-    return usage(
-        args,
-        "usage: ringtrace dump FILE [--no-rings]\n"
+  if (wants_help(args)) {
+    std::fputs(
+        "usage: ringtrace dump FILE [--no-rings] [filters]\n"
         "\n"
         "Prints the file's events as a live session delivered them, one a line:\n"
         "  TIME PID TID KIND \"NAME\" [FIELDS] [FLAGS]\n"
@@ -198,17 +202,41 @@ int dump(const std::vector<std::string>& args) {
         "closed_at_stop, closed_at_window_end, truncated. Strings are quoted with \\\", \\\\ and \\xHH escapes.\n"
         "A file cut short is printed up to where it ends (and on from its ring file, unless\n"
         "--no-rings); what went wrong goes to standard error, and dump exits 1.\n"
-        "docs/file-format.md describes the file; tools/python/rtrace.py prints the same.\n");
+        "docs/file-format.md describes the file; tools/python/rtrace.py prints the same.\n"
+        "With filters, the events they keep, as every output of convert gets them (begins\n"
+        "they made at the time range's start flagged opened_at_window_start); what they left\n"
+        "out on standard error.\n"
+        "\n",
+        stdout);
+    std::fputs(kFilterHelp, stdout);
+    return 0;
   }
-  check_input(args[0], rings);
-  Printer printer;
+  std::string input;
+  bool rings = true;
+  FilterOptions filter;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--no-rings") {
+      rings = false;
+    } else if (filter_option(args, i, filter)) {
+      // --time-range, --min-duration, ...: read there
+    } else if ((args[i].size() > 1 && args[i][0] == '-') || !input.empty()) {
+      return usage(args, "usage: ringtrace dump FILE [--no-rings] [filters]\n");
+    } else {
+      input = args[i];
+    }
+  }
+  if (input.empty()) return usage(args, "usage: ringtrace dump FILE [--no-rings] [filters]\n");
+  check_input(input, rings);
+  auto printer = std::make_shared<Printer>();
+  const std::shared_ptr<StreamFilter> filtered = filter.any() ? stream_filter(filter, {printer}) : nullptr;
   ReplayOptions options;
   options.recover_rings = rings;
-  if (rings) options.rings = ring_file_of(args[0]);
-  Exporter* const one[] = {&printer};
-  const ReplayResult r = replay_file(args[0], std::span<Exporter* const>(one), options);
+  if (rings) options.rings = ring_file_of(input);
+  Exporter* const one[] = {filtered ? static_cast<Exporter*>(filtered.get()) : printer.get()};
+  const ReplayResult r = replay_file(input, std::span<Exporter* const>(one), options);
   if (std::fflush(stdout) != 0) return error("dump", "cannot write to standard output");
-  if (!r.complete) return error("dump", args[0] + ": " + r.problem);
+  if (filtered) error("dump", filtered->summary());
+  if (!r.complete) return error("dump", input + ": " + r.problem);
   return 0;
 }
 

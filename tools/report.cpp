@@ -91,7 +91,7 @@ int report(const std::vector<std::string>& args) {
     const std::string help =
         "usage: ringtrace report FILE [--rows N] [--sort-by KEY] [--transparent NAME]... [--estimate-sampled]\n"
         "                             [--fold-steps] [--by-input-shapes | --by-arg KEY] [--by-node | --by-process]\n"
-        "                             [--source-locations] [--no-rings] [--leaks]\n"
+        "                             [--source-locations] [--no-rings] [--leaks] [filters]\n"
         "       ringtrace report FILE --stragglers [--rows N] [--no-rings]\n"
         "       ringtrace report DIR_OR_FILES... [table options] [--jobs N]\n"
         "\n"
@@ -139,7 +139,11 @@ int report(const std::vector<std::string>& args) {
         "processes merged into one file (ringtrace merge), per step each process's step time,\n"
         "the slowest process, the spread (slowest minus fastest) and how far apart the steps\n"
         "ended on the merged timeline, then how often each process was the slowest;\n"
-        "--rows N keeps the N steps of largest spread (default: every step).\n";
+        "--rows N keeps the N steps of largest spread (default: every step).\n"
+        "\n"
+        "The filters below apply to the table and the captured-ops summary, not to --memory,\n"
+        "--leaks or --stragglers (the whole recording's); the table says what they left out.\n" +
+        std::string(kFilterHelp);
     std::fputs(help.c_str(), stdout);
     return 0;
   }
@@ -153,8 +157,11 @@ int report(const std::vector<std::string>& args) {
   bool leaks = false;
   bool memory_sites = false;
   std::size_t jobs = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+  FilterOptions filter;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--rows") {
+    if (filter_option(args, i, filter)) {
+      // --time-range, --min-duration, ...: read there
+    } else if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
       rows_given = true;
     } else if (args[i] == "--stragglers") {
@@ -204,12 +211,16 @@ int report(const std::vector<std::string>& args) {
                                         {table_options.source_locations, "--source-locations"}}) {
       if (given) return error("report", std::string(option) + " reads one recording: not with several files", 2);
     }
+    if (filter.any()) return error("report", "the filters read one recording: not with several files", 2);
     return report_many(inputs, table_options, rings, jobs);
   }
   const std::string& input = inputs.front();
   if (table_options.group_by_input_shapes && !table_options.group_by_arg.empty() &&
       table_options.group_by_arg != "input_shapes") {
     return error("report", "--by-input-shapes and --by-arg " + table_options.group_by_arg + ": one argument only", 2);
+  }
+  if (filter.any() && (stragglers || leaks || memory_sites)) {
+    return error("report", "--stragglers, --memory and --leaks report the whole recording: no filters with them", 2);
   }
   check_input(input, rings);
   if (stragglers) return report_stragglers(input, rings, rows_given ? table_options.row_limit : 0);
@@ -228,7 +239,10 @@ int report(const std::vector<std::string>& args) {
   if (rings) options.rings = ring_file_of(input);
   StatsKeeper kept;
   Exporter* const all[] = {table.get(), summary.get(), &kept};
-  const ReplayResult result = replay_file(input, all, options);
+  const std::shared_ptr<StreamFilter> filtered =
+      filter.any() ? stream_filter(filter, {table, summary, std::shared_ptr<Exporter>(table, &kept)}) : nullptr;
+  Exporter* const one[] = {filtered.get()};
+  const ReplayResult result = filtered ? replay_file(input, one, options) : replay_file(input, all, options);
   const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
   if (memory_sites) {
     std::cout << memory_report(kept.stats.memory, kept.start_ns, result.processes.size(), table_options.row_limit);
@@ -244,7 +258,13 @@ int report(const std::vector<std::string>& args) {
     return 0;
   }
   const KeyAverages& averages = dynamic_cast<const TableExporter&>(*table).table();
-  std::cout << (averages.groups != 0 ? table_text.str() : no_zones_text(averages));
+  if (averages.groups == 0 && filtered) {
+    std::string said = filtered->summary();
+    said[0] = 'F';  // "filters (...)": a sentence of its own
+    std::cout << "No zones left by the filters, so no key-averages table.\n" << said << "\n";
+  } else {
+    std::cout << (averages.groups != 0 ? table_text.str() : no_zones_text(averages));
+  }
   if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
   // Allocations (a recording with Config::memory): one line, or two.
   const std::string memory = memory_summary(kept.stats.memory, kept.start_ns, result.processes.size());

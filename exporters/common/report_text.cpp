@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <variant>
 
 #include "output.hpp"
 
@@ -165,6 +166,13 @@ std::string render_table(const std::vector<TextColumn>& columns, const std::vect
   }
   out.append(rule).push_back('\n');
   return out;
+}
+
+std::string filter_line(const TraceContext& context) {
+  for (const TraceMetadata& m : context.metadata()) {
+    if (m.key == "filter" && std::holds_alternative<std::string>(m.value)) return std::get<std::string>(m.value);
+  }
+  return {};
 }
 
 }  // namespace ringtrace::detail::report

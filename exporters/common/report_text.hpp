@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ringtrace/exporter.hpp"  // TraceContext: a filter's metadata
+
 namespace ringtrace::detail::report {
 
 enum class Unit : std::uint8_t { automatic, s, ms, us, ns };
@@ -57,5 +59,10 @@ struct TextColumn {
   bool left = false;
 };
 std::string render_table(const std::vector<TextColumn>& columns, const std::vector<std::vector<std::string>>& rows);
+
+// What a filter in front of the exporter left out (ringtrace/stream_filter.hpp): the
+// context's "filter" metadata, "filters (...): N of M zones left out ...", or "" without
+// one. Read at on_finish, when it is complete.
+std::string filter_line(const TraceContext& context);
 
 }  // namespace ringtrace::detail::report

@@ -16,8 +16,9 @@
 // - an off interval runs from a switch_out to the next switch_in;
 // - a zone begin or end of the thread while it reads off the CPU ends the interval there
 //   (the thread recorded it: it was running; a clock fit of a microsecond between the
-//   kernel's and the thread's times could otherwise overlap them), except the ends a
-//   stream made up (closed at stop or at a window's end), which close at a time of their own;
+//   kernel's and the thread's times could otherwise overlap them), except the ends and
+//   begins a stream made up (closed at stop or at a window's end, opened at a window's
+//   start), which are at a time of their own;
 // - across lost records (SwitchBits::after_loss) the interval is not counted: an in
 //   after a loss ends the state without adding to it, an out after a loss while out
 //   starts anew;
@@ -161,7 +162,7 @@ class ZoneTracker {
       const std::uint64_t outer = stack.empty() ? 1 : stack.back().weight;
       std::uint64_t off = 0;
       if (any_switches_) [[unlikely]]
-        off = ran_at(e.thread, e.time_ns);
+        off = off_at_begin(e);
       stack.push_back(OpenZone{e.site, tag, e.flags, e.value.i, e.time_ns, 0, outer * factor, off, 0});
     } else if (e.kind == EventKind::zone_end) {
       if (stack_for(e.thread).empty()) return;
@@ -298,6 +299,13 @@ class ZoneTracker {
   std::uint64_t off_at(ThreadId thread, std::uint64_t t) {
     const CpuState& c = cpu_for(thread);
     return c.off_total + (c.out && t > c.out_since ? t - c.out_since : 0);
+  }
+  // At a zone's begin: the thread ran then (an interval it was in ends there), unless the
+  // begin was made up at a window's start, which is no sign it ran. Out of line: the hot
+  // path of a stream without switches stays as small as it was.
+  RINGTRACE_NOINLINE std::uint64_t off_at_begin(const Event& e) {
+    return (e.flags & EventFlags::opened_at_window_start) != 0 ? off_at(e.thread, e.time_ns)
+                                                               : ran_at(e.thread, e.time_ns);
   }
   // The thread ran at t (it recorded a zone boundary): an interval it was in ends there.
   std::uint64_t ran_at(ThreadId thread, std::uint64_t t) {

@@ -89,6 +89,11 @@ inline constexpr std::uint8_t truncated = 32;      // arg text: cut to the recor
 inline constexpr std::uint8_t restored = 32;
 inline constexpr std::uint8_t closed_at_window_end = 64;  // end made up at a window's end (windows only)
 inline constexpr std::uint8_t size_unknown = 128;         // free: its block's size is not known (value.u 0)
+// zone_begin or async_begin (the same bit as size_unknown, by kind): a begin made up at a
+// window's start (a time range's start, or a split output's piece after the first): the
+// zone or span began earlier, and is cut there. Its end (real, or made up with
+// closed_at_window_end) carries none.
+inline constexpr std::uint8_t opened_at_window_start = 128;
 }  // namespace EventFlags
 
 // 32 bytes. Times are nanoseconds on the CLOCK_MONOTONIC timeline.

@@ -107,6 +107,10 @@ class Exporter {
   // The files this exporter writes (none for a stream). Session::add_exporter refuses
   // a second exporter on a path that one of its exporters already writes.
   RINGTRACE_NO_INSTRUMENT virtual std::vector<std::filesystem::path> output_paths() const { return {}; }
+  // Bytes of output this run has made so far, handed to its file or still buffered (0:
+  // the exporter does not count them; the Chrome trace and Perfetto exporters do). What
+  // a split output (split_output, <ringtrace/stream_filter.hpp>) cuts its pieces by.
+  RINGTRACE_NO_INSTRUMENT virtual std::uint64_t output_bytes() const { return 0; }
 };
 
 }  // namespace ringtrace

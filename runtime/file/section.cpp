@@ -114,7 +114,10 @@ void Section::step() {
       finish();
       return;
     }
-    if (frame_.type == tf::frame_pass) return;
+    if (frame_.type == tf::frame_pass || delivered_early_) {
+      delivered_early_ = false;
+      return;
+    }
   }
 }
 
@@ -324,7 +327,9 @@ bool Section::apply(const Frame& frame) {
       }
       Thread& t = thread_of(id);
       t.ring_bytes += ring_.size() * 8;  // the unpacked records are the ring's, byte for byte
-      return decode_records(t, ring_, frame.offset);
+      if (!decode_records(t, ring_, frame.offset)) return false;
+      bound_pending();
+      return true;
     }
     case tf::frame_pass: {
       const auto complete = f.get<std::uint64_t>();
@@ -640,6 +645,29 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
     }
   }
   last_emitted_ = last;
+}
+
+// The events read and not yet delivered stay under kMaxPendingEvents, whatever the file:
+// pass frames far apart (threads that emptied their own rings while the drainer waited
+// for a core, docs/architecture.md) would otherwise have the reader hold everything
+// between them. Past the bound, what is older than the newest event read less the
+// recording's merge grace is delivered, as the live drainer's merge delivers it: a record
+// read later that is older than that is raised to keep the order and flagged late, as
+// the drainer's late events are. (If that frees nothing, everything read goes.)
+void Section::bound_pending() {
+  std::size_t held = 0;
+  std::uint64_t newest = 0;
+  for (const Thread& t : threads_) {
+    held += t.pending.size() - t.taken;
+    if (t.pending.size() > t.taken) newest = std::max(newest, t.pending[t.pending.size() - 1].time_ns);
+  }
+  if (held <= kMaxPendingEvents) return;
+  ++early_deliveries_;
+  delivered_early_ = true;
+  deliver(newest > grace_ns_ ? newest - grace_ns_ : 0);
+  held = 0;
+  for (const Thread& t : threads_) held += t.pending.size() - t.taken;
+  if (held > kMaxPendingEvents) deliver(newest);
 }
 
 // Drops a thread's first `n` pending events (delivered); the rest moves to the front

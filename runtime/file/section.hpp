@@ -156,6 +156,7 @@ class Section {
   bool decode_records(Thread& t, trace_file::RingWords& ring, std::uint64_t frame_offset);
   bool read_switches(const Frame& frame, std::string_view payload);  // a switches frame
   void deliver(std::uint64_t watermark, bool at_end = false);
+  void bound_pending();
   static void consume(Thread& t, std::size_t n);
   void finish();
   std::uint64_t footer_drops(const Thread& t) const;
@@ -220,6 +221,11 @@ class Section {
   Merger merger_;
   DecodeCounts counts_;
   Delivery* direct_ = nullptr;
+  // bound_pending(): events read and not delivered, at most; the times it delivered
+  // before a pass frame; whether step() returns (so a merged file's reader hands them on).
+  static constexpr std::size_t kMaxPendingEvents = std::size_t{1} << 22;
+  std::uint64_t early_deliveries_ = 0;
+  bool delivered_early_ = false;
   Events span_;  // deliver(): a span of merged events on their way to direct_
   std::vector<std::pair<std::uint64_t, ThreadId>> firsts_;  // deliver(): each thread's first event
   std::uint64_t late_ = 0, closed_at_stop_ = 0;

@@ -255,11 +255,12 @@ class FileReplay final : private Delivery {
     for (Exporter* x : exporters_) x->on_events(span, tables_);
     result_.events += span.size();
     if (sections_.size() > 1) combine_heaps(span);
-    // Texts are kept until the batch of their event is handed over (a trace without
-    // texts skips the pass).
+    // Texts (of args and messages) are kept until the batch of their event is handed
+    // over (a trace without texts skips the pass).
     if (tables_.texts.empty()) return;
     for (const Event& e : span) {
-      if (e.kind == EventKind::arg && (e.flags & EventFlags::text) != 0) handed_texts_.push_back(e.value.u);
+      if ((e.flags & EventFlags::text) != 0 && (e.kind == EventKind::arg || e.kind == EventKind::message))
+        handed_texts_.push_back(e.value.u);
     }
   }
   void forget_texts() {

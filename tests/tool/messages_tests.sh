@@ -141,6 +141,21 @@ case_run convert_input 2 "${tool}" convert zones.rtrace --table zones.rtrace
 case_run convert_pstats 2 "${tool}" convert zones.rtrace --pstats -
 case_run folded_value 2 "${tool}" convert zones.rtrace --folded x.folded --folded-value most
 case_run convert_done 0 "${tool}" convert zones.rtrace --chrome x.json
+case_run convert_filtered 0 "${tool}" convert zones.rtrace --chrome x.json --min-duration 1us --exclude '^parse$'
+case_run dump_filtered 0 "${tool}" dump zones.rtrace --time-range ,1s
+case_run time_range 2 "${tool}" convert zones.rtrace --chrome x.json --time-range 5ms
+case_run time_range_order 2 "${tool}" convert zones.rtrace --chrome x.json --time-range 2s,1s
+case_run time_range_twice 2 "${tool}" report zones.rtrace --time-range 1s, --time-range ,2s
+case_run min_duration 2 "${tool}" convert zones.rtrace --chrome x.json --min-duration soon
+case_run filter_depth 2 "${tool}" dump zones.rtrace --max-depth 0
+case_run filter_thread 2 "${tool}" report zones.rtrace --thread ''
+case_run filter_zone 2 "${tool}" convert zones.rtrace --chrome x.json --zone '('
+case_run report_filter_leaks 2 "${tool}" report zones.rtrace --leaks --max-depth 2
+case_run split_size 2 "${tool}" convert zones.rtrace --chrome x.json --split 10kB
+case_run split_nothing 2 "${tool}" convert zones.rtrace --table x.txt --split 10MB
+case_run split_stdout 2 "${tool}" convert zones.rtrace --perfetto - --split 10MB
+case_run split_done 0 "${tool}" convert zones.rtrace --chrome x.json --split 1MB
+case_run dump_two 2 "${tool}" dump zones.rtrace zones.rtrace
 case_run info_usage 2 "${tool}" info
 case_run dump_usage 2 "${tool}" dump
 case_run merge_usage 2 "${tool}" merge zones.rtrace

@@ -67,6 +67,9 @@ s=0; "${tool}" report runs runs/a.rtrace >twice.out 2>twice.err || s=$?
 s=0; "${tool}" report runs --stragglers >strag.out 2>strag.err || s=$?
 [[ ${s} -eq 2 ]] && grep -qx "ringtrace report: --stragglers reads one recording: not with several files" strag.err \
   || fail "--stragglers of several: status ${s}: $(cat strag.err)"
+s=0; "${tool}" report runs --min-duration 1us >filtered.out 2>filtered.err || s=$?
+[[ ${s} -eq 2 ]] && grep -qx "ringtrace report: the filters read one recording: not with several files" filtered.err \
+  || fail "a filter with several: status ${s}: $(cat filtered.err)"
 s=0; "${tool}" report runs --by-node --by-process >both.out 2>both.err || s=$?
 [[ ${s} -eq 2 ]] || fail "--by-node --by-process: status ${s}"
 head -c 3000 runs/a.rtrace >cut.rtrace

@@ -89,6 +89,7 @@ struct OpsSummary {
   std::uint64_t dropped = 0;              // events the session lost (counts are then a lower bound)
   std::uint64_t closed_at_stop = 0;       // zones still open at stop(), closed at the stop time
   bool estimated = false;                 // estimate_sampled was on and some site was sampled
+  std::string filtered;                   // what a filter in front left out (its "filter" metadata), or ""
 };
 
 // "3 graphs 12 graph calls 45/60 = 75% ops 82% time", and with on-CPU numbers

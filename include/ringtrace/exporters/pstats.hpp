@@ -73,6 +73,9 @@ struct PstatsTable {
   // file and the reports write them as megabytes (10^6 bytes) where seconds go. The file
   // says so with an entry of no calls, ('~', 0, '<ringtrace: times are MB allocated>').
   bool alloc_bytes = false;
+  // What a filter in front left out (its "filter" metadata), or "": the file says so with
+  // an entry of no calls, ('~', 0, '<ringtrace: filters (...): ...>').
+  std::string filtered;
 
   std::uint64_t total_calls() const;
   std::uint64_t total_primitive_calls() const;

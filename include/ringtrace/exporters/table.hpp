@@ -173,6 +173,9 @@ struct KeyAverages {
   std::size_t nodes = 0;
   bool processes = false;         // group_by_process: node_id and `nodes` are of processes (a "Process" column)
   bool source_locations = false;  // TableOptions::source_locations: the rows' source fields are filled in
+  // What a filter in front of the table left out (ringtrace/stream_filter.hpp: the
+  // context's "filter" metadata), one line under the table; "" without one.
+  std::string filtered;
 };
 
 // The table of a recorded stream (what the exporter computes live).
