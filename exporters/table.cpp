@@ -894,6 +894,24 @@ struct TableRun {
   KeyAverages finish(const TraceContext& context, const SessionStats& stats) {
     tracker.close_open(context.clock().stop_ns,
                        [this](const detail::ClosedZone& z, std::span<const detail::OpenZone>) { on_close(z); });
+    return table(context, stats);
+  }
+
+  // The counts back to zero, the zones still open kept open (their calls count when they
+  // close): the live table's next interval (table_so_far). Names and groups stay.
+  void clear_counts() {
+    deferred.flush(groups);
+    for (Group& g : groups) g = Group{};
+    for (CpuGroup& c : cpu_groups) c = CpuGroup{};
+    for (MemoryGroup& m : memory_groups) m = MemoryGroup{};
+    for (std::uint64_t& f : group_flops) f = 0;
+    for (GroupKey& k : keys) k.first_seen = ~std::uint64_t{0};
+    self_total_ns = 0;
+    next_seen = 0;
+  }
+
+  // The table of the zones closed so far.
+  KeyAverages table(const TraceContext& context, const SessionStats& stats) {
     deferred.flush(groups);
     KeyAverages out;
     out.self_total_ns = self_total_ns;
@@ -1036,6 +1054,12 @@ void TableExporter::on_finish(const TraceContext& context, const SessionStats& s
 }
 
 const KeyAverages& TableExporter::table() const { return impl_->result; }
+
+KeyAverages detail::table_so_far(TableExporter& exporter, const TraceContext& context, bool restart) {
+  KeyAverages out = exporter.impl_->run.table(context, SessionStats{});
+  if (restart) exporter.impl_->run.clear_counts();
+  return out;
+}
 
 std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {
   detail::table_arg_key(options);  // throws for two grouping arguments
