@@ -24,6 +24,11 @@ int info(const std::vector<std::string>& args);
 int merge(const std::vector<std::string>& args);
 int dump(const std::vector<std::string>& args);
 int record(const std::vector<std::string>& args);
+// A running process, through its control channel (docs/control.md): `record --pid`
+// (attach.cpp, from record), `snapshot`, `top`.
+int record_pid(const std::vector<std::string>& args);
+int snapshot(const std::vector<std::string>& args);
+int top(const std::vector<std::string>& args);
 
 // One line on standard error, "ringtrace <command>: <message>"; returns `status`. The
 // library's exception texts start with "ringtrace: " themselves: that prefix is left

@@ -5,6 +5,9 @@
 //   ringtrace merge FILE... -o OUT.rtrace
 //   ringtrace dump FILE
 //   ringtrace record [-o run.rtrace | --chrome t.json ...] -- ./program args
+//   ringtrace record --pid PID [-o run.rtrace ...] [--for 10s]
+//   ringtrace snapshot PID [-o snap.rtrace]
+//   ringtrace top PID
 //   ringtrace --version
 #include <algorithm>
 #include <cstdio>
@@ -48,8 +51,10 @@ constexpr Command kCommands[] = {
     {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
-    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
-     "runs a program that links ringtrace, recording all of it"},
+    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS | --pid PID",
+     "runs a program that links ringtrace, recording all of it; or records a running one for a while"},
+    {"snapshot", ringtrace::tool::snapshot, "PID [-o OUT]", "a running process's flight recorder, written now"},
+    {"top", ringtrace::tool::top, "PID", "a running process's key-averages table, refreshed every second"},
     {"version", version, "", "the tool's version (also --version, -V)"},
 };
 

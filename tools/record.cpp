@@ -211,6 +211,8 @@ FileTimes files_of(const std::string& output) {
 int record(const std::vector<std::string>& args) {
   // --help before the program's command line (after it, it is the program's).
   const auto program_at = std::find(args.begin(), args.end(), std::string("--"));
+  // A running process instead of a program to run: attach.cpp.
+  if (std::find(args.begin(), program_at, std::string("--pid")) != program_at) return record_pid(args);
   if (wants_help(std::vector<std::string>(args.begin(), program_at))) {
     std::fputs(kHelp, stdout);
     return 0;

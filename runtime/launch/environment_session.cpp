@@ -12,6 +12,7 @@
 #include <regex>
 #include <utility>
 
+#include "control_channel.hpp"          // start_control_channel
 #include "environment.hpp"              // live: mark_environment_session
 #include "ringtrace/detail/memory.hpp"  // g_memory_on
 #include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
@@ -186,8 +187,6 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
   return plan;
 }
 
-namespace {
-
 std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out) {
   const std::filesystem::path path = out.path;
   if (out.format == "rtrace") return binary_trace_exporter(path);
@@ -198,6 +197,8 @@ std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out) {
   if (out.format == "table") return table_exporter(path);
   return ops_summary_exporter(path);
 }
+
+namespace {
 
 // The session from the environment: stopped at exit, never destroyed (threads of the
 // program may record until the very end). Held here, a constant-initialized global, so that
@@ -213,6 +214,7 @@ __attribute__((constructor)) void start_environment_session() {
   // ringtrace's own, not the program's: allocations are recorded from its end on.
   bool memory = false;
   start_session(memory);
+  start_control_channel();  // RINGTRACE_CONTROL: reachable from outside (docs/control.md)
   if (memory) g_memory_on.store(1, std::memory_order_relaxed);
 }
 

@@ -22,10 +22,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ringtrace/config.hpp"
+#include "ringtrace/exporter.hpp"
 
 namespace ringtrace::detail {
 
@@ -56,5 +58,9 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
 
 // "100ns", "2us", "1.5ms", "3s" or a number of nanoseconds; false if it is none.
 bool parse_duration(const std::string& text, std::chrono::nanoseconds& out);
+
+// The exporter of one output (its file created now: throws naming it). Also the control
+// channel's (`ringtrace record --pid`, `ringtrace snapshot`).
+std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out);
 
 }  // namespace ringtrace::detail
