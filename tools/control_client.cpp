@@ -190,7 +190,11 @@ control::Message ControlClient::request(const control::Message& request, std::ch
     const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      throw std::runtime_error(described() + " closed its control connection (" + std::strerror(errno) + ")");
+      // A process that refuses the connection (another uid, too many) says why, then
+      // closes: its reply may be waiting although the request could not be sent.
+      const std::string why = std::strerror(errno);
+      if (std::optional<control::Message> said = reply_left()) return *said;
+      throw std::runtime_error(described() + " closed its control connection (" + why + ")");
     }
     sent += static_cast<std::size_t>(n);
   }
@@ -205,6 +209,15 @@ control::Message ControlClient::request(const control::Message& request, std::ch
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) throw std::runtime_error(described() + " closed its control connection (it exited?)");
     reader_.feed(std::span<const char>(buffer, static_cast<std::size_t>(n)));
+  }
+}
+
+std::optional<control::Message> ControlClient::reply_left() {
+  char buffer[65536];
+  for (;;) {
+    if (std::optional<control::Message> reply = reader_.next()) return reply;
+    const ssize_t n = ::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n <= 0 || !reader_.feed(std::span<const char>(buffer, static_cast<std::size_t>(n)))) return std::nullopt;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -40,6 +41,8 @@ class ControlClient {
 
  private:
   ControlClient(int fd, pid_t pid, std::string path) : fd_(fd), pid_(pid), path_(std::move(path)) {}
+  // A reply the process sent before it closed the connection, if any.
+  std::optional<control::Message> reply_left();
   int fd_ = -1;
   pid_t pid_ = 0;
   std::string path_;

@@ -33,14 +33,16 @@ namespace ringtrace::detail {
 
 namespace {
 
-constexpr std::size_t kStackBytes = std::size_t{256} << 10;
+// What a request needs at most: a 1 KiB regular expression compiled (recursively) by
+// std::regex; address space, of which the pages touched are resident.
+constexpr std::size_t kStackBytes = std::size_t{1} << 20;
 constexpr int kBacklog = 16;
 
 constinit thread_local bool t_control_thread = false;
 
 // Every descriptor the channel holds, as fd + 1 (0: a free slot), so that a fork child
 // closes them without touching anything else (async-signal-safe).
-constexpr std::size_t kMaxFds = kMaxConnections + 8;
+constexpr std::size_t kMaxFds = 2 * kMaxConnections + 8;  // refused and busy ones closing too
 constinit std::atomic<int> g_fds[kMaxFds] = {};
 
 void hold_fd(int fd) {
@@ -397,12 +399,14 @@ void after_fork_in_child() {
     if (held != 0) ::close(held - 1);
   }
   Channel& ch = channel();
-  new (&ch.mutex) std::mutex();  // a thread of the parent's may have held them
+  // The parent's thread may have held the mutexes, or been changing a field: each is
+  // made afresh in place, the old one left as it was (leaked, never freed here).
+  new (&ch.mutex) std::mutex();
   new (&ch.work) std::mutex();
-  ch.listener = Listener{};
-  ch.setting_path.clear();
-  ch.retired.clear();
-  ch.sweep.clear();
+  new (&ch.listener) Listener{};
+  new (&ch.setting_path) std::string();
+  new (&ch.retired) std::vector<int>();
+  new (&ch.sweep) std::string();
   ch.thread_running = false;
   ch.wake_fd = -1;
 }

@@ -100,6 +100,15 @@ struct RequestVariables {
 // checked by the environment's rule; absolute paths only (the process's working
 // directory is not the tool's).
 EnvironmentPlan plan_of(const Message& request, std::string& error) {
+  // The channel's thread has a 1 MiB stack: std::regex compiles a pattern recursively,
+  // and one of 8,000 nested groups overflows it. 1 KiB patterns, 4 KiB values.
+  for (const control::Field& f : request.fields) {
+    const std::size_t most = f.key == "include" || f.key == "exclude" ? 1024 : 4096;
+    if (f.value.size() > most) {
+      error = f.key + ": " + std::to_string(f.value.size()) + " bytes (at most " + std::to_string(most) + ")";
+      return {};
+    }
+  }
   RequestVariables variables{request, {}};
   for (const std::string_view out : request.all("output")) {
     if (out.find(',') != std::string_view::npos || out.find('\0') != std::string_view::npos) {

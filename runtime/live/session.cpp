@@ -518,10 +518,19 @@ bool request_outside_snapshot(OutsideSnapshot outside, std::string& why) {
     why = "no session is running, so no flight recorder";
     return false;
   }
-  if (!active->recorder.exporter) {
+  if (!active->recorder.exporter || !active->drainer) {
     why = "the running session has no flight recorder (Config::flight_recorder.keep is 0)";
     return false;
   }
+  // A quiet program: the drainer's passes serve the request until it is done.
+  detail::Taps& taps = active->drainer->taps();
+  std::shared_ptr<Exporter> quiet = active->recorder.quiet_passes(active->config.merge_grace);
+  outside.done = [done = std::move(outside.done), &taps, quiet = quiet.get()](
+                     const std::string& error, const std::vector<std::filesystem::path>& files) {
+    taps.detach(quiet);
+    done(error, files);
+  };
+  taps.attach(std::move(quiet));
   return active->recorder.request("external", std::move(outside));
 }
 

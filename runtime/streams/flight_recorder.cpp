@@ -89,7 +89,8 @@ class FlightRecorderExporter final : public Exporter {
   std::uint64_t snapshots() const { return snapshots_.load(std::memory_order_relaxed); }
   std::uint64_t suppressed() const { return suppressed_.load(std::memory_order_relaxed); }
 
-  void on_start(const TraceContext&) override {
+  void on_start(const TraceContext& context) override {
+    base_ = &context;
     release_ring();
     texts_.clear();
     text_base_ = text_next_ = 0;
@@ -138,6 +139,14 @@ class FlightRecorderExporter final : public Exporter {
     release_ring();
     texts_.clear();
     threads_.clear();
+  }
+
+  // A pass of the drainer ended at `up_to_ns` less its grace (quiet_passes): the requests
+  // up to then are due, whether or not an event at their time came.
+  void serve_quiet(const TraceContext& context, std::uint64_t up_to_ns) {
+    base_ = &context;
+    if (next_due_ns_.load(std::memory_order_relaxed) <= up_to_ns) serve_requests(up_to_ns);
+    if (active_ && after_ns_ == 0) finish_snapshot(active_->until_ns);
   }
 
   // The bytes of a kept text event (its value is the text's number in texts_).
@@ -365,19 +374,15 @@ class FlightRecorderExporter final : public Exporter {
     snapshots_.fetch_add(1, std::memory_order_relaxed);
     for (const auto& x : active_->out) x->on_start(snapshot_context_);
     for (const Event& e : head) forward(e);
-    for (std::size_t i = 0; i < size_; ++i) {
-      const Event& e = at(i);
-      if (e.time_ns > active_->until_ns) break;  // the rest comes with the next events
-      forward(e);
-    }
-    send_active();
+    forward_ring(active_->until_ns);
     if (after_ns_ == 0) finish_snapshot(at_ns);
   }
 
-  // Into the snapshot's batch, keeping its zone stacks.
-  void forward(const Event& e) {
+  // The snapshot's zone stacks and counts for an event it gets; false for one it must
+  // not (an end whose begin it never had: cannot happen, every open zone's begin comes first).
+  RINGTRACE_ALWAYS_INLINE bool account(const Event& e) {
     Active& a = *active_;
-    if (e.thread >= a.stacks.size()) {
+    if (e.thread >= a.stacks.size()) [[unlikely]] {
       a.stacks.resize(e.thread + 1);
       a.recorded.resize(e.thread + 1, 0);
     }
@@ -385,13 +390,52 @@ class FlightRecorderExporter final : public Exporter {
     if (e.kind == EventKind::zone_begin) {
       stack.push_back(Open{e.site, e.flags, e.value.u});
     } else if (e.kind == EventKind::zone_end) {
-      if (stack.empty()) return;  // cannot happen: every open zone's begin comes first
+      if (stack.empty()) [[unlikely]]
+        return false;
       stack.pop_back();
     }
     book_.see(e.thread, *base_);
     a.recorded[e.thread] += 1;
+    return true;
+  }
+
+  // Into the snapshot's batch, keeping its zone stacks.
+  void forward(const Event& e) {
+    if (!account(e)) return;
+    Active& a = *active_;
     a.batch.push_back(e);
     if (a.batch.size() >= 4096) send_active();
+  }
+
+  // The ring's events up to `until_ns` to the snapshot's exporters where they lie (its
+  // two contiguous pieces, in spans of at most 16384 events: no copy), after what the
+  // batch holds. Returns the number forwarded.
+  std::size_t forward_ring(std::uint64_t until_ns) {
+    send_active();
+    const auto send = [&](const Event* from, std::size_t n) {
+      if (n == 0) return;
+      for (const auto& x : active_->out) x->on_events(std::span<const Event>(from, n), snapshot_context_);
+    };
+    std::size_t i = 0;
+    while (i < size_) {
+      const std::size_t start = (head_ + i) & mask_;
+      const std::size_t n = std::min<std::size_t>({size_ - i, capacity_ - start, 16384});
+      const Event* piece = ring_ + start;
+      std::size_t from = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (piece[k].time_ns > until_ns) {  // the rest comes with the next events
+          send(piece + from, k - from);
+          return i + k;
+        }
+        if (!account(piece[k])) {
+          send(piece + from, k - from);
+          from = k + 1;
+        }
+      }
+      send(piece + from, n - from);
+      i += n;
+    }
+    return i;
   }
 
   void send_active() {
@@ -507,6 +551,31 @@ class FlightRecorderExporter final : public Exporter {
   std::atomic<std::uint64_t> snapshots_{0};
   std::atomic<std::uint64_t> suppressed_{0};
 };
+
+namespace {
+
+class QuietPasses final : public Exporter {
+ public:
+  QuietPasses(std::shared_ptr<FlightRecorderExporter> recorder, std::uint64_t margin_ns)
+      : recorder_(std::move(recorder)), margin_ns_(margin_ns) {}
+  void on_events(std::span<const Event>, const TraceContext&) override {}
+  void on_flush(const TraceContext& context) override {
+    const std::uint64_t now = monotonic_ns();
+    if (now > margin_ns_) recorder_->serve_quiet(context, now - margin_ns_);
+  }
+
+ private:
+  std::shared_ptr<FlightRecorderExporter> recorder_;
+  std::uint64_t margin_ns_;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> FlightRecorderHandle::quiet_passes(std::chrono::nanoseconds grace) const {
+  if (!exporter) return nullptr;
+  const auto margin = grace + std::chrono::milliseconds(2);
+  return std::make_shared<QuietPasses>(exporter, static_cast<std::uint64_t>(margin.count()));
+}
 
 bool FlightRecorderHandle::request(std::string reason, OutsideSnapshot outside) {
   return exporter && exporter->request(std::move(reason), std::move(outside));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -43,6 +44,11 @@ struct FlightRecorderHandle {
   std::uint64_t snapshots() const;
   std::uint64_t suppressed() const;
   std::size_t waiting() const;  // requests waiting for the stream to reach their time
+  // A request waits for an event at or after its time; in a quiet program none may come.
+  // This exporter, joined to the session as a tap (runtime/live/taps.hpp) while an outside
+  // request waits, serves at the end of every drainer pass the requests made more than
+  // `grace` and 2 ms before it: every event up to their time has been delivered by then.
+  std::shared_ptr<Exporter> quiet_passes(std::chrono::nanoseconds grace) const;
 };
 
 // The recorder for `config` (keep > 0), writing through `factories`. `session_outputs`:

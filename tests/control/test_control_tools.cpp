@@ -3,6 +3,7 @@
 // write and show is compared with what the program counted itself.
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <pty.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -156,6 +157,26 @@ TEST(RecordPid, HoldsExactlyTheZonesRecordedBetweenItsStartAndItsInterruption) {
   EXPECT_EQ(t.quit(), 0);
 }
 
+TEST(RecordPid, AToolKilledMidwayStopsTheSessionWhichFinishesItsFile) {
+  const auto dir = work_dir("record_killed");
+  const std::filesystem::path file = dir / "killed.rtrace";
+  Target t = Target::start({"idle"});
+  Process tool = Process::start({kTool, "record", "--pid", t.pid, "-o", file.string()});
+  ASSERT_TRUE(tool.error_line().has_value());
+  ASSERT_EQ(t.ask("run 1000"), "ran 1000");
+  ::kill(tool.pid, SIGKILL);  // no stop request: the connection closes
+  EXPECT_EQ(tool.exit_code(), 128 + SIGKILL);
+  // The process stops the session when the connection closes; the file appears, whole,
+  // when the binary exporter renames it into place at its end.
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!std::filesystem::exists(file) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
+  const Zones z = read_zones(file, "work");
+  EXPECT_TRUE(z.read.complete) << z.read.problem;
+  EXPECT_EQ(z.begins, 1000u);
+  expect_contiguous(z.seqs);
+  EXPECT_EQ(t.quit(), 0);
+}
+
 TEST(RecordPid, ForOneSecondHoldsEveryZoneOfThatSecondAndTheProgramGoesOn) {
   const auto dir = work_dir("record_for");
   Target t = Target::start({"paced", "2000"});
@@ -188,6 +209,22 @@ TEST(RecordPid, IsRefusedWhileTheProgramRunsItsOwnSession) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("the program's own session already"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "no.rtrace"));
+  EXPECT_EQ(t.quit(), 0);
+}
+
+TEST(RecordPid, RefusesAnOverlongFilterAndCompilesADeepOneOnItsThread) {
+  const auto dir = work_dir("record_regex");
+  Target t = Target::start({"idle"});
+  const std::string overlong = std::string(1000, '(') + "a" + std::string(1000, ')');
+  const ToolResult refused =
+      run_tool({"record", "--pid", t.pid, "--for", "100ms", "--include", overlong, "-o", (dir / "no.rtrace").string()});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.err.find("include: 2001 bytes (at most 1024)"), std::string::npos) << refused.err;
+  // 511 nested groups: compiled by std::regex, recursively, on the channel's 1 MiB stack.
+  const std::string deep = std::string(511, '(') + "a" + std::string(511, ')');
+  const ToolResult deep_run =
+      run_tool({"record", "--pid", t.pid, "--for", "100ms", "--include", deep, "-o", (dir / "deep.rtrace").string()});
+  EXPECT_EQ(deep_run.code, 0) << deep_run.err;
   EXPECT_EQ(t.quit(), 0);
 }
 
@@ -279,6 +316,41 @@ TEST(Top, ThreeIntervalsShowTheProgramsOwnRate) {
   // The session top started ended with it: a recording may start.
   const ToolResult next =
       run_tool({"record", "--pid", t.pid, "--for", "100ms", "-o", (work_dir("top_after") / "after.rtrace").string()});
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_EQ(t.quit(), 0);
+}
+
+// At a terminal: the table redrawn in place, q quits, and the session top started ends.
+TEST(Top, AtATerminalQQuitsAndItsSessionEnds) {
+  Target t = Target::start({"paced", "2000"});
+  int terminal = -1;
+  const pid_t top = ::forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(top, 0);
+  if (top == 0) {
+    ::execl(kTool.c_str(), kTool.c_str(), "top", t.pid.c_str(), "--interval", "200ms", static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  std::string screen;
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (screen.find("table 2:") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    pollfd p{terminal, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(terminal, buffer, sizeof buffer);
+    if (n <= 0) break;
+    screen.append(buffer, static_cast<std::size_t>(n));
+  }
+  ASSERT_NE(screen.find("table 2:"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("\x1b[H\x1b[2J"), std::string::npos);  // redrawn in place
+  EXPECT_NE(screen.find("tick"), std::string::npos) << screen;
+  ASSERT_EQ(::write(terminal, "q", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(top, &status, 0), top);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ::close(terminal);
+  // Its session ended with it: a recording may start.
+  const ToolResult next = run_tool(
+      {"record", "--pid", t.pid, "--for", "100ms", "-o", (work_dir("top_terminal") / "after.rtrace").string()});
   EXPECT_EQ(next.code, 0) << next.err;
   EXPECT_EQ(t.quit(), 0);
 }
