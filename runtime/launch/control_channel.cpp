@@ -34,11 +34,29 @@ namespace ringtrace::detail {
 namespace {
 
 // What a request needs at most: a 1 KiB regular expression compiled (recursively) by
-// std::regex; address space, of which the pages touched are resident.
-constexpr std::size_t kStackBytes = std::size_t{1} << 20;
+// std::regex, 2 KiB of stack per nested group under ThreadSanitizer (1 MiB was too little
+// there for 511 of them). Address space, as a thread's default: the pages touched are
+// resident, a few while idle.
+constexpr std::size_t kStackBytes = std::size_t{8} << 20;
 constexpr int kBacklog = 16;
 
 constinit thread_local bool t_control_thread = false;
+
+// ThreadSanitizer cannot start a thread in the fork child of a process that has threads
+// (its die_after_fork): a program built with it, which forks and starts a session in the
+// child, would die for the channel's thread. There the channel opens only when
+// RINGTRACE_CONTROL asks for it (on, or a path), and Config::control is not applied.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kOnByDefault = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kOnByDefault = false;
+#else
+constexpr bool kOnByDefault = true;
+#endif
+#else
+constexpr bool kOnByDefault = true;
+#endif
 
 // Every descriptor the channel holds, as fd + 1 (0: a free slot), so that a fork child
 // closes them without touching anything else (async-signal-safe).
@@ -232,6 +250,8 @@ void sweep_stale(const std::string& dir) {
 bool traceable() { return ::prctl(PR_GET_DUMPABLE) == 1 && ::getuid() == ::geteuid() && ::getgid() == ::getegid(); }
 
 void serve();
+void before_fork();
+void after_fork_in_parent();
 void after_fork_in_child();
 void close_at_exit();
 
@@ -323,6 +343,7 @@ void on_session_start(const Config& config) {
   if (t_control_thread) return;  // a session the channel starts: the channel stays as it is
   Channel& ch = channel();
   std::lock_guard<std::mutex> lock(ch.mutex);
+  if (!kOnByDefault && ch.control_variable == nullptr) return;
   control::ChannelSettings s;
   s.enabled = config.control.enabled;
   s.path = config.control.path;
@@ -354,11 +375,12 @@ void start_control_channel() noexcept {
     // Kept for Session::start(): the program may change its environment meanwhile.
     if (const char* v = std::getenv("RINGTRACE_CONTROL")) ch.control_variable = ::strdup(v);
     if (const char* v = std::getenv("RINGTRACE_CONTROL_ROOT")) ch.root_variable = ::strdup(v);
-    const control::ChannelSettings s = control::settings_from_environment(ch.control_variable, ch.root_variable);
+    control::ChannelSettings s = control::settings_from_environment(ch.control_variable, ch.root_variable);
     if (!s.error.empty()) std::fprintf(stderr, "ringtrace: %s; this process has no control channel\n", s.error.c_str());
+    if (!kOnByDefault && ch.control_variable == nullptr) s.enabled = false;
     std::atexit(close_at_exit);
     std::at_quick_exit(close_at_exit);
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     set_control_hook(on_session_start);
     apply(ch, s);
   } catch (...) {  // no memory at the program's start: no channel, the program runs on
@@ -391,24 +413,29 @@ void close_at_exit() {
   remove_socket_file(ch.listener);
 }
 
-// A fork child: none of the parent's channel (its thread is not here, its socket is the
-// parent's and stays); its descriptors closed. A session the child starts opens its own.
+// fork: the channel's fields are held still across it (the mutex is held briefly, for a
+// few system calls at most, never while a request is served), so that the child finds
+// them whole. The child has none of the parent's channel (its thread is not there, its
+// socket is the parent's and stays); its copies of the descriptors are closed. A session
+// the child starts opens its own.
+void before_fork() { channel().mutex.lock(); }
+void after_fork_in_parent() { channel().mutex.unlock(); }
+
 void after_fork_in_child() {
   for (auto& slot : g_fds) {
     const int held = slot.exchange(0);
     if (held != 0) ::close(held - 1);
   }
   Channel& ch = channel();
-  // The parent's thread may have held the mutexes, or been changing a field: each is
-  // made afresh in place, the old one left as it was (leaked, never freed here).
-  new (&ch.mutex) std::mutex();
-  new (&ch.work) std::mutex();
-  new (&ch.listener) Listener{};
-  new (&ch.setting_path) std::string();
-  new (&ch.retired) std::vector<int>();
-  new (&ch.sweep) std::string();
+  ch.listener = Listener{};
+  ch.setting_path.clear();
+  ch.retired.clear();
+  ch.sweep.clear();
   ch.thread_running = false;
   ch.wake_fd = -1;
+  // The parent's thread may have held the lock of its work (serving a request).
+  new (&ch.work) std::mutex();
+  ch.mutex.unlock();  // taken by before_fork, in this thread
 }
 
 // The thread: what the settings ask for, then poll, accept and serve, until the channel

@@ -3,7 +3,7 @@
 // `ringtrace top`), open from the program's start unless RINGTRACE_CONTROL=off.
 //
 // How it wakes: one thread of ringtrace's own, started at the program's start with every
-// signal blocked and a 1 MiB stack, blocked in poll(2) on the listening socket and an
+// signal blocked and an 8 MiB stack (address space), blocked in poll(2) on the listening socket and an
 // eventfd; it costs no CPU while no one connects and the recording threads never see it.
 // A signal-driven socket (O_ASYNC, F_SETSIG) would need no thread while idle, but it takes
 // a signal number from the program, interrupts whichever of its threads the kernel picks

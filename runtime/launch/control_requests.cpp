@@ -100,8 +100,8 @@ struct RequestVariables {
 // checked by the environment's rule; absolute paths only (the process's working
 // directory is not the tool's).
 EnvironmentPlan plan_of(const Message& request, std::string& error) {
-  // The channel's thread has a 1 MiB stack: std::regex compiles a pattern recursively,
-  // and one of 8,000 nested groups overflows it. 1 KiB patterns, 4 KiB values.
+  // std::regex compiles a pattern recursively: on the channel's thread (8 MiB of stack),
+  // patterns of 1 KiB at most; values of 4 KiB.
   for (const control::Field& f : request.fields) {
     const std::size_t most = f.key == "include" || f.key == "exclude" ? 1024 : 4096;
     if (f.value.size() > most) {

@@ -62,10 +62,11 @@ std::atomic<detail::ControlHook> g_control_hook{nullptr};
 // The outputs' text lives in a function's static, made on first use: the environment
 // session's constructor function runs in an order of its own among the files' static
 // initializers, and with a global std::string here LeakSanitizer found the text it had
-// set leaked at exit (the ASan build's functions_record test).
+// set leaked at exit (the ASan build's functions_record test). Never destroyed: the
+// control channel's thread may write it while the program exits.
 std::string& environment_outputs() {
-  static std::string outputs;
-  return outputs;
+  static std::string* const outputs = new std::string;
+  return *outputs;
 }
 
 Config normalized(Config config) {

@@ -220,7 +220,7 @@ TEST(RecordPid, RefusesAnOverlongFilterAndCompilesADeepOneOnItsThread) {
       run_tool({"record", "--pid", t.pid, "--for", "100ms", "--include", overlong, "-o", (dir / "no.rtrace").string()});
   EXPECT_EQ(refused.code, 1);
   EXPECT_NE(refused.err.find("include: 2001 bytes (at most 1024)"), std::string::npos) << refused.err;
-  // 511 nested groups: compiled by std::regex, recursively, on the channel's 1 MiB stack.
+  // 511 nested groups: compiled by std::regex, recursively, on the channel's thread.
   const std::string deep = std::string(511, '(') + "a" + std::string(511, ')');
   const ToolResult deep_run =
       run_tool({"record", "--pid", t.pid, "--for", "100ms", "--include", deep, "-o", (dir / "deep.rtrace").string()});
