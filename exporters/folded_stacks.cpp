@@ -213,7 +213,7 @@ class FoldedStacksExporter final : public Exporter {
   // an allocation counts in the frame "(no zone)" (under the thread's root frame).
   RINGTRACE_NOINLINE void allocated(const Event& e, const TraceContext& context) {
     run_.tracker.feed(e, [](const detail::ClosedZone&, std::span<const detail::OpenZone>) {});
-    if (e.kind != EventKind::alloc || !cursor(e.thread).empty()) return;
+    if (e.kind != EventKind::alloc || (e.flags & EventFlags::restored) != 0 || !cursor(e.thread).empty()) return;
     if (options_.thread_root) run_.book.see(e.thread, context);
     Node& node = run_.nodes[child(run_.thread_roots[e.thread], kNoZoneFrame)];
     node.alloc_bytes += e.value.u;

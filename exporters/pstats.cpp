@@ -101,6 +101,7 @@ struct PstatsAggregator::State {
   bool estimate = false;
   bool on_cpu = false;
   bool alloc_bytes = false;
+  bool zones_by_name = false;
   std::uint64_t dropped_events = 0;
   std::uint64_t closed_at_stop = 0;
   std::string key_text;  // scratch for resolve()
@@ -121,13 +122,14 @@ struct PstatsAggregator::State {
     }
     const SiteInfo& info = context.site(site);
     Key key;
-    const std::string_view file = info.file != nullptr ? info.file : "";
+    const bool by_name = zones_by_name && (info.options & SiteOptions::function) == 0;
+    const std::string_view file = info.file != nullptr && !by_name ? info.file : "";
     if (file.empty()) {
       key.file = "~";  // cProfile's file for built-ins: pstats prints just the name
     } else {
       detail::append_valid_utf8(key.file, file);
     }
-    key.line = info.line;
+    key.line = by_name ? 0 : info.line;
     detail::append_valid_utf8(key.name, info.name != nullptr ? info.name : "");
     key_text.clear();
     key_text.append(key.file).push_back('\0');
@@ -216,16 +218,19 @@ PstatsAggregator::PstatsAggregator(PstatsAggregator&&) noexcept = default;
 PstatsAggregator& PstatsAggregator::operator=(PstatsAggregator&&) noexcept = default;
 
 void PstatsAggregator::reset() {
-  const bool estimate = state_->estimate, on_cpu = state_->on_cpu, alloc_bytes = state_->alloc_bytes;
+  const bool estimate = state_->estimate, on_cpu = state_->on_cpu, alloc_bytes = state_->alloc_bytes,
+             by_name = state_->zones_by_name;
   state_ = std::make_unique<State>();
   state_->estimate = estimate;
   state_->on_cpu = on_cpu;
   state_->alloc_bytes = alloc_bytes;
+  state_->zones_by_name = by_name;
 }
 
 void PstatsAggregator::set_estimate_sampled(bool on) { state_->estimate = on; }
 void PstatsAggregator::set_on_cpu(bool on) { state_->on_cpu = on; }
 void PstatsAggregator::set_alloc_bytes(bool on) { state_->alloc_bytes = on; }
+void PstatsAggregator::set_zones_by_name(bool on) { state_->zones_by_name = on; }
 
 void PstatsAggregator::add(std::span<const Event> events, const TraceContext& context) {
   State& s = *state_;

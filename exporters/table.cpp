@@ -291,6 +291,12 @@ std::string format_text(const KeyAverages& table, const TableOptions& options) {
     out.append("Rows shown: " + std::to_string(table.rows.size()) + " of " + std::to_string(table.groups) + "\n");
   }
   out.append("Self time total: " + format_time(table.self_total_ns, unit) + "\n");
+  if (table.memory && table.frees_size_unknown != 0) {
+    out.append("Memory: " + std::to_string(table.frees_size_unknown) +
+               (table.frees_size_unknown == 1 ? " free" : " frees") +
+               " in zones of blocks of unknown size (allocated before the recording, or past "
+               "Config::memory_max_blocks): not in the CPU Mem columns\n");
+  }
   out.append("Dropped events: " + std::to_string(table.dropped));
   if (!table.dropped_by_thread.empty()) {
     out.append(" (");
@@ -389,6 +395,10 @@ std::string format_json(const KeyAverages& table) {
   append_uint(out, table.groups);
   out.append(",\"dropped\":");
   append_uint(out, table.dropped);
+  if (table.memory) {
+    out.append(",\"frees_size_unknown\":");
+    append_uint(out, table.frees_size_unknown);
+  }
   if (table.estimated) out.append(",\"estimated\":true");
   if (table.on_cpu) out.append(",\"on_cpu\":true");
   if (table.memory) out.append(",\"memory\":true");
@@ -923,6 +933,7 @@ struct TableRun {
     if (out.on_cpu && !on_cpu) start_on_cpu();  // switches, and no zone closed since
     cpu_groups.resize(groups.size());
     out.memory = tracker.any_memory();
+    out.frees_size_unknown = tracker.zone_frees_size_unknown();
     memory_groups.resize(groups.size());
     // Rows carry numbers only until sorted; names and stacks are filled in for the rows
     // kept (thousands of groups, a row limit of 100 by default).

@@ -90,8 +90,14 @@ std::string functions_left_out(const FunctionStats& f, std::size_t rows);
 // bytes, the peak and when (after `start_ns`, the clock's start), what is still live,
 // what the live heap leaves out ("" without memory); and the blocks still live at the
 // end by the zones that allocated them, largest first (at most `rows`, 0: all).
-std::string memory_summary(const MemoryStats& m, std::uint64_t start_ns);
+// `processes`: the file's (a merged file's peak is theirs together).
+std::string memory_summary(const MemoryStats& m, std::uint64_t start_ns, std::size_t processes = 1);
 std::string leaks_table(const MemoryStats& m, std::size_t rows);
+// report --memory: the summary, then where the memory went, heaptrack's way: the
+// functions that allocated most (bytes, calls, part of the peak, leaked; exact, from each
+// allocation's caller) and the sampled stacks of most bytes allocated and leaked
+// (estimates), at most `rows` of each (0: all).
+std::string memory_report(const MemoryStats& m, std::uint64_t start_ns, std::size_t processes, std::size_t rows);
 // Whether a key sorts by a memory column (empty without allocations).
 bool memory_key(TableOptions::SortBy key);
 
@@ -116,7 +122,8 @@ class Columns {
     std::size_t cap = 0;  // 0: no cap
   };
   explicit Columns(std::vector<Column> columns) : columns_(std::move(columns)) {}
-  void add(std::vector<std::string> cells);  // as many cells as columns
+  void add(std::vector<std::string> cells);         // as many cells as columns
+  std::string text(std::string_view indent) const;  // every row, each ending in a newline
   void print(std::FILE* out, std::string_view indent) const;
 
  private:

@@ -228,11 +228,12 @@ void Columns::add(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
-void Columns::print(std::FILE* out, std::string_view indent) const {
+std::string Columns::text(std::string_view indent) const {
   std::vector<std::size_t> widths(columns_.size(), 0);
   for (const auto& row : rows_) {
     for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
   }
+  std::string out;
   for (const auto& row : rows_) {
     std::string line(indent);
     for (std::size_t c = 0; c < row.size(); ++c) {
@@ -241,9 +242,12 @@ void Columns::print(std::FILE* out, std::string_view indent) const {
       line += columns_[c].align == Align::right ? pad + row[c] : row[c] + pad;
     }
     line.erase(line.find_last_not_of(' ') + 1);  // the last column is not padded
-    std::fprintf(out, "%s\n", line.c_str());
+    out += line + "\n";
   }
+  return out;
 }
+
+void Columns::print(std::FILE* out, std::string_view indent) const { std::fputs(text(indent).c_str(), out); }
 
 ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)), terminal_(::isatty(2) == 1), start_(std::chrono::steady_clock::now()) {}

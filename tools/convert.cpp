@@ -15,7 +15,9 @@
 
 #include "commands.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
+#include "ringtrace/exporters/call_graph.hpp"
 #include "ringtrace/exporters/chrome_trace.hpp"
+#include "ringtrace/exporters/flame_graph.hpp"
 #include "ringtrace/exporters/folded_stacks.hpp"
 #include "ringtrace/exporters/ops_summary.hpp"
 #include "ringtrace/exporters/perfetto.hpp"
@@ -50,22 +52,38 @@ constexpr const char* kHelp =
     "  --folded OUT      folded stacks for speedscope, flamegraph.pl\n"
     "  --summary OUT     captured-ops summary (text)\n"
     "  --table OUT       key-averages table (text)\n"
+    "  --callgraph OUT   call graph, as gprof2dot draws a pstats file: OUT.svg is drawn by\n"
+    "                    Graphviz's dot (apt install graphviz) from OUT.dot, written beside\n"
+    "                    it; any other OUT gets the DOT text only\n"
+    "  --flamegraph OUT  interactive flame graph, one SVG for any browser (click to zoom,\n"
+    "                    Search, tooltips); widths are the --folded file's numbers\n"
     "options:\n"
     "  --source-locations     Chrome: file and line of each zone in its args\n"
     "  --per-thread-counters  Chrome: one counter track per thread\n"
     "  --folded-value V       folded: self (default), total, calls, alloc-bytes or allocs\n"
-    "  --thread-roots         folded: one root frame per thread\n"
+    "  --thread-roots         folded, flamegraph: one root frame per thread\n"
     "  --transparent NAME     summary: a zone that wraps ops without being one (repeatable)\n"
     "  --rows N               table: rows kept (default 100, 0: all)\n"
     "  --fold-steps           table: Session::step()'s zones in one row \"step #*\"\n"
-    "  --estimate-sampled     pstats, folded, summary, table: zones of sampled sites count\n"
-    "                         as many times as their rate (estimates of the whole run)\n"
-    "  --on-cpu               pstats, folded: each zone's on-CPU time instead of its wall\n"
-    "                         time (needs a recording with context switches; the files say so)\n"
+    "  --estimate-sampled     pstats, folded, summary, table, callgraph, flamegraph: zones\n"
+    "                         of sampled sites count as many times as their rate\n"
+    "                         (estimates of the whole run)\n"
+    "  --on-cpu               pstats, folded, callgraph, flamegraph: each zone's on-CPU\n"
+    "                         time instead of its wall time (needs a recording with\n"
+    "                         context switches; the files say so)\n"
     "  --alloc-bytes          pstats, folded: bytes allocated in each zone instead of its time\n"
     "                         (an allocation profile and flame graph; needs a recording with\n"
     "                         memory: ringtrace record --memory; pstats writes MB where\n"
     "                         seconds go and says so)\n"
+    "  --node-threshold P     callgraph: leave out boxes under P% of the total time\n"
+    "                         (default 0.5, as gprof2dot), with their arrows\n"
+    "  --edge-threshold P     callgraph: leave out arrows under P% (default 0.1)\n"
+    "  --per-thread           callgraph: one graph per thread instead of threads merged\n"
+    "  --icicle               flamegraph: top-down, roots at the top\n"
+    "  --memory               flamegraph: bytes allocated by stack instead of self time\n"
+    "                         (a recording with memory: ringtrace record --memory)\n"
+    "  --leaks                flamegraph: bytes still live at the end, by the zones that\n"
+    "                         allocated them\n"
     "  --no-rings             never read a ring file beside FILE\n"
     "  --symbols-path DIR     instrumented functions the recording left unnamed (or named\n"
     "                         module+0x... only) are named from the recorded modules'\n"
@@ -116,11 +134,16 @@ std::string refused(const std::string& input, bool rings, std::span<const Output
 // What the command line asks for.
 struct Request {
   std::string input;
-  std::string chrome, perfetto, pstats, folded, summary, table;
+  std::string chrome, perfetto, pstats, folded, summary, table, flamegraph, callgraph;
+  // --callgraph OUT.svg: the DOT text written beside it (OUT.dot); empty for any other OUT.
+  std::string callgraph_dot;
+  bool callgraph_undrawn = false;  // OUT.svg asked for and no Graphviz: OUT.dot only
   ChromeTraceOptions chrome_options;
   FoldedStacksOptions folded_options;
   OpsSummaryOptions summary_options;
   TableOptions table_options;
+  CallGraphOptions callgraph_options;
+  FlameGraphOptions flamegraph_options;
   bool estimate = false;
   bool on_cpu = false;       // --on-cpu: pstats (folded_options carries its own)
   bool alloc_bytes = false;  // --alloc-bytes: pstats (folded_options carries its own)
@@ -128,15 +151,66 @@ struct Request {
   std::vector<std::filesystem::path> symbol_paths;
 
   // Every output, in the order they are written and named in the summary line.
-  std::array<Output, 6> outputs() const {
+  std::array<Output, 9> outputs() const {
     return {{{"--chrome", chrome},
              {"--perfetto", perfetto},
              {"--pstats", pstats},
              {"--folded", folded},
              {"--summary", summary},
-             {"--table", table}}};
+             {"--table", table},
+             {"--flamegraph", flamegraph},
+             {"--callgraph", callgraph_dot},
+             {"--callgraph", callgraph}}};
   }
 };
+
+// A percentage on the command line (0 to 100) as a share (0 to 1), or UsageError.
+double parse_percent(std::string_view option, const std::string& text) {
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {}
+  if (used != text.size() || !(value >= 0 && value <= 100)) {
+    throw UsageError(std::string(option) + " takes a percentage from 0 to 100, not '" + text + "'");
+  }
+  return value / 100.0;
+}
+
+// The pictures' options given without their picture are a mistake worth saying.
+void check_picture_options(const std::vector<std::string>& args, const Request& r) {
+  for (const std::string& a : args) {
+    const bool graph = a == "--node-threshold" || a == "--edge-threshold" || a == "--per-thread";
+    const bool flame = a == "--icicle" || a == "--memory" || a == "--leaks";
+    if (graph && r.callgraph.empty()) throw UsageError(a + " is an option of --callgraph, which is not asked for");
+    if (flame && r.flamegraph.empty()) throw UsageError(a + " is an option of --flamegraph, which is not asked for");
+  }
+}
+
+// args[i] if it is the call graph's or the flame graph's (and its value), into `r`.
+bool picture_option(const std::vector<std::string>& args, std::size_t& i, Request& r) {
+  const std::string& a = args[i];
+  if (a == "--callgraph") {
+    r.callgraph = option_value(args, i);
+  } else if (a == "--flamegraph") {
+    r.flamegraph = option_value(args, i);
+  } else if (a == "--node-threshold" || a == "--edge-threshold") {
+    (a == "--node-threshold" ? r.callgraph_options.node_threshold : r.callgraph_options.edge_threshold) =
+        parse_percent(a, option_value(args, i));
+  } else if (a == "--per-thread") {
+    r.callgraph_options.per_thread = true;
+  } else if (a == "--icicle") {
+    r.flamegraph_options.icicle = true;
+  } else if (a == "--memory" || a == "--leaks") {
+    const FlameValue v = a == "--memory" ? FlameValue::alloc_bytes : FlameValue::leaked_bytes;
+    if (r.flamegraph_options.value != FlameValue::self_ns && r.flamegraph_options.value != v)
+      throw UsageError("--memory and --leaks: one flame graph value only");
+    r.flamegraph_options.value = v;
+  } else {
+    return false;
+  }
+  return true;
+}
 
 // The command line, or UsageError.
 Request parse(const std::vector<std::string>& args) {
@@ -155,6 +229,8 @@ Request parse(const std::vector<std::string>& args) {
       r.summary = option_value(args, i);
     } else if (a == "--table") {
       r.table = option_value(args, i);
+    } else if (picture_option(args, i, r)) {
+      // --callgraph, --flamegraph and their options: read there
     } else if (a == "--source-locations") {
       r.chrome_options.source_locations = true;
     } else if (a == "--per-thread-counters") {
@@ -193,7 +269,7 @@ Request parse(const std::vector<std::string>& args) {
       r.rings = false;
     } else if (a == "--symbols-path") {
       r.symbol_paths.emplace_back(option_value(args, i));
-    } else if (!a.empty() && a[0] == '-') {
+    } else if (a.size() > 1 && a[0] == '-') {  // '-' alone is an input: refused as one (check_input)
       throw UsageError("unknown option '" + a + "' (see ringtrace convert --help)");
     } else if (r.input.empty()) {
       r.input = a;
@@ -203,10 +279,17 @@ Request parse(const std::vector<std::string>& args) {
   }
   if (r.input.empty()) throw UsageError("no input file (see ringtrace convert --help)");
   if (r.chrome.empty() && r.perfetto.empty() && r.pstats.empty() && r.folded.empty() && r.summary.empty() &&
-      r.table.empty()) {
-    throw UsageError("no output asked for: --chrome, --perfetto, --pstats, --folded, --summary or --table");
+      r.table.empty() && r.flamegraph.empty() && r.callgraph.empty()) {
+    throw UsageError(
+        "no output asked for: --chrome, --perfetto, --pstats, --folded, --summary, --table, --flamegraph or "
+        "--callgraph");
   }
   if (r.pstats == "-") throw UsageError("--pstats writes a binary file, not to standard output");
+  check_picture_options(args, r);
+  if (r.callgraph.ends_with(".svg")) r.callgraph_dot = r.callgraph.substr(0, r.callgraph.size() - 4) + ".dot";
+  r.callgraph_options.estimate_sampled = r.flamegraph_options.estimate_sampled = r.estimate;
+  r.callgraph_options.on_cpu = r.flamegraph_options.on_cpu = r.on_cpu;
+  r.flamegraph_options.thread_root = r.folded_options.thread_root;
   r.folded_options.estimate_sampled = r.summary_options.estimate_sampled = r.table_options.estimate_sampled =
       r.estimate;
   return r;
@@ -243,6 +326,16 @@ std::vector<std::shared_ptr<Exporter>> open_outputs(const Request& r) {
   if (!r.table.empty()) {
     exporters.push_back(r.table == "-" ? table_exporter(std::cout, r.table_options)
                                        : table_exporter(r.table, r.table_options));
+  }
+  if (!r.flamegraph.empty()) {
+    exporters.push_back(r.flamegraph == "-" ? flame_graph_exporter(std::cout, r.flamegraph_options)
+                                            : flame_graph_exporter(r.flamegraph, r.flamegraph_options));
+  }
+  // Last: drawing the SVG may fail (dot fails) after its .dot is written, and what it
+  // throws ends the replay; every other output is finished by then.
+  if (!r.callgraph.empty()) {
+    exporters.push_back(r.callgraph == "-" ? call_graph_exporter(std::cout, r.callgraph_options)
+                                           : call_graph_exporter(r.callgraph, r.callgraph_options));
   }
   return exporters;
 }
@@ -288,9 +381,18 @@ int convert(const std::vector<std::string>& args) {
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
-  const Request r = parse(args);
+  Request r = parse(args);
   if (const std::string why = refused(r.input, r.rings, r.outputs()); !why.empty()) throw UsageError(why);
   check_input(r.input, r.rings);
+  if (!r.callgraph_dot.empty() && !graphviz_dot_found()) {
+    // Said now, not after a long conversion; the DOT text is written all the same.
+    error("convert", "--callgraph " + r.callgraph + ": Graphviz's dot is not on PATH (Debian: apt install graphviz); " +
+                         "writing " + r.callgraph_dot + " only (then: dot -Tsvg " + r.callgraph_dot + " -o " +
+                         r.callgraph + ")");
+    r.callgraph = r.callgraph_dot;
+    r.callgraph_dot.clear();
+    r.callgraph_undrawn = true;
+  }
   const std::vector<std::shared_ptr<Exporter>> exporters = open_outputs(r);
   std::vector<Exporter*> raw;
   for (const auto& x : exporters) raw.push_back(x.get());
@@ -304,7 +406,7 @@ int convert(const std::vector<std::string>& args) {
   std::cout.flush();
   if (!result.problem.empty()) return error("convert", r.input + ": " + result.problem);
   print_summary(r, result, std::chrono::steady_clock::now() - start);
-  return 0;
+  return r.callgraph_undrawn ? 1 : 0;
 }
 
 }  // namespace ringtrace::tool

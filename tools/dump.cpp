@@ -14,7 +14,8 @@
 //          step's zone, of the site "step" on the "steps" track), i=N or d=X
 //          (counter and value; X printed with %.17g), text="..." (text values and
 //          messages), count=N (dropped), bits=N (switches: SwitchBits)
-//   FLAGS  late, closed_at_stop, closed_at_window_end, truncated: those the event has
+//   FLAGS  late, closed_at_stop, closed_at_window_end, truncated (size_unknown for a free,
+//          restored for a failed realloc's alloc): those the event has
 // Quoted strings escape '"' as \", '\' as \\, and every byte outside 0x20-0x7E as \xHH.
 #include <cinttypes>
 #include <cstdio>
@@ -166,8 +167,9 @@ class Printer final : public Exporter {
     if ((e.flags & EventFlags::late) != 0) out_ += " late";
     if ((e.flags & EventFlags::closed_at_stop) != 0) out_ += " closed_at_stop";
     if ((e.flags & EventFlags::closed_at_window_end) != 0) out_ += " closed_at_window_end";
-    if ((e.flags & EventFlags::truncated) != 0) out_ += " truncated";
+    if ((e.flags & EventFlags::truncated) != 0 && e.kind != EventKind::alloc) out_ += " truncated";
     if ((e.flags & EventFlags::size_unknown) != 0 && e.kind == EventKind::free) out_ += " size_unknown";
+    if ((e.flags & EventFlags::restored) != 0 && e.kind == EventKind::alloc) out_ += " restored";
     out_ += '\n';
   }
   void flush() {

@@ -147,18 +147,28 @@ int info(const std::vector<std::string>& args) {
   if (s.closed_at_stop != 0)
     std::printf(", %llu zones closed at the end", static_cast<unsigned long long>(s.closed_at_stop));
   std::printf("\n");
+  if (!s.rings_unavailable.empty()) {
+    std::printf("             %llu of them lost with no ring: %s\n",
+                static_cast<unsigned long long>(s.dropped_without_ring), s.rings_unavailable.c_str());
+  }
+  if (s.drainer_out_of_memory != 0) {
+    std::printf(
+        "             the drainer ran out of memory in %llu passes: threads dropped instead of waiting "
+        "meanwhile, and what those passes had read is lost (how many events: unknown)\n",
+        static_cast<unsigned long long>(s.drainer_out_of_memory));
+  }
   if (!s.context_switches_unavailable.empty()) {
     std::printf("switches:    unavailable: %s\n", s.context_switches_unavailable.c_str());
   } else if (s.context_switches != 0) {
     std::printf("switches:    %llu context switches, %llu lost\n", static_cast<unsigned long long>(s.context_switches),
                 static_cast<unsigned long long>(s.context_switches_lost));
   }
-  // memory_summary's lines ("Memory: ...", "Memory, not in the live heap: ...") as info's.
-  std::string memory = memory_summary(s.memory, census.clock.start_ns);
+  // memory_summary's lines ("Memory: ...", then "Memory, ...") as info's.
+  std::string memory = memory_summary(s.memory, census.clock.start_ns, r.processes.size());
   if (!memory.empty()) {
     memory.replace(0, std::string_view("Memory: ").size(), "memory:      ");
-    const std::size_t second = memory.find("\nMemory, ");
-    if (second != std::string::npos) memory.replace(second + 1, std::string_view("Memory, ").size(), "             ");
+    for (std::size_t at = memory.find("\nMemory, "); at != std::string::npos; at = memory.find("\nMemory, ", at + 1))
+      memory.replace(at + 1, std::string_view("Memory, ").size(), "             ");
     std::fputs(memory.c_str(), stdout);
   }
   const std::string left_out = functions_left_out(s.functions, 0);

@@ -1,4 +1,5 @@
-// ringtrace: converts, reports on and inspects binary trace files (.rtrace).
+// ringtrace: records programs, and converts, reports on and inspects binary trace files
+// (.rtrace).
 //   ringtrace convert FILE --chrome OUT.json --pstats OUT.prof --folded OUT.folded ...
 //   ringtrace report FILE
 //   ringtrace info FILE
@@ -51,10 +52,13 @@ constexpr Command kCommands[] = {
     {"info", ringtrace::tool::info, "FILE", "process, host, duration, threads, call sites, drops, complete or cut"},
     {"merge", ringtrace::tool::merge, "FILE... -o OUT", "several processes' files into one, on one timeline"},
     {"dump", ringtrace::tool::dump, "FILE", "every event as text, one a line, in the order exporters get them"},
-    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS | --pid PID",
-     "runs a program that links ringtrace, recording all of it; or records a running one for a while"},
-    {"snapshot", ringtrace::tool::snapshot, "PID [-o OUT]", "a running process's flight recorder, written now"},
-    {"top", ringtrace::tool::top, "PID", "a running process's key-averages table, refreshed every second"},
+    {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
+     "runs PROGRAM and records it whole: its zones and -finstrument-functions calls, and with --memory "
+     "the allocations of any dynamically linked program"},
+    {"record", ringtrace::tool::record, "--pid PID [--for D]",
+     "records a running program that links ringtrace, from outside, for a while"},
+    {"snapshot", ringtrace::tool::snapshot, "PID [-o OUT]", "a running program's flight recorder, written now"},
+    {"top", ringtrace::tool::top, "PID", "a running program's key-averages table, refreshed every second"},
     {"version", version, "", "the tool's version (also --version, -V)"},
 };
 
@@ -62,7 +66,8 @@ void print_usage(std::FILE* out) {
   std::fputs(
       "usage: ringtrace <command> [arguments]\n"
       "\n"
-      "Records programs that link ringtrace, and reads the binary trace files (.rtrace) they write.\n"
+      "Records programs (unmodified ones too: record --memory) and reads the binary trace files\n"
+      "(.rtrace) of their recordings.\n"
       "\n"
       "commands:\n",
       out);

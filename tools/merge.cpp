@@ -83,7 +83,7 @@ int merge(const std::vector<std::string>& args) {
       if (i + 1 == args.size()) return error("merge", "-o needs a file name", 2);
       output = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
-    } else if (!args[i].empty() && args[i][0] == '-') {
+    } else if (args[i].size() > 1 && args[i][0] == '-') {  // '-' alone: an input, refused as one
       return error("merge", "unknown option '" + args[i] + "' (see ringtrace merge --help)", 2);
     } else {
       inputs.emplace_back(args[i]);

@@ -1,6 +1,7 @@
-// ringtrace record: runs a program that links ringtrace with a session the runtime starts
-// from the environment (RINGTRACE_OUTPUT and the variables beside it; runtime/launch/),
-// stopped at the program's exit. No change to the program's code.
+// ringtrace record: runs a program with a session the runtime starts from the environment
+// (RINGTRACE_OUTPUT and the variables beside it; runtime/launch/), stopped at the
+// program's exit: the runtime the program links, or with --memory the one preloaded into a
+// program that links none. No change to the program's code.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "record_run.hpp"
 #include "ringtrace/files.hpp"
 #include "switch_stream.hpp"  // runtime/switches: the probe of --context-switches
 
@@ -31,12 +33,15 @@ namespace {
 constexpr const char* kHelp =
     "usage: ringtrace record [outputs] [options] -- PROGRAM [ARGS...]\n"
     "\n"
-    "Runs PROGRAM, which links ringtrace (and, for every function without a macro,\n"
-    "ringtrace::functions with code built with -finstrument-functions), recording the\n"
-    "whole run: the runtime starts a session when the program starts and stops it at its\n"
-    "exit (or at SIGINT/SIGTERM). It sets the environment variables below for PROGRAM;\n"
-    "they work the same set by hand. Exits with PROGRAM's status (128 + N when signal N\n"
-    "ended it), or 1 when PROGRAM exited 0 but an output was not written whole.\n"
+    "Runs PROGRAM and records the whole run: the zones of a PROGRAM that links ringtrace\n"
+    "(RINGTRACE_ZONE and the other macros), the calls of code built with\n"
+    "-finstrument-functions (linked with ringtrace::functions), and with --memory every\n"
+    "allocation, in any dynamically linked PROGRAM: one that does not link ringtrace is\n"
+    "recorded through a preload, which records its -finstrument-functions calls too. The\n"
+    "runtime starts a session when the program starts and stops it at its exit (or at\n"
+    "SIGINT/SIGTERM). It sets the environment variables below for PROGRAM; they work the\n"
+    "same set by hand. Exits with PROGRAM's status (128 + N when signal N ended it), or 1\n"
+    "when PROGRAM exited 0 but an output was not written whole.\n"
     "\n"
     "outputs (any subset; none: -o run.rtrace)      RINGTRACE_OUTPUT=format:path,...\n"
     "  -o, --output OUT  binary trace file (ringtrace convert, report, info)\n"
@@ -46,6 +51,8 @@ constexpr const char* kHelp =
     "  --folded OUT      folded stacks\n"
     "  --table OUT       key-averages table (text)\n"
     "  --summary OUT     captured-ops summary (text)\n"
+    "  --callgraph OUT   call graph: OUT.svg drawn by Graphviz's dot from OUT.dot beside it\n"
+    "                    (without dot, the .dot only); any other OUT: the DOT text\n"
     "  (\"%p\" in OUT's file name becomes the process id: each process started with\n"
     "  these variables, PROGRAM or those a script runs, writes a file of its own)\n"
     "options:\n"
@@ -69,11 +76,16 @@ constexpr const char* kHelp =
     "                    off-CPU)                            RINGTRACE_CONTEXT_SWITCHES=1\n"
     "                    Where the kernel refuses them (perf_event_paranoid 3, a seccomp\n"
     "                    filter), this is said once and PROGRAM is recorded without them.\n"
-    "  --memory          record every allocation and free (malloc, operator new, ...):\n"
-    "                    report gains each zone's bytes, the heap's peak and --leaks.\n"
+    "  --memory          record every allocation and free (malloc, operator new, ...),\n"
+    "                    each allocation with its caller: report gains each zone's\n"
+    "                    bytes, the heap's peak, --leaks and --memory (where it went).\n"
     "                    A dynamically linked PROGRAM that does not link ringtrace is\n"
     "                    recorded through libringtrace_preload.so (LD_PRELOAD); one\n"
     "                    that links ringtrace links ringtrace::memory     RINGTRACE_MEMORY=1\n"
+    "  --memory-stacks[=SIZE]  --memory, and the whole call stack of one allocation in\n"
+    "                    every SIZE bytes allocated on average (default 512K; byte\n"
+    "                    sampling, weighed back in report --memory: unbiased estimates)\n"
+    "                                                     RINGTRACE_MEMORY_STACKS\n"
     "  --node-id ID      the node the program's processes run on, as report --by-node\n"
     "                    and merged files name it (default: host:pid)  RINGTRACE_NODE_ID\n"
     "\n"
@@ -86,19 +98,6 @@ constexpr const char* kHelp =
     "process killed before its end leaves its output's temporary OUT.partial.XXXXXXXX\n"
     "(named; convert, report and info read it as a file cut short), and an output no\n"
     "process wrote is said once. Option values the runtime would refuse are refused here.\n";
-
-struct Output {
-  const char* format;
-  std::string path;
-};
-
-std::string exit_text(int status) {
-  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status))
-    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
-           ")";
-  return "status " + std::to_string(status);
-}
 
 // libringtrace_preload.so for --memory: RINGTRACE_PRELOAD if set, else beside the tool as
 // the build tree has it (one folder up) or where it is installed.
@@ -162,6 +161,21 @@ const std::string& duration_value(std::string_view option, const std::string& te
   return text;
 }
 
+// A size of bytes: digits with an optional K, M or G (1024-based).
+std::uint64_t byte_count(std::string_view option, const std::string& text) {
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  const std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  const std::uint64_t scale = unit.empty()  ? 1
+                              : unit == "K" ? 1024
+                              : unit == "M" ? 1024 * 1024
+                              : unit == "G" ? 1u << 30
+                                            : 0;
+  if (digits == 0 || scale == 0 || (digits != std::string::npos && digits > 12) || text.size() > 13) {
+    throw UsageError(std::string(option) + " takes a size in bytes (512K, 1M, 4096), not '" + text + "'");
+  }
+  return std::stoull(text.substr(0, digits)) * scale;
+}
+
 const std::string& regex_value(std::string_view option, const std::string& text) {
   try {
     std::regex check(text);
@@ -171,39 +185,105 @@ const std::string& regex_value(std::string_view option, const std::string& text)
   return text;
 }
 
-using FileTimes = std::map<std::filesystem::path, std::filesystem::file_time_type>;
-
-// The files in the directory of `output` that a run may have written for it, with their
-// times: `output` itself, or for a file name with "%p" every name the runtime makes of
-// it (digits for each %p), and the temporaries of each (<name>.partial.XXXXXXXX, what a
-// process that did not finish leaves).
-FileTimes files_of(const std::string& output) {
-  const std::filesystem::path path = output;
-  const std::string name = path.filename().string();
-  std::string pattern;
-  for (std::size_t from = 0;;) {
-    const std::size_t at = name.find("%p", from);
-    for (const char c : name.substr(from, at == std::string::npos ? std::string::npos : at - from)) {
-      if (std::strchr("\\^$.|?*+()[]{}", c) != nullptr) pattern += '\\';
-      pattern += c;
+// Two outputs on one file would mix into one broken file: the runtime would refuse the
+// second exporter as the program starts and record nothing, so it is refused here.
+void check_distinct(const std::vector<RecordOutput>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::string a = with_pid(outputs[j].path, ::getpid()), b = with_pid(outputs[i].path, ::getpid());
+      if (ringtrace::same_file(a, b)) {
+        throw UsageError("--" + std::string(outputs[j].format) + " and --" + outputs[i].format + " both write '" +
+                         outputs[i].path + "': one file per output");
+      }
     }
-    if (at == std::string::npos) break;
-    pattern += "[0-9]+";
-    from = at + 2;
   }
-  const std::regex named(pattern);
-  FileTimes files;
-  std::error_code ec;
-  const std::filesystem::path directory = path.parent_path();
-  for (const auto& entry : std::filesystem::directory_iterator(directory.empty() ? "." : directory, ec)) {
-    const std::filesystem::path file = directory / entry.path().filename();  // as the user wrote the directory
-    const std::filesystem::path finished = ringtrace::output_of_partial(file);
-    if (!std::regex_match((finished.empty() ? file : finished).filename().string(), named)) continue;
-    std::error_code time_ec;
-    const auto when = std::filesystem::last_write_time(file, time_ec);
-    if (!time_ec) files.emplace(file, when);
+}
+
+RecordPlan parse_plan(const std::vector<std::string>& args) {
+  RecordPlan plan;
+  std::size_t i = 0;
+  for (; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output") {
+      plan.outputs.push_back({"rtrace", option_value(args, i)});
+    } else if (a == "--chrome" || a == "--perfetto" || a == "--pstats" || a == "--folded" || a == "--table" ||
+               a == "--summary" || a == "--callgraph") {
+      plan.outputs.push_back({a.c_str() + 2, option_value(args, i)});
+    } else if (a == "--min-duration") {
+      plan.settings.emplace_back("RINGTRACE_MIN_DURATION", duration_value(a, option_value(args, i)));
+    } else if (a == "--max-depth") {
+      plan.settings.emplace_back("RINGTRACE_MAX_DEPTH",
+                                 std::to_string(count_in(a, option_value(args, i), 1, 1u << 20)));
+    } else if (a == "--include" || a == "--exclude") {
+      plan.settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE",
+                                 regex_value(a, option_value(args, i)));
+    } else if (a == "--buffer") {
+      plan.settings.emplace_back("RINGTRACE_BUFFER", std::to_string(count_in(a, option_value(args, i), 1, SIZE_MAX)));
+    } else if (a == "--inlined") {
+      plan.settings.emplace_back("RINGTRACE_INLINED", "1");
+    } else if (a == "--context-switches") {
+      plan.settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
+      plan.switches = true;
+    } else if (a == "--memory") {
+      plan.settings.emplace_back("RINGTRACE_MEMORY", "1");
+      plan.memory = true;
+    } else if (a == "--memory-stacks" || a.starts_with("--memory-stacks=")) {
+      const std::string value = a.size() > 15 ? a.substr(16) : "512K";
+      plan.settings.emplace_back("RINGTRACE_MEMORY", "1");
+      plan.settings.emplace_back("RINGTRACE_MEMORY_STACKS", std::to_string(byte_count(a, value)));
+      plan.memory = true;
+    } else if (a == "--node-id") {
+      const std::string& id = option_value(args, i);
+      if (id.empty() || id.size() > 256) throw UsageError("--node-id: '" + id + "' is not 1 to 256 bytes");
+      plan.settings.emplace_back("RINGTRACE_NODE_ID", id);
+    } else if (a == "--policy") {
+      const std::string& policy = option_value(args, i);
+      if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
+      plan.settings.emplace_back("RINGTRACE_POLICY", policy);
+    } else {
+      throw UsageError("unknown option '" + a + "' (see ringtrace record --help); the program comes after --");
+    }
   }
-  return files;
+  // A recording of a whole program is wanted whole, as uftrace's is: a thread waits for
+  // room rather than drop (db_bench under g++: 2 to 8% of its calls dropped in drop mode on
+  // 2 cores, for no time saved). A program that must never wait asks for drop.
+  const bool policy_given = std::any_of(plan.settings.begin(), plan.settings.end(),
+                                        [](const auto& s) { return std::string_view(s.first) == "RINGTRACE_POLICY"; });
+  if (!policy_given) plan.settings.emplace_back("RINGTRACE_POLICY", "block");
+  if (i + 1 >= args.size()) throw UsageError("no program to run: ringtrace record [options] -- PROGRAM [ARGS...]");
+  plan.program.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  if (plan.outputs.empty()) plan.outputs.push_back({"rtrace", "run.rtrace"});
+  for (const RecordOutput& o : plan.outputs) {
+    if (o.path.find(',') != std::string::npos)
+      throw UsageError("'" + o.path + "': an output path with a ',' cannot be passed on");
+  }
+  check_distinct(plan.outputs);
+  return plan;
+}
+
+// What can be known before the program runs is checked then: the run would be lost.
+void check_before_run(RecordPlan& plan) {
+  // An output that cannot be written. "%p" as this process's id: the check is of the
+  // directory and of the name's kind, not of one process's file.
+  for (const RecordOutput& o : plan.outputs) ringtrace::check_output_file(with_pid(o.path, ::getpid()));
+  // Context switches: the kernel's answer here is the program's (the same user, the same
+  // perf_event_paranoid, a seccomp filter inherited), so a refusal is said once, here,
+  // rather than found out from the files afterwards; the program runs with the variable
+  // all the same, so each file says why it has no switches (ringtrace info).
+  if (plan.switches) {
+    const switches::SwitchStream probe = switches::SwitchStream::open(static_cast<pid_t>(::gettid()));
+    if (!probe.ok()) {
+      error("record", "--context-switches: the kernel refuses context switch records here (" + probe.error() +
+                          "); recording without on-CPU times");
+    }
+  }
+  // --memory: the allocation functions and a runtime, preloaded (before anything the
+  // program's own LD_PRELOAD names, so that its allocator, if it brings one, comes next).
+  if (plan.memory) {
+    plan.preload = preload_library();
+    if (const char* more = std::getenv("LD_PRELOAD"); more != nullptr && *more != '\0')
+      plan.preload += std::string(":") + more;
+  }
 }
 
 }  // namespace
@@ -217,170 +297,21 @@ int record(const std::vector<std::string>& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::vector<Output> outputs;
-  std::vector<std::pair<const char*, std::string>> settings;
-  bool switches = false;
-  bool memory = false;
-  std::size_t i = 0;
-  for (; i < args.size() && args[i] != "--"; ++i) {
-    const std::string& a = args[i];
-    if (a == "-o" || a == "--output") {
-      outputs.push_back({"rtrace", option_value(args, i)});
-    } else if (a == "--chrome" || a == "--perfetto" || a == "--pstats" || a == "--folded" || a == "--table" ||
-               a == "--summary") {
-      outputs.push_back({a.c_str() + 2, option_value(args, i)});
-    } else if (a == "--min-duration") {
-      settings.emplace_back("RINGTRACE_MIN_DURATION", duration_value(a, option_value(args, i)));
-    } else if (a == "--max-depth") {
-      settings.emplace_back("RINGTRACE_MAX_DEPTH", std::to_string(count_in(a, option_value(args, i), 1, 1u << 20)));
-    } else if (a == "--include" || a == "--exclude") {
-      settings.emplace_back(a == "--include" ? "RINGTRACE_INCLUDE" : "RINGTRACE_EXCLUDE",
-                            regex_value(a, option_value(args, i)));
-    } else if (a == "--buffer") {
-      settings.emplace_back("RINGTRACE_BUFFER", std::to_string(count_in(a, option_value(args, i), 1, SIZE_MAX)));
-    } else if (a == "--inlined") {
-      settings.emplace_back("RINGTRACE_INLINED", "1");
-    } else if (a == "--context-switches") {
-      settings.emplace_back("RINGTRACE_CONTEXT_SWITCHES", "1");
-      switches = true;
-    } else if (a == "--memory") {
-      settings.emplace_back("RINGTRACE_MEMORY", "1");
-      memory = true;
-    } else if (a == "--node-id") {
-      const std::string& id = option_value(args, i);
-      if (id.empty() || id.size() > 256) throw UsageError("--node-id: '" + id + "' is not 1 to 256 bytes");
-      settings.emplace_back("RINGTRACE_NODE_ID", id);
-    } else if (a == "--policy") {
-      const std::string& policy = option_value(args, i);
-      if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
-      settings.emplace_back("RINGTRACE_POLICY", policy);
-    } else {
-      throw UsageError("unknown option '" + a + "' (see ringtrace record --help); the program comes after --");
-    }
-  }
-  // A recording of a whole program is wanted whole, as uftrace's is: a thread waits for
-  // room rather than drop (db_bench under g++: 2 to 8% of its calls dropped in drop mode on
-  // 2 cores, for no time saved). A program that must never wait asks for drop.
-  const bool policy_given = std::any_of(settings.begin(), settings.end(),
-                                        [](const auto& s) { return std::string_view(s.first) == "RINGTRACE_POLICY"; });
-  if (!policy_given) settings.emplace_back("RINGTRACE_POLICY", "block");
-  if (i + 1 >= args.size()) throw UsageError("no program to run: ringtrace record [options] -- PROGRAM [ARGS...]");
-  const std::vector<std::string> program(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-  if (outputs.empty()) outputs.push_back({"rtrace", "run.rtrace"});
-  // A list with ", " between its items (append, not operator+: g++ 12 warns wrongly there).
-  const auto add_to = [](std::string& list, std::string_view separator, std::string_view item) {
-    if (!list.empty()) list.append(separator);
-    list.append(item);
-  };
-  std::string list;
-  for (const Output& o : outputs) {
-    if (o.path.find(',') != std::string::npos)
-      throw UsageError("'" + o.path + "': an output path with a ',' cannot be passed on");
-    add_to(list, ",", std::string(o.format) + ":" + o.path);
-  }
-  // An output that cannot be written is refused before the program runs (the runtime
-  // would only say so on its way, and the run would be lost). "%p" as this process's id:
-  // the check is of the directory and of the name's kind, not of one process's file.
-  for (const Output& o : outputs) ringtrace::check_output_file(with_pid(o.path, ::getpid()));
-  // Context switches: the kernel's answer here is the program's (the same user, the same
-  // perf_event_paranoid, a seccomp filter inherited), so a refusal is said once, here,
-  // rather than found out from the files afterwards; the program runs with the variable
-  // all the same, so each file says why it has no switches (ringtrace info).
-  if (switches) {
-    const switches::SwitchStream probe = switches::SwitchStream::open(static_cast<pid_t>(::gettid()));
-    if (!probe.ok()) {
-      error("record", "--context-switches: the kernel refuses context switch records here (" + probe.error() +
-                          "); recording without on-CPU times");
-    }
-  }
-  // --memory: the allocation functions and a runtime, preloaded (before anything the
-  // program's own LD_PRELOAD names, so that its allocator, if it brings one, comes next).
-  std::string preload;
-  if (memory) {
-    preload = preload_library();
-    if (const char* more = std::getenv("LD_PRELOAD"); more != nullptr && *more != '\0')
-      preload += std::string(":") + more;
+  RecordPlan plan = parse_plan(args);
+  check_before_run(plan);
+  std::string outputs;
+  for (const RecordOutput& o : plan.outputs) {  // append, not operator+: g++ 12 warns wrongly there
+    if (!outputs.empty()) outputs.append(",");
+    outputs.append(o.format).append(":").append(o.path);
   }
   // The files of each output that exist before the run: one still there afterwards with
   // the same time was not written by it.
   std::vector<FileTimes> before;
-  for (const Output& o : outputs) before.push_back(files_of(o.path));
-  const auto start = std::chrono::steady_clock::now();
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (child == 0) {
-    ::setenv("RINGTRACE_OUTPUT", list.c_str(), 1);
-    for (const auto& [name, value] : settings) ::setenv(name, value.c_str(), 1);
-    if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
-    std::vector<char*> argv;
-    for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "ringtrace record: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  // The terminal's Ctrl-C goes to the whole group: the program stops its session and
-  // ends; the tool waits for it and reports.
-  struct sigaction ignore {
-  }, old_int{}, old_term{};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGINT, &ignore, &old_int);
-  ::sigaction(SIGTERM, &ignore, &old_term);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  const auto took = std::chrono::steady_clock::now() - start;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return 127;  // it did not run (said above)
-  // What each output became: files written whole (several for a "%p" output whose
-  // program started processes that record), temporaries left by processes that did not
-  // finish (SIGKILL, a crash), or nothing.
-  std::string written, partial, missing;
-  bool all_whole = true, partial_trace = false;
-  for (std::size_t k = 0; k < outputs.size(); ++k) {
-    bool whole = false, any = false;
-    for (const auto& [path, when] : files_of(outputs[k].path)) {
-      const auto earlier = before[k].find(path);
-      if (earlier != before[k].end() && earlier->second == when) continue;
-      std::error_code ec;
-      const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
-      const std::string described = path.string() + " (" + (ec ? std::string("size unknown") : byte_size(bytes)) + ")";
-      const bool temporary = !ringtrace::output_of_partial(path).empty();
-      add_to(temporary ? partial : written, ", ", described);
-      whole = whole || !temporary;
-      partial_trace = partial_trace || (temporary && std::string_view(outputs[k].format) == "rtrace");
-      any = true;
-    }
-    if (!any) add_to(missing, ", ", outputs[k].path);
-    all_whole = all_whole && whole;
-  }
-  const int program_status =
-      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  const std::string ran = program[0] + " (" + exit_text(status) + ")";
-  if (!written.empty()) {
-    std::fprintf(stderr, "ringtrace record: wrote %s in %s from %s\n", written.c_str(), elapsed(took).c_str(),
-                 ran.c_str());
-  }
-  if (!partial.empty()) {
-    // The binary file's temporary is a recording cut short, which the tool reads
-    // (docs/file-format.md); the other formats' hold what their exporters had written.
-    error("record", ran + ": a process killed or crashed before its end left what it recorded up to its last " +
-                        "drainer pass in " + partial +
-                        (partial_trace ? "; ringtrace convert, report and info read a binary file's temporary as a "
-                                         "file cut short"
-                                       : ""));
-  }
-  if (!missing.empty()) {
-    // The outputs and settings were checked before the run, so a session started in a
-    // program that links ringtrace; it writes its temporary at its first drainer pass.
-    error("record", ran + " did not write " + missing +
-                        ": it does not link ringtrace, or it ended before its session's first write (_exit or a "
-                        "crash within milliseconds of its start)");
-  }
-  // The program's failure first; a program that succeeded without being recorded whole
-  // is the tool's failure.
-  return program_status != 0 ? program_status : all_whole ? 0 : 1;
+  for (const RecordOutput& o : plan.outputs) before.push_back(files_of(o.path));
+  ReportInbox inbox;
+  const RunResult run = run_recorded(plan, outputs, inbox);
+  if (WIFEXITED(run.status) && WEXITSTATUS(run.status) == 127 && inbox.reports().empty()) return 127;  // did not run
+  return say_outcome(plan, before, run, inbox.reports());
 }
 
 }  // namespace ringtrace::tool

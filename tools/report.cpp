@@ -1,6 +1,7 @@
 // ringtrace report: what users read first, in the terminal: the key-averages table and,
 // when the recording has capture regions, the captured-ops summary of a binary trace file.
-#include <cstdint>  // SIZE_MAX
+#include <algorithm>  // std::any_of
+#include <cstdint>    // SIZE_MAX
 #include <cstdio>
 #include <functional>  // std::ref
 #include <iostream>
@@ -48,6 +49,39 @@ int report_stragglers(const std::string& input, bool rings, std::size_t rows) {
   return 0;
 }
 
+// What report prints for a recording without zones, in place of a table with nothing in
+// it but its headers and "Self time total: 0ns" (an unmodified program under record
+// --memory): that there are none, and what makes them.
+std::string no_zones_text(const KeyAverages& table) {
+  std::string text =
+      "No zones in this recording, so no key-averages table. Zones come from RINGTRACE_ZONE and\n"
+      "the other macros in a program that links ringtrace, and from the calls of code built with\n"
+      "-finstrument-functions (linked with ringtrace::functions, or run under record --memory).\n";
+  if (table.dropped != 0)
+    text += "Dropped events: " + thousands(table.dropped) + " (ringtrace info lists them by thread)\n";
+  return text;
+}
+
+// --sort-by a column the recording left empty: the rows stay in name order (every row
+// ties at 0), which is said rather than passed off as an order.
+void say_unsorted(const std::string& input, TableOptions::SortBy key, const KeyAverages& table) {
+  const std::string by = "--sort-by " + std::string(sort_key_name(key)) + " left the rows in name order";
+  if (on_cpu_key(key) && !table.on_cpu) {
+    error("report", input + " has no context switches (no on-CPU columns): " + by +
+                        " (record with ringtrace record --context-switches)");
+  }
+  if (memory_key(key) && !table.memory) {
+    error("report",
+          input + " has no allocations (no memory columns): " + by + " (record with ringtrace record --memory)");
+  }
+  // The Total FLOPs column is shown when a row shown has FLOPs (sorted by them, the first).
+  const bool flops = std::any_of(table.rows.begin(), table.rows.end(), [](const TableRow& r) { return r.flops != 0; });
+  if (key == TableOptions::SortBy::flops && !flops) {
+    error("report", input + " has no FLOPs (no Total FLOPs column): " + by +
+                        " (a zone gets its FLOPs with RINGTRACE_ZONE_FLOPS(n) or a \"flops\" argument)");
+  }
+}
+
 }  // namespace
 
 int report(const std::vector<std::string>& args) {
@@ -60,8 +94,10 @@ int report(const std::vector<std::string>& args) {
         "\n"
         "Prints the key-averages table (the N most expensive zones by self time, default 20)\n"
         "and, when the recording has capture regions (RINGTRACE_REGION), the captured-ops\n"
-        "summary of a binary trace file. --sort-by orders the table by another column,\n"
-        "largest first (name: A to Z; first-seen: the order zones first ended); KEY is one of\n"
+        "summary of a binary trace file; a recording without zones (an unmodified program under\n"
+        "ringtrace record --memory) says so in place of the table. --sort-by orders the table\n"
+        "by another column, largest first (name: A to Z; first-seen: the order zones first\n"
+        "ended); KEY is one of\n"
         "  " +
         sort_keys() +
         "\n"
@@ -77,7 +113,11 @@ int report(const std::vector<std::string>& args) {
         "it with --sort-by flops). A recording with allocations (ringtrace record --memory)\n"
         "adds the table's CPU Mem columns (keys cpu-mem, self-cpu-mem) and a memory summary;\n"
         "--leaks prints, instead of the table, the blocks still live at the end grouped by the\n"
-        "zones that allocated them, largest first (--rows of them). --stragglers prints, for a\n"
+        "zones and the function that allocated them, largest first (--rows of them). --memory\n"
+        "prints instead where the memory went: the functions that allocated most, by bytes,\n"
+        "calls, part of the heap's peak and leaked bytes (exact: each allocation's caller), and\n"
+        "with --memory-stacks recordings the sampled call stacks of most bytes allocated and\n"
+        "leaked (estimates, said so). --stragglers prints, for a\n"
         "merged file of stepped processes, each step's time per process and the slowest.\n"
         "A file cut short is read up to its last complete chunk,\n"
         "then from its ring file if the recording kept one (see ringtrace convert --help;\n"
@@ -100,6 +140,7 @@ int report(const std::vector<std::string>& args) {
   bool stragglers = false;
   bool rows_given = false;
   bool leaks = false;
+  bool memory_sites = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rows") {
       table_options.row_limit = parse_count("--rows", option_value(args, i));
@@ -127,7 +168,9 @@ int report(const std::vector<std::string>& args) {
       rings = false;
     } else if (args[i] == "--leaks") {
       leaks = true;
-    } else if (!args[i].empty() && args[i][0] == '-') {
+    } else if (args[i] == "--memory") {
+      memory_sites = true;
+    } else if (args[i].size() > 1 && args[i][0] == '-') {  // '-' alone: an input, refused as one
       return error("report", "unknown option '" + args[i] + "' (see ringtrace report --help)", 2);
     } else if (input.empty()) {
       input = args[i];
@@ -142,9 +185,10 @@ int report(const std::vector<std::string>& args) {
   }
   check_input(input, rings);
   if (stragglers) return report_stragglers(input, rings, rows_given ? table_options.row_limit : 0);
-  // --leaks: the table is computed (and left unprinted) all the same: one code path.
-  std::ostringstream unprinted;
-  auto table = leaks ? table_exporter(unprinted, table_options) : table_exporter(std::cout, table_options);
+  // The table is printed once the recording is read (a recording without zones gets a
+  // note instead); --leaks and --memory compute it and leave it out: one code path.
+  std::ostringstream table_text;
+  auto table = table_exporter(table_text, table_options);
   // The summary is held until the end: a recording without capture regions has nothing
   // to say there (every op outside every region), so it is left out.
   std::ostringstream summary_text;
@@ -158,33 +202,31 @@ int report(const std::vector<std::string>& args) {
   Exporter* const all[] = {table.get(), summary.get(), &kept};
   const ReplayResult result = replay_file(input, all, options);
   const CaptureCounts& regions = dynamic_cast<const OpsSummaryExporter&>(*summary).summary().total;
+  if (memory_sites) {
+    std::cout << memory_report(kept.stats.memory, kept.start_ns, result.processes.size(), table_options.row_limit);
+    std::cout.flush();
+    if (!result.problem.empty()) return error("report", input + ": " + result.problem);
+    return 0;
+  }
   if (leaks) {
-    std::cout << memory_summary(kept.stats.memory, kept.start_ns)
+    std::cout << memory_summary(kept.stats.memory, kept.start_ns, result.processes.size())
               << leaks_table(kept.stats.memory, table_options.row_limit);
     std::cout.flush();
     if (!result.problem.empty()) return error("report", input + ": " + result.problem);
     return 0;
   }
+  const KeyAverages& averages = dynamic_cast<const TableExporter&>(*table).table();
+  std::cout << (averages.groups != 0 ? table_text.str() : no_zones_text(averages));
   if (regions.graph_calls != 0 || regions.unique_graphs != 0) std::cout << summary_text.str();
   // Allocations (a recording with Config::memory): one line, or two.
-  const std::string memory = memory_summary(kept.stats.memory, kept.start_ns);
+  const std::string memory = memory_summary(kept.stats.memory, kept.start_ns, result.processes.size());
   if (!memory.empty()) std::cout << "\n" << memory;
   // What the table does not show: calls of instrumented functions left out, by function.
   const std::string left_out =
       functions_left_out(kept.stats.functions, table_options.row_limit == 0 ? SIZE_MAX : table_options.row_limit);
   if (!left_out.empty()) std::cout << "\n" << left_out;
   std::cout.flush();
-  if (on_cpu_key(table_options.sort_by) && !dynamic_cast<const TableExporter&>(*table).table().on_cpu) {
-    error("report", input + " has no context switches (no on-CPU columns): --sort-by " +
-                        std::string(sort_key_name(table_options.sort_by)) +
-                        " left the rows in name order (record with "
-                        "ringtrace record --context-switches)");
-  }
-  if (memory_key(table_options.sort_by) && !dynamic_cast<const TableExporter&>(*table).table().memory) {
-    error("report", input + " has no allocations (no memory columns): --sort-by " +
-                        std::string(sort_key_name(table_options.sort_by)) +
-                        " left the rows in name order (record with ringtrace record --memory)");
-  }
+  if (averages.groups != 0) say_unsorted(input, table_options.sort_by, averages);
   if (!result.problem.empty()) return error("report", input + ": " + result.problem);
   return 0;
 }

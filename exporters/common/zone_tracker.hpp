@@ -275,6 +275,8 @@ class ZoneTracker {
   bool any_switches() const { return any_switches_; }
   // An alloc or free event has been fed: zones have memory (exporters show it).
   bool any_memory() const { return any_memory_; }
+  // Frees inside zones whose size was not known (not in any zone's freed bytes).
+  std::uint64_t zone_frees_size_unknown() const { return zone_frees_size_unknown_; }
   // The thread is off the CPU now (and since when), as the switches fed say.
   bool off_cpu(ThreadId thread) const { return thread < cpu_.size() && cpu_[thread].out; }
 
@@ -336,17 +338,28 @@ class ZoneTracker {
     any_memory_ = true;
     const std::size_t depth = stack_for(e.thread).size();
     if (depth == 0) return;  // outside every zone
+    if (e.kind == EventKind::free && (e.flags & EventFlags::size_unknown) != 0) ++zone_frees_size_unknown_;
     if (e.thread >= memory_.size()) memory_.resize(e.thread + 1);
     std::vector<OpenMemory>& m = memory_[e.thread];
     if (m.size() < depth) m.resize(depth);
-    ZoneMemory& z = m[depth - 1].total;
-    if (e.kind == EventKind::alloc) {
-      z.allocated_bytes += e.value.u;
-      ++z.allocations;
+    // Made in a zone sampling left out (EventFlags::sampled_out): a child's, not recorded,
+    // in the zone's total and not its self part.
+    const bool child = (e.flags & EventFlags::sampled_out) != 0;
+    ZoneMemory one;
+    if (e.kind == EventKind::alloc && (e.flags & EventFlags::restored) == 0) {
+      one.allocated_bytes = e.value.u;
+      one.allocations = 1;
     } else {
-      z.freed_bytes += e.value.u;
-      ++z.frees;
+      one.freed_bytes = e.value.u;
+      one.frees = 1;
     }
+    if (e.kind == EventKind::alloc && (e.flags & EventFlags::restored) != 0) {  // a failed realloc: its free undone
+      m[depth - 1].total = m[depth - 1].total.minus(one);
+      if (child) m[depth - 1].children = m[depth - 1].children.minus(one);
+      return;
+    }
+    m[depth - 1].total.add(one);
+    if (child) m[depth - 1].children.add(one);
   }
   // The zone `depth` deep on `thread` closes: its counts into `closed`, and into its parent's.
   void close_memory(ThreadId thread, std::size_t depth, ClosedZone& closed) {
@@ -373,6 +386,7 @@ class ZoneTracker {
   std::vector<CpuState> cpu_;  // by thread, once a switch was fed
   std::function<void(const OffCpuInterval&)> interval_sink_;
   bool any_memory_ = false;
+  std::uint64_t zone_frees_size_unknown_ = 0;
   std::vector<std::vector<OpenMemory>> memory_;  // by thread, once a memory event was fed
 };
 

@@ -212,6 +212,13 @@ struct Config {
   // The live blocks the heap's accounting keeps (about 64 bytes each): an allocation
   // past that many is counted (MemoryStats::untracked_blocks), and so is its free.
   std::size_t memory_max_blocks = std::size_t{1} << 22;
+  // Sampled allocation stacks (docs/memory.md): on average one allocation in every this
+  // many bytes a thread allocates carries its whole call stack (byte sampling, as
+  // tcmalloc's and jemalloc's heap profilers: an allocation of s bytes is sampled with
+  // probability 1 - exp(-s / memory_stack_bytes), and readers weigh it back, so that the
+  // bytes and calls they estimate per stack are unbiased). 0: none (every allocation
+  // still carries its caller). `ringtrace record --memory-stacks` sets 512 KiB.
+  std::uint64_t memory_stack_bytes = 0;
 
   // Shown by exporters that name the process (Chrome trace metadata).
   std::string process_name = "ringtrace";

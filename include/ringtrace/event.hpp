@@ -70,16 +70,23 @@ inline constexpr std::uint64_t after_loss = 4;
 namespace EventFlags {
 inline constexpr std::uint8_t counter_double = 1;  // counter or arg value is value.d
 inline constexpr std::uint8_t value_double = 1;    // the same bit, by its general name
-inline constexpr std::uint8_t region = 2;          // zone of a RINGTRACE_REGION site
+// alloc or free (the same bit as value_double, by kind): made inside a zone that sampling
+// left out (RINGTRACE_ZONE_SAMPLED): part of the bytes of the zones open around it, not of
+// the self bytes of the innermost recorded one (its child's, which was not recorded).
+inline constexpr std::uint8_t sampled_out = 1;
+inline constexpr std::uint8_t region = 2;  // zone of a RINGTRACE_REGION site
 // alloc or free (the same bit as region, by kind): a block the heap's accounting does not
 // hold (a free of a block allocated before the session or not recorded; an allocation
 // past Config::memory_max_blocks, and its free): it is not in the live heap
 // (MemoryStats::live_bytes, the exporters' heap counter), and in the zones' bytes it is.
 inline constexpr std::uint8_t untracked = 2;
-inline constexpr std::uint8_t closed_at_stop = 4;         // end made up at stop(): zone still open
-inline constexpr std::uint8_t late = 8;                   // time raised to keep the stream ordered
-inline constexpr std::uint8_t text = 16;                  // arg: the value is text (TraceContext::text)
-inline constexpr std::uint8_t truncated = 32;             // arg text: cut to the recording limit
+inline constexpr std::uint8_t closed_at_stop = 4;  // end made up at stop(): zone still open
+inline constexpr std::uint8_t late = 8;            // time raised to keep the stream ordered
+inline constexpr std::uint8_t text = 16;           // arg: the value is text (TraceContext::text)
+inline constexpr std::uint8_t truncated = 32;      // arg text: cut to the recording limit
+// alloc (the same bit as truncated, by kind): not an allocation but a realloc that failed:
+// it undoes its thread's last free (a block of value.u bytes, live again where it was).
+inline constexpr std::uint8_t restored = 32;
 inline constexpr std::uint8_t closed_at_window_end = 64;  // end made up at a window's end (windows only)
 inline constexpr std::uint8_t size_unknown = 128;         // free: its block's size is not known (value.u 0)
 }  // namespace EventFlags

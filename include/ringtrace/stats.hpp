@@ -6,7 +6,8 @@
 #include <utility>  // per-function counts
 #include <vector>   // per-thread rows
 
-#include "ringtrace/event.hpp"  // ThreadId
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_NO_INSTRUMENT
+#include "ringtrace/event.hpp"            // ThreadId
 
 namespace ringtrace {
 
@@ -74,16 +75,73 @@ struct MemoryStats {
   std::uint64_t frees_size_unknown = 0;  // of those, the ones whose size is not known (not guessed)
   std::uint64_t untracked_blocks = 0;    // allocations past Config::memory_max_blocks live blocks
   std::uint64_t lost_frees = 0;          // blocks whose free was not recorded (seen reused)
-  // Allocations and frees not recorded, counted: made while their thread was inside
-  // ringtrace's own slow path (ringtrace's own, or a signal handler's that interrupted
-  // it), inside a zone sampling left out, or by a thread's thread_local destructors that
-  // ran after ringtrace let its ring go at the thread's exit (a block freed there stays
-  // live in the accounting: among the leaks).
+  // The program's allocations and frees the recording did not follow, by cause, each
+  // counted (docs/memory.md, "What is not recorded"): those of a signal handler that
+  // interrupted its thread inside ringtrace's own slow path (`nested`), those of a thread
+  // after ringtrace let its ring go at the thread's very end (`after_exit`: after the last
+  // round of its pthread key destructors), and those a full ring dropped under the drop
+  // policy (`dropped`, among SessionStats::dropped too). A free among them leaves its block
+  // live in the accounting (a leak that may not be one); an allocation among them makes
+  // its free one of frees_unmatched. `bytes`: of the allocations.
+  struct LeftOut {
+    std::uint64_t allocations = 0;
+    std::uint64_t frees = 0;
+    std::uint64_t bytes = 0;
+    RINGTRACE_NO_INSTRUMENT std::uint64_t events() const { return allocations + frees; }
+  };
+  LeftOut nested;
+  LeftOut after_exit;
+  LeftOut dropped;
+  // nested and after_exit's events (what earlier versions counted here).
   std::uint64_t unrecorded_nested = 0;
+
+  // Sampled allocation stacks (Config::memory_stack_bytes): the mean bytes between two
+  // samples (0: no stacks), and how stacks were taken ("unwinder (.eh_frame)").
+  std::uint64_t stack_bytes = 0;
+  std::string stack_method;
+
+  // Where the memory went: one row per allocation site, the return address into the code
+  // that called the allocation function (its caller, past operator new), most bytes
+  // first. Exact: every recorded allocation carries its caller. Only with memory records
+  // of format 2.4 (a file of 2.3 has none). `function` and `location` ("file:line" of the
+  // call) as the program's symbols tell them; the function is the innermost inlined one
+  // at the call, as heaptrack names its allocation sites.
+  struct Site {
+    std::uint64_t address = 0;
+    std::string function;  // "" when not symbolized (a tool names it from the file's modules)
+    std::string location;  // "file:line", "" unknown
+    std::string module;    // the object holding the address
+    std::uint64_t allocations = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t peak_bytes = 0;  // its blocks' bytes live when the heap peaked (peak_time_ns)
+    std::uint64_t leaked_blocks = 0;
+    std::uint64_t leaked_bytes = 0;  // its blocks' bytes still live at the end
+  };
+  std::vector<Site> sites;
+  // Call stacks of sampled allocations (Config::memory_stack_bytes): each distinct stack
+  // (the caller first, then its callers), with estimates weighed from its samples: the
+  // bytes and calls allocated there, their part of the peak, and of what is live at the
+  // end. Estimates, said so wherever they are shown.
+  struct Stack {
+    std::vector<std::uint64_t> frames;   // return addresses, the allocation's caller first
+    std::vector<std::string> functions;  // the frames' functions, when symbolized
+    std::uint64_t samples = 0;
+    double bytes = 0;
+    double calls = 0;
+    double peak_bytes = 0;
+    double leaked_bytes = 0;
+  };
+  std::vector<Stack> stacks;
+
   // The blocks live at stop(), grouped by the zones that allocated them (outermost
-  // first, "; "-joined names; "(no zone)" outside every zone), most bytes first.
+  // first, "; "-joined names; "(no zone)" outside every zone) and by their allocation
+  // site (`function`, `site` its address; 0 when the records had no caller), most bytes
+  // first. A merged file's rows are each of one process (`pid`; 0: the session's own).
   struct Leak {
     std::string stack;
+    std::string function;
+    std::uint64_t site = 0;
+    std::uint32_t pid = 0;
     std::uint64_t blocks = 0;
     std::uint64_t bytes = 0;
   };
@@ -101,6 +159,10 @@ struct SessionStats {
   // Events of threads that had no ring in this session (it could not be allocated), and
   // of signal handlers that interrupted their thread while it was binding its ring.
   std::uint64_t dropped_without_ring = 0;
+  // Why a thread had no ring, when one had none (the first failure): "cannot make a ring
+  // of 8 MiB: File too large" (a ring's mapping refused: RLIMIT_FSIZE, RLIMIT_AS, a full
+  // disk under the ring file), or "no memory for a thread's ring". Empty otherwise.
+  std::string rings_unavailable;
   std::uint64_t late_events = 0;  // events whose time was raised to keep the order
   // Zone ends with no open zone (ignored), and RINGTRACE_ZONE_ENDs with no
   // RINGTRACE_ZONE_BEGIN open on their thread.
@@ -112,6 +174,11 @@ struct SessionStats {
   std::uint64_t runtime_names = 0;
   std::uint64_t runtime_names_overflowed = 0;  // zones still open at stop(), closed at the stop time
   std::uint64_t drain_passes = 0;
+  // Passes the drainer could not finish for want of memory (an allocation of its own
+  // failed): the program goes on; while the drainer is short, threads under the block
+  // policy drop instead of waiting (counted in `dropped`), and what an unfinished pass
+  // had taken from the rings is lost, how many events not known.
+  std::uint64_t drainer_out_of_memory = 0;
   // Of `recorded`, the events their own threads packed into the binary file when they
   // found their ring full (Config::self_drain); the drainer handed over the rest.
   std::uint64_t self_drained = 0;

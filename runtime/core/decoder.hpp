@@ -78,6 +78,7 @@ struct StepTrack {
 struct DecodeCounts {
   std::uint64_t unbalanced_ends = 0;
   std::uint64_t skipped_extended = 0;  // record_extended subtypes this version does not know
+  std::uint64_t too_large_bytes = 0;   // the size of the memory record that stopped a decode (DecodeStop::too_large)
   StepTrack steps;
 };
 
@@ -89,6 +90,7 @@ enum class DecodeStop : std::uint8_t {
   past_stop,  // a record after the stop time: the thread's capture is over
   unknown,    // a record this version cannot read (an unknown kind, a size past the end)
   no_site,    // the Sites policy knows no call site for a record (a damaged file)
+  too_large,  // a file's memory record of kAddressSpaceBytes or more (DecodeCounts::too_large_bytes)
 };
 
 // What value and async records become, by their site's kind.
@@ -119,9 +121,8 @@ inline EventKind value_event_kind(SiteKind kind) {
 //                                                 a zone named at run time: its site (runtime_names.hpp)
 //          SiteId dropped()                       the site of `dropped` events
 //          SiteId memory(ExtendedKind)            the site of `alloc` / `free` events
-//   Texts: std::uint64_t store(const char*, std::size_t)   keeps a text; returns Event::value.u
-//          std::uint64_t memory(std::uint64_t address, std::uint64_t size)
-//                                                 keeps an alloc's or free's; returns Event::value.u
+//   Texts: std::uint64_t store(const char*, std::size_t)   keeps a text (or an alloc's or
+//                                                 free's payload, heap.hpp); returns Event::value.u
 //   Clock: std::uint64_t to_ns(std::uint64_t ticks) const    any ticks to ns
 //          ClockSegment fast() const     a line that converts every ticks from its base on
 //                                        as to_ns() does (kept in registers by decode())
@@ -141,6 +142,9 @@ class RingDecoder {
   // Decodes the records at `records` (whole records, or a header still 0 where one is
   // being written) into out[n, capacity), moving both on; returns why it stopped.
   // `live`: a header 0 means "being written" (else a record this version cannot read).
+  // Not live, the records are a file's, untrusted: a memory record of kAddressSpaceBytes
+  // or more (heap.hpp) stops the decode (too_large). A live ring's were written by this
+  // process, of blocks its allocator gave it.
   //
   // The decoder's hot loop: zone ends and begins, the bulk of a trace, are decoded first
   // and apart from the other kinds. The thread's state is in locals while it runs (the
@@ -302,6 +306,7 @@ class RingDecoder {
       e = Event{ns, 0, thread, EventKind::instant, 0, 0, static_cast<std::uint32_t>(depth), {}};
       e.value.u = 0;
       bool emitted = true;
+      bool too_large = false;  // a file's memory record of a size no process allocates
       SiteId site = kInvalidSite;
       switch (kind) {
         case record_zone_begin:
@@ -382,17 +387,34 @@ class RingDecoder {
           break;
         default: {  // record_extended
           const std::uint64_t subtype = extended_subtype(header);
-          if (is_memory_record(header)) {  // timed, 4 slots (else skipped as an unknown one)
-            // An allocation or a free: its address and size go with the event through the
-            // owner's store to the heap's accounting after the merge (heap.hpp), which
-            // gives exporters the size in value.u.
-            site = sites_.memory(static_cast<ExtendedKind>(subtype));
+          if (is_memory_record(header)) {  // timed, of its subtype's slots (else skipped as an unknown one)
+            // An allocation or a free: its address, size, caller and stack go with the
+            // event through the owner's store to the heap's accounting after the merge
+            // (heap.hpp), which gives exporters the size in value.u.
+            const bool free = subtype == extended_free;
+            const std::uint64_t size = field_at(at, offsetof(MemoryRecord, size));
+            if (!live && size >= kAddressSpaceBytes) [[unlikely]] {
+              counts_.too_large_bytes = size;
+              too_large = true;
+              break;
+            }
+            site = sites_.memory(free ? extended_free : extended_alloc);
             if (site == kInvalidSite) break;
             e.site = site;
-            e.kind = subtype == extended_alloc ? EventKind::alloc : EventKind::free;
-            e.text_size = kMemoryPayloadBytes;
-            e.value.u = texts_.memory(field_at(at, offsetof(MemoryRecord, address)),
-                                      field_at(at, offsetof(MemoryRecord, size)));
+            e.kind = free ? EventKind::free : EventKind::alloc;
+            const bool with_caller = subtype == extended_alloc_at;
+            const std::uint64_t frames = with_caller ? alloc_frames(header) : 0;
+            std::uint64_t stack[kMaxAllocFrames];
+            for (std::uint64_t f = 0; f < frames; ++f) stack[f] = field_at(at, sizeof(AllocRecord) + 8 * f);
+            alignas(8) char payload[kMaxMemoryPayloadBytes];
+            e.text_size =
+                write_memory_payload(payload, field_at(at, offsetof(MemoryRecord, address)), size,
+                                     with_caller ? field_at(at, offsetof(AllocRecord, caller)) : 0,
+                                     ((header & kMemorySampledOut) != 0 ? kPayloadSampledOut : 0) |
+                                         (!free && (header & kMemoryRestore) != 0 ? kPayloadRestore : 0) |
+                                         (with_caller && (header & kMemoryStackSampled) != 0 ? kPayloadSampled : 0),
+                                     stack, static_cast<std::size_t>(frames));
+            e.value.u = texts_.store(payload, e.text_size);
             break;
           }
           // Padding, or a subtype of a later version (skipped, counted).
@@ -401,6 +423,10 @@ class RingDecoder {
           emitted = false;
           break;
         }
+      }
+      if (too_large) [[unlikely]] {
+        why = DecodeStop::too_large;
+        break;
       }
       if (site == kInvalidSite) {
         why = DecodeStop::no_site;

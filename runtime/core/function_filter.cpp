@@ -62,11 +62,16 @@ std::vector<std::pair<std::string, std::uint64_t>> FunctionFilter::short_by_func
 void FilteredThread::add(const Event* events, std::size_t n, FunctionFilter& filter,
                          const std::function<const SiteInfo&(SiteId)>& info) {
   const std::uint64_t min_ns = filter.min_ns();
+  min_ns_ = min_ns;
   for (std::size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
     const std::uint64_t seq = first_seq_ + held_.size();
     held_.push_back(e);
     removed_.push_back(0);
+    // The thread's ends come after this event: a call open here and begun at or before
+    // e.time_ns - min_ns is long (an event of a call that is left out counts too: the
+    // thread was there).
+    proven_ns_ = std::max(proven_ns_, e.time_ns);
     if (e.kind == EventKind::zone_begin) {
       const FunctionFilter::Decision d = filter.decide(e.site, info);
       const bool excluded = d == FunctionFilter::exclude;
@@ -74,7 +79,7 @@ void FilteredThread::add(const Event* events, std::size_t n, FunctionFilter& fil
         remove(seq);
         filter.count_excluded();
       }
-      open_.push_back(Open{seq, e.site, d, excluded});
+      open_.push_back(Open{seq, e.time_ns, e.site, d, excluded});
     } else if (e.kind == EventKind::zone_end) {
       if (open_.empty()) continue;  // the decoder pairs every end; nothing to undo here
       const Open o = open_.back();
@@ -99,9 +104,24 @@ void FilteredThread::add(const Event* events, std::size_t n, FunctionFilter& fil
   }
 }
 
+const FilteredThread::Open* FilteredThread::first_undecided() const {
+  for (const Open& o : open_) {
+    if (o.decision != FunctionFilter::timed || o.removed || o.seq < first_seq_ + next_) continue;
+    if (o.begin_ns > proven_ns_ || proven_ns_ - o.begin_ns < min_ns_) return &o;
+  }
+  return nullptr;
+}
+
+std::uint64_t FilteredThread::undecided_since() const {
+  const Open* o = first_undecided();
+  return o != nullptr ? o->begin_ns : ~std::uint64_t{0};
+}
+
 std::size_t FilteredThread::release(std::uint64_t limit, Event* out, std::size_t capacity) {
+  const Open* undecided = first_undecided();
+  const std::uint64_t stop = undecided != nullptr ? undecided->seq : ~std::uint64_t{0};
   std::size_t n = 0;
-  while (next_ < held_.size() && n < capacity) {
+  while (next_ < held_.size() && n < capacity && first_seq_ + next_ < stop) {
     const Event& e = held_[next_];
     if (e.time_ns > limit) break;
     if (removed_[next_] != 0) {

@@ -1,16 +1,25 @@
 // Leaving out instrumented functions' zones after they are decoded, for the live drainer
-// (Config::functions) and the binary file's reader (ReplayOptions::functions): zones of
-// functions the name filters exclude (decided once per function), and calls shorter than
-// a minimum duration (decided at their end). A zone left out goes whole: its begin, its
-// end, and the values, texts and flows attached to it; what was inside it moves up a
-// level (its events' depth). Only zones of SiteOptions::function sites are ever left out.
+// (Config::functions): zones of functions the name filters exclude (decided once per
+// function), and calls shorter than a minimum duration (decided per call). A zone left out
+// goes whole: its begin, its end, and the values, texts and flows attached to it; what was
+// inside it moves up a level (its events' depth). Only zones of SiteOptions::function
+// sites are ever left out.
 //
 // Per thread, decoded events wait in a FilteredThread until every call begun before them
-// is decided; release(limit) hands over those stamped at or before `limit`. A caller that
-// has decoded everything stamped up to T releases up to T - min_duration: a call begun by
-// then whose end was not among the events is longer than the minimum.
+// is decided. A timed call (min_duration) is decided when its end arrives, however late
+// (a thread preempted between reading the clock for the end and publishing it publishes
+// an end older than events already decoded), or when it is proven long before that:
+//   - the thread's own stream: an event of the thread stamped at or after the call's
+//     begin + min_duration (the end comes after it in the thread's order);
+//   - prove(t), from the caller: every end the thread stamped at or before t has been
+//     decoded (the drainer knows it from the thread's state: docs/functions.md), so a call
+//     still open with begin + min_duration <= t is long.
+// release(limit) hands over the events stamped at or before `limit` up to the first
+// undecided call; undecided_since() tells the caller that call's begin, so that it holds
+// every other thread's events back to before it (the stream stays in time order).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <regex>
@@ -69,10 +78,17 @@ class FilteredThread {
   // Takes `n` decoded events of the thread, in order.
   void add(const Event* events, std::size_t n, FunctionFilter& filter,
            const std::function<const SiteInfo&(SiteId)>& info);
+  // Every end the thread stamped at or before `t` (ns) has been added: its open calls begun
+  // at or before t - min_duration are long. prove(~0): the thread adds nothing more.
+  void prove(std::uint64_t t) { proven_ns_ = std::max(proven_ns_, t); }
+  // The begin time of the outermost call not decided yet (its end not added, not proven
+  // long), or ~0 if every call is decided. Nothing at or after it is released.
+  std::uint64_t undecided_since() const;
   // Moves the decided events stamped at or before `limit` to out[0, capacity), leaving out
-  // what the filter removed; returns how many it wrote.
+  // what the filter removed, up to the first undecided call; returns how many it wrote.
   std::size_t release(std::uint64_t limit, Event* out, std::size_t capacity);
   bool empty() const { return next_ == held_.size(); }
+  std::size_t held() const { return held_.size() - next_; }
   // Calls `f(Event&)` on every event not released yet (its owner moves their texts).
   template <class F>
   void each_held(F&& f) {
@@ -82,10 +98,13 @@ class FilteredThread {
  private:
   struct Open {
     std::uint64_t seq;  // the begin's place in the thread's stream
+    std::uint64_t begin_ns;
     SiteId site;
     FunctionFilter::Decision decision;
     bool removed;
   };
+  // The first open call that is timed, kept so far and neither ended nor proven long, or null.
+  const Open* first_undecided() const;
   Event& at(std::uint64_t seq) { return held_[static_cast<std::size_t>(seq - first_seq_)]; }
   void remove(std::uint64_t seq) { removed_[static_cast<std::size_t>(seq - first_seq_)] = 1; }
 
@@ -95,6 +114,10 @@ class FilteredThread {
   std::uint64_t first_seq_ = 0;      // the stream place of held_[0]
   std::vector<Open> open_;           // the zones open at the last event added
   std::uint32_t removed_depth_ = 0;  // zones left out that are open at the next event released
+  std::uint64_t min_ns_ = 0;         // the filter's, from the last add()
+  // Open calls begun at or before proven_ns_ - min_ns_ are long: an event of the thread,
+  // or the caller's prove(), showed it.
+  std::uint64_t proven_ns_ = 0;
 };
 
 }  // namespace ringtrace::detail

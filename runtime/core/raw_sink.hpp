@@ -16,6 +16,7 @@
 #include <ctime>  // clock_gettime: read_clock_anchors
 #include <filesystem>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "clock_calibration.hpp"  // ClockSegment
@@ -35,6 +36,9 @@ struct RawSessionInfo {
   bool per_thread_counters = false;       // Config::per_thread_counters
   bool memory = false;                    // Config::memory
   bool memory_sized = false;              // a stream's file: memory records with sizes, no addresses
+  std::uint64_t memory_max_blocks = 0;    // Config::memory_max_blocks (with memory)
+  std::uint64_t memory_stack_bytes = 0;   // Config::memory_stack_bytes (with memory)
+  std::string memory_stack_method;        // how the sampled stacks are taken
 };
 
 // CLOCK_REALTIME and CLOCK_MONOTONIC read together: a session frame's anchors, from which

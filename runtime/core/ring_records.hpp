@@ -87,11 +87,19 @@ inline constexpr bool kind_has_time(RecordKind kind) noexcept {
   return kind != record_arg_int && kind != record_arg_double && kind != record_arg_text && kind != record_extended;
 }
 
-// Whether the extended record whose header is `header` is an allocation or a free, whole.
+// The frames of an extended_alloc_at record's stack (its header's bits 24-31).
+inline constexpr std::uint64_t alloc_frames(std::uint64_t header) noexcept {
+  return (header >> kAllocFramesShift) & 0xFF;
+}
+
+// Whether the extended record whose header is `header` is an allocation or a free, whole:
+// timed, of its subtype's slots (an extended_alloc_at's: 5 and its frames, at most 64).
 inline constexpr bool is_memory_record(std::uint64_t header) noexcept {
   const std::uint64_t subtype = extended_subtype(header);
-  return (subtype == extended_alloc || subtype == extended_free) &&
-         extended_slots(header) == sizeof(MemoryRecord) / 8 && (header & kExtendedTimed) != 0;
+  if ((header & kExtendedTimed) == 0) return false;
+  if (subtype == extended_alloc || subtype == extended_free) return extended_slots(header) == sizeof(MemoryRecord) / 8;
+  return subtype == extended_alloc_at && alloc_frames(header) <= kMaxAllocFrames &&
+         extended_slots(header) == sizeof(AllocRecord) / 8 + alloc_frames(header);
 }
 
 // Whether the record whose header is `header` has a time (its second slot): a zone end

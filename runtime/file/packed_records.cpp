@@ -128,15 +128,28 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
     return out;
   }
   if (kind == record_extended && is_memory_record(header)) {
-    // An allocation or a free (format 2.3): its payload's size, then its time as a delta
-    // from the chunk's previous record's, its address and its size, as varints.
-    char payload[30];  // three varints of ten bytes at most
+    // An allocation or a free: its payload's size, then its time as a delta from the
+    // chunk's previous record's, its address and its size, as varints (format 2.3); an
+    // allocation with its caller (2.4) adds the caller and its stack's frames, each frame a
+    // zigzag delta from the one before it (the caller for the first). Its flags (header bits
+    // 17-19) go in the packed index.
+    char payload[10 * (4 + kMaxAllocFrames)];  // varints of ten bytes at most
     std::uint64_t at_last = last;
     char* q = put_time(payload, field_at(record, offsetof(MemoryRecord, ticks)), at_last);
     q = put_varint(q, field_at(record, offsetof(MemoryRecord, address)));
     q = put_varint(q, field_at(record, offsetof(MemoryRecord, size)));
+    if (extended_subtype(header) == extended_alloc_at) {
+      std::uint64_t previous = field_at(record, offsetof(AllocRecord, caller));
+      q = put_varint(q, previous);
+      for (std::uint64_t f = 0; f < alloc_frames(header); ++f) {
+        const std::uint64_t frame = field_at(record, sizeof(AllocRecord) + 8 * f);
+        q = put_varint(q, zigzag(static_cast<std::int64_t>(frame - previous)));
+        previous = frame;
+      }
+    }
     last = at_last;
-    out = put_varint(out, packed_header(record_extended, extended_subtype(header) | kPackedExtendedTimed));
+    const std::uint64_t flags = (header >> kPackedMemoryFlagsShift) & kPackedMemoryFlags;
+    out = put_varint(out, packed_header(record_extended, extended_subtype(header) | kPackedExtendedTimed | flags));
     out = put_varint(out, static_cast<std::uint64_t>(q - payload));
     return put_bytes(out, payload, static_cast<std::size_t>(q - payload));
   }
@@ -177,6 +190,40 @@ char* pack_record(const std::uint8_t* record, std::uint64_t index, std::uint64_t
   }
 }
 
+// A packed memory record's payload [p, stop) (pack_record) as its ring words.
+const char* unpack_memory(std::uint64_t subtype, std::uint64_t index, const unsigned char* p, const unsigned char* stop,
+                          Words& out, std::uint64_t& last) {
+  std::uint64_t ticks = 0, address = 0, size = 0;
+  if (!get_ticks(p, stop, last, ticks) || !get_varint(p, stop, address) || !get_varint(p, stop, size))
+    return "a memory record malformed";
+  const std::uint64_t flags = (index & kPackedMemoryFlags) << kPackedMemoryFlagsShift;
+  if (subtype != extended_alloc_at) {
+    if (p != stop) return "a memory record malformed";
+    out.put((subtype == extended_alloc ? kMemoryHeader<extended_alloc> : kMemoryHeader<extended_free>) | flags);
+    out.put(ticks);
+    out.put(address);
+    out.put(size);
+    return nullptr;
+  }
+  std::uint64_t caller = 0;
+  if (!get_varint(p, stop, caller)) return "a memory record malformed";
+  std::uint64_t frames[kMaxAllocFrames];
+  std::uint64_t n = 0, previous = caller;
+  while (p != stop) {
+    std::uint64_t delta = 0;
+    if (n == kMaxAllocFrames || !get_varint(p, stop, delta)) return "a memory record malformed";
+    previous += static_cast<std::uint64_t>(unzigzag(delta));
+    frames[n++] = previous;
+  }
+  out.put(alloc_header(n) | flags);
+  out.put(ticks);
+  out.put(address);
+  out.put(size);
+  out.put(caller);
+  for (std::uint64_t f = 0; f < n; ++f) out.put(frames[f]);
+  return nullptr;
+}
+
 bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::string& error) {
   return unpack(
       packed, ring, error,
@@ -214,19 +261,10 @@ bool unpack_chunk(std::span<const unsigned char> packed, RingWords& ring, std::s
           if (!get_varint(p, end, bytes) || bytes > static_cast<std::uint64_t>(end - p))
             return "an extended record cut short";
           const std::uint64_t subtype = index & 0xFF;
-          if ((subtype == extended_alloc || subtype == extended_free) && (index & kPackedExtendedTimed) != 0) {
-            // A memory record: time delta, address, size (pack_record), exactly `bytes`.
-            const unsigned char* q = p;
-            const unsigned char* const stop = p + bytes;
-            std::uint64_t ticks = 0, address = 0, size = 0;
-            if (!get_ticks(q, stop, last, ticks) || !get_varint(q, stop, address) || !get_varint(q, stop, size) ||
-                q != stop)
-              return "a memory record malformed";
-            out.put(subtype == extended_alloc ? kMemoryHeader<extended_alloc> : kMemoryHeader<extended_free>);
-            out.put(ticks);
-            out.put(address);
-            out.put(size);
-            p = stop;
+          if (subtype >= extended_alloc && subtype <= extended_alloc_at && (index & kPackedExtendedTimed) != 0) {
+            // A memory record (pack_record), exactly `bytes`.
+            if (const char* wrong = unpack_memory(subtype, index, p, p + bytes, out, last)) return wrong;
+            p += bytes;
             return nullptr;
           }
           out.put(extended_header(static_cast<ExtendedKind>(index & 0xFF), (bytes + 7) / 8 + 1) |

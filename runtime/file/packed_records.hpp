@@ -36,6 +36,10 @@ inline constexpr std::uint64_t unpacked_header(RecordKind kind, std::uint64_t in
 inline constexpr unsigned kPackedIndexShift = 4;
 inline constexpr std::uint64_t kPackedKindMask = 15;
 inline constexpr std::uint64_t kPackedExtendedTimed = 0x100;  // in an extended record's index (format 2.3)
+// A memory record's flags in its packed index (format 2.4): the header bits 17, 18 and 19
+// (kMemorySampledOut, kMemoryRestore, kMemoryStackSampled), as index bits 9, 10 and 11.
+inline constexpr unsigned kPackedMemoryFlagsShift = 8;  // header bit 17 -> index bit 9
+inline constexpr std::uint64_t kPackedMemoryFlags = 0xE00;
 inline constexpr std::uint64_t packed_header(RecordKind kind, std::uint64_t index) noexcept {
   return std::uint64_t{kind} | (index << kPackedIndexShift);
 }

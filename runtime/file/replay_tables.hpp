@@ -89,10 +89,10 @@ class ReplayTables final : public TraceContext {
 
   std::deque<ReplaySite> sites;  // a deque: SiteInfo's pointers into its strings stay valid
   std::vector<ThreadInfo> threads;
+  // Args' texts, and alloc and free events' payloads (heap.hpp) until the heap's
+  // accounting takes them out.
   std::unordered_map<std::uint64_t, std::string> texts;
   std::uint64_t next_text = 0;
-  // Alloc and free events' address and size until the heap's accounting takes them.
-  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> memory_payloads;
   std::map<std::uint32_t, std::string> process_names;  // by ThreadInfo::pid (merged files)
   std::map<std::uint32_t, std::string> node_ids;       // by the pid process_names has
   std::vector<TraceMetadata> facts;

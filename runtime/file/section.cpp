@@ -1,12 +1,14 @@
 #include "section.hpp"
+#include "memory_names.hpp"  // symbols: memory sites named
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
-#include "file_paths.hpp"  // open_input
-#include "node_id.hpp"     // default_node_id
+#include "file_paths.hpp"    // open_input
+#include "memory_names.hpp"  // symbols: memory sites named
+#include "node_id.hpp"       // default_node_id
 #include "packed_records.hpp"
 #include "steps.hpp"
 #include "trace_file_format.hpp"
@@ -396,6 +398,20 @@ bool Section::apply(const Frame& frame) {
     case tf::frame_switches:
       if (v1) break;
       return read_switches(frame, frame.payload);
+    case tf::frame_memory: {
+      if (v1) break;
+      const auto max_blocks = f.get<std::uint64_t>();
+      const auto stack_bytes = f.get<std::uint64_t>();
+      std::string method = f.str();
+      if (f.bad()) return malformed(frame, "memory");
+      if (heap_.has_blocks() && !heap_.seen()) heap_ = HeapTracker(static_cast<std::size_t>(max_blocks));
+      heap_.set_stack_bytes(stack_bytes);
+      stack_method_ = std::move(method);
+      return true;
+    }
+    case tf::frame_counts:
+      if (v1) break;
+      return read_counts(frame);
     case tf::frame_node: {
       if (v1) break;
       std::string node = f.str();
@@ -409,6 +425,28 @@ bool Section::apply(const Frame& frame) {
   }
   // A frame type of a later minor version: skipped, and said.
   meta_.skipped_frames += 1;
+  return true;
+}
+
+// docs/file-format.md, "Counts".
+bool Section::read_counts(const Frame& frame) {
+  Fields f(frame.payload);
+  const auto n = f.get<std::uint32_t>();
+  if (f.bad() || n > frame.payload.size() / tf::kCountEntryMinBytes) return malformed(frame, "counts");
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::string key = f.str();
+    const auto value = f.get<std::uint64_t>();
+    if (f.bad()) return malformed(frame, "counts");
+    counts_read_[std::move(key)] = value;
+  }
+  const auto m = f.get<std::uint32_t>();
+  if (f.bad() || m > frame.payload.size() / tf::kTextEntryMinBytes) return malformed(frame, "counts");
+  for (std::uint32_t i = 0; i < m; ++i) {
+    std::string key = f.str();
+    std::string text = f.str();
+    if (f.bad()) return malformed(frame, "counts");
+    count_texts_[std::move(key)] = std::move(text);
+  }
   return true;
 }
 
@@ -489,6 +527,11 @@ bool Section::decode_records(Thread& t, trace_file::RingWords& ring, std::uint64
       return false;
     case DecodeStop::unknown:
       meta_.problem = "a record this reader cannot read (chunk at byte " + std::to_string(frame_offset) + ")";
+      return false;
+    case DecodeStop::too_large:
+      meta_.problem = "a memory record of " + std::to_string(counts_.too_large_bytes) +
+                      " bytes, more than a process can allocate (2^47, x86-64's user address space; chunk at byte " +
+                      std::to_string(frame_offset) + "): damaged file";
       return false;
     default:
       return true;  // every record, or up to the stop time
@@ -697,6 +740,10 @@ void Section::finish() {
   stats.closed_at_stop = closed_at_stop_;
   stats.functions = functions_;
   if (memory_) memory_stats(stats.memory);
+  if (const auto it = count_texts_.find("rings_unavailable"); it != count_texts_.end())
+    stats.rings_unavailable = it->second;
+  if (const auto it = counts_read_.find("drainer.out_of_memory"); it != counts_read_.end())
+    stats.drainer_out_of_memory = it->second;
   stats.clock = clock_;
   meta_.complete = complete_ && meta_.problem.empty();
   if (!complete_ && meta_.problem.empty()) {
@@ -714,19 +761,42 @@ void Section::finish() {
 // the merged events, in order, before the exporters see them.
 void Section::account_memory(Event* first, Event* last) {
   if (!memory_) return;
-  heap_.account(first, last, [this](const Event& e, std::uint64_t& address, std::uint64_t& size) {
-    const auto it = tables_.memory_payloads.find(e.value.u);
-    if (it == tables_.memory_payloads.end()) return false;
-    address = it->second.first;
-    size = it->second.second;
-    tables_.memory_payloads.erase(it);
-    return true;
+  heap_.account(first, last, [this](const Event& e) -> std::string_view {
+    const auto it = tables_.texts.find(e.value.u);
+    if (it == tables_.texts.end()) return {};
+    memory_payload_ = std::move(it->second);  // valid until the next payload is read
+    tables_.texts.erase(it);
+    return memory_payload_;
   });
 }
 
 void Section::memory_stats(MemoryStats& m) const {
   heap_.fill_totals(m);
+  m.stack_method = stack_method_;
+  const auto count = [this](const char* key) {
+    const auto it = counts_read_.find(key);
+    return it == counts_read_.end() ? std::uint64_t{0} : it->second;
+  };
+  const std::pair<const char*, MemoryStats::LeftOut*> causes[] = {
+      {"memory.nested", &m.nested}, {"memory.after_exit", &m.after_exit}, {"memory.dropped", &m.dropped}};
+  for (const auto& [key, left_out] : causes) {
+    const std::string k = key;
+    *left_out = {count((k + ".allocations").c_str()), count((k + ".frees").c_str()), count((k + ".bytes").c_str())};
+  }
+  m.unrecorded_nested = m.nested.events() + m.after_exit.events();
   m.leaks = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return tables_.sites[id].info; });
+  for (const HeapSite& h : heap_.sites()) {
+    m.sites.push_back(
+        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
+  }
+  for (HeapStack& h : heap_.stacks()) {
+    m.stacks.push_back(
+        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
+  }
+  if (!m.sites.empty()) {
+    symbols::Symbolizer symbolizer(modules_, symbol_paths_);
+    symbols::name_memory(m, symbolizer);
+  }
 }
 
 }  // namespace ringtrace::detail

@@ -113,11 +113,6 @@ class Section {
       tables.texts.emplace(tables.next_text, std::string(text, size));
       return tables.next_text++;
     }
-    // Taken out again by the heap's accounting (Section::account_memory).
-    std::uint64_t memory(std::uint64_t address, std::uint64_t size) {
-      tables.memory_payloads.emplace(tables.next_text, std::pair<std::uint64_t, std::uint64_t>(address, size));
-      return tables.next_text++;
-    }
   };
   struct Clock {
     const SegmentClock& segments;
@@ -153,6 +148,7 @@ class Section {
                        std::uint32_t line, bool named, bool resolved);
   bool apply(const Frame& frame);
   void account_memory(Event* first, Event* last);
+  bool read_counts(const Frame& frame);
   void memory_stats(MemoryStats& m) const;
   bool malformed(const Frame& frame, const char* what);
   Thread& thread_of(std::uint32_t file_id);
@@ -230,6 +226,11 @@ class Section {
   // The session recorded allocations (its session frame's flags): the heap's accounting.
   bool memory_ = false;
   HeapTracker heap_;
+  std::string memory_payload_;  // the payload the heap's accounting reads now (taken out of tables_.texts)
+  std::string stack_method_;    // frame_memory's
+  // frame_counts: what the session counted and did not record, by key (docs/file-format.md, "Counts").
+  std::unordered_map<std::string, std::uint64_t> counts_read_;
+  std::unordered_map<std::string, std::string> count_texts_;
 };
 
 }  // namespace ringtrace::detail

@@ -34,8 +34,11 @@ inline constexpr std::uint32_t kMajor = 2;
 // (docs/file-format.md, "Switches"). Minor 2: the functions frame (calls left out).
 // Minor 3: memory records (extended subtypes 1 and 2), the session frame's flags, the
 // process frame's clock check (offsets measured from flows, merged files) and the node
-// frame (the process's node id, when its session named one).
-inline constexpr std::uint32_t kMinor = 3;
+// frame (the process's node id, when its session named one). Minor 4: allocations with
+// their caller and sampled stack (extended subtype 3), the memory frame (the heap's
+// accounting's settings) and the counts frame (what the session counted and did not
+// record, by cause).
+inline constexpr std::uint32_t kMinor = 4;
 inline constexpr std::uint32_t kVersionWord = kMajor << 16 | kMinor;
 // The session frame's u16 flags (minor 3; 0 before).
 inline constexpr std::uint16_t kSessionMemory = 1;  // the session recorded allocations (Config::memory)
@@ -66,7 +69,19 @@ enum FrameType : std::uint32_t {
   frame_switches = 14,   // minor 1: a thread's context switches (off-CPU intervals); see below
   frame_functions = 15,  // minor 2: the instrumented calls left out (SessionStats::functions), at stop
   frame_node = 16,       // minor 3: str node id, after the session frame (docs/file-format.md, "Node")
+  frame_memory = 17,     // minor 4: the heap's accounting's settings, after the session frame (below)
+  frame_counts = 18,     // minor 4: what the session counted and did not record, at stop (below)
 };
+
+// frame_memory payload: u64 max_blocks (Config::memory_max_blocks: the reader's heap
+// keeps as many live blocks as the recording's did, so both give the same answers), u64
+// stack_bytes (Config::memory_stack_bytes: how sampled stacks are weighed; 0 none), str
+// stack method.
+// frame_counts payload: u32 n, then n times str key, u64 value; u32 m, then m times str
+// key, str text. A reader keeps the keys it knows (docs/file-format.md, "Counts") and
+// skips the others. n above the payload's bytes / 12, or m above it / 8, is malformed.
+inline constexpr std::size_t kCountEntryMinBytes = 4 + 8;
+inline constexpr std::size_t kTextEntryMinBytes = 4 + 4;
 
 // frame_functions payload: u64 unwound, too_deep, short_calls, excluded, inlined; u32 n;
 // then n times: u8 list (kListShort, kListInlined), u64 calls, str qualified name.

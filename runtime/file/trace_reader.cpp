@@ -254,6 +254,7 @@ class FileReplay final : private Delivery {
   void hand_over(std::span<const Event> span) {
     for (Exporter* x : exporters_) x->on_events(span, tables_);
     result_.events += span.size();
+    if (sections_.size() > 1) combine_heaps(span);
     // Texts are kept until the batch of their event is handed over (a trace without
     // texts skips the pass).
     if (tables_.texts.empty()) return;
@@ -289,13 +290,31 @@ class FileReplay final : private Delivery {
     for (const auto& [time, id] : fresh_) tables_.threads[id].sort_index = next_sort_index_++;
   }
 
-  // Several processes' calls left out: counts summed, lists merged by name, most first.
-  // Processes' heaps are their own: counts add up, the peak is the largest process's
-  // (with its time), the leaks are listed together.
-  static void add_memory_stats(MemoryStats& into, const MemoryStats& p) {
+  // Several processes' heaps (a merged file), after each one's accounting: their live
+  // bytes together at every moment of the merged stream, and the highest.
+  void combine_heaps(std::span<const Event> span) {
+    for (const Event& e : span) {
+      if ((e.kind != EventKind::alloc && e.kind != EventKind::free) || (e.flags & EventFlags::untracked) != 0) continue;
+      if (e.kind == EventKind::alloc) {
+        combined_live_ += e.value.u;
+        if (combined_live_ > combined_peak_) {
+          combined_peak_ = combined_live_;
+          combined_peak_ns_ = e.time_ns;
+        }
+      } else {
+        combined_live_ -= std::min(combined_live_, e.value.u);
+      }
+    }
+  }
+
+  // Several processes' heaps: counts add up, the leaks are listed together, each row with
+  // its process; the peak is theirs together (combine_heaps), not one process's.
+  static void add_memory_stats(MemoryStats& into, const MemoryStats& p, std::uint32_t pid) {
     if (!p.known) return;
+    MemoryStats own = p;
+    for (MemoryStats::Leak& l : own.leaks) l.pid = pid;
     if (!into.known) {
-      into = p;
+      into = std::move(own);
       return;
     }
     into.allocations += p.allocations;
@@ -313,9 +332,18 @@ class FileReplay final : private Delivery {
     into.untracked_blocks += p.untracked_blocks;
     into.lost_frees += p.lost_frees;
     into.unrecorded_nested += p.unrecorded_nested;
-    into.leaks.insert(into.leaks.end(), p.leaks.begin(), p.leaks.end());
+    for (auto [sum, part] : {std::pair{&into.nested, &p.nested}, std::pair{&into.after_exit, &p.after_exit},
+                             std::pair{&into.dropped, &p.dropped}}) {
+      sum->allocations += part->allocations;
+      sum->frees += part->frees;
+      sum->bytes += part->bytes;
+    }
+    into.blocks_known = into.blocks_known && p.blocks_known;
+    into.leaks.insert(into.leaks.end(), own.leaks.begin(), own.leaks.end());
     std::stable_sort(into.leaks.begin(), into.leaks.end(),
                      [](const MemoryStats::Leak& a, const MemoryStats::Leak& b) { return a.bytes > b.bytes; });
+    into.sites.insert(into.sites.end(), p.sites.begin(), p.sites.end());
+    into.stacks.insert(into.stacks.end(), p.stacks.begin(), p.stacks.end());
   }
 
   static void add_function_stats(FunctionStats& into, const FunctionStats& p) {
@@ -350,6 +378,10 @@ class FileReplay final : private Delivery {
       const SessionStats& p = s->stats();
       if (first) {
         stats = p;
+        if (sections_.size() > 1) {
+          stats.memory = MemoryStats{};
+          add_memory_stats(stats.memory, p.memory, s->meta().pid);
+        }
         first = false;
       } else {
         stats.threads.insert(stats.threads.end(), p.threads.begin(), p.threads.end());
@@ -369,7 +401,7 @@ class FileReplay final : private Delivery {
         if (stats.context_switches_unavailable.empty())
           stats.context_switches_unavailable = p.context_switches_unavailable;
         add_function_stats(stats.functions, p.functions);
-        add_memory_stats(stats.memory, p.memory);
+        add_memory_stats(stats.memory, p.memory, s->meta().pid);
       }
       stop_ns = std::max(stop_ns, s->clock().stop_ns);
     }
@@ -378,6 +410,10 @@ class FileReplay final : private Delivery {
     });
     tables_.clock_info.stop_ns = std::max(stop_ns, tables_.clock_info.start_ns);
     stats.clock = tables_.clock_info;
+    if (sections_.size() > 1 && stats.memory.known) {
+      stats.memory.peak_live_bytes = combined_peak_;
+      stats.memory.peak_time_ns = combined_peak_ns_;
+    }
     for (Exporter* x : exporters_) x->on_finish(tables_, stats);
 
     ReplayResult r;
@@ -427,6 +463,7 @@ class FileReplay final : private Delivery {
   std::vector<std::uint64_t> handed_texts_;                // texts of the events handed over in the batch so far
   std::uint32_t next_sort_index_ = 0;
   ReplayResult result_;
+  std::uint64_t combined_live_ = 0, combined_peak_ = 0, combined_peak_ns_ = 0;  // combine_heaps
 };
 
 }  // namespace

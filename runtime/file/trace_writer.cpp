@@ -56,6 +56,8 @@ struct WriterRun {
   std::uint64_t function_count_ = 0;
   std::vector<std::uint32_t> module_indices_;  // symbols::LiveFunctions' module id -> index (0: none yet)
   std::uint64_t module_count_ = 0;
+  bool memory_sites_ = false;                             // allocations with callers: the loaded modules written
+  std::uint64_t modules_generation_ = ~std::uint64_t{0};  // symbols::module_generation() when last written
   std::string process_name_;
   std::string node_id_;                        // TraceContext::node_id_of(0) at the start
   std::vector<TraceMetadata> start_metadata_;  // the context's at on_start
@@ -153,6 +155,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       end_frame();
     }
     write_function_stats(stats.functions);
+    write_counts(stats);
     std::string& p = begin_frame(tf::frame_stats);
     tf::put_u64(p, stats.recorded);
     tf::put_u64(p, stats.dropped);
@@ -225,7 +228,63 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       tf::put_str(begin_frame(tf::frame_node), node_id_);
       end_frame();
     }
+    if (info.memory && !info.memory_sized) {  // the heap's accounting's settings, for its reader
+      std::string& m = begin_frame(tf::frame_memory);
+      tf::put_u64(m, info.memory_max_blocks);
+      tf::put_u64(m, info.memory_stack_bytes);
+      tf::put_str(m, info.memory_stack_method);
+      end_frame();
+      memory_sites_ = true;
+      write_loaded_modules();
+    }
     write_metadata(start_metadata_);
+  }
+
+  // Allocations carry their callers' addresses (and sampled stacks theirs): the modules
+  // loaded, so that a reader names them, each once; again at each pass when the loader's
+  // list changed (a dlopen).
+  void write_loaded_modules() {
+    const std::uint64_t generation = symbols::module_generation();
+    if (generation == modules_generation_) return;
+    modules_generation_ = generation;
+    symbols::LiveFunctions& live = symbols::LiveFunctions::instance();
+    for (const symbols::Module& m : symbols::loaded_modules()) {
+      if (m.high <= m.low) continue;
+      if (const std::uint32_t id = live.module_of(m.low); id != 0) module_index(id);
+    }
+  }
+
+  // What the session counted and did not record (docs/file-format.md, "Counts").
+  void write_counts(const SessionStats& stats) {
+    std::vector<std::pair<std::string, std::uint64_t>> counts;
+    std::vector<std::pair<std::string, std::string>> texts;
+    if (memory_sites_) {
+      const std::pair<const char*, const MemoryStats::LeftOut*> causes[] = {
+          {"memory.nested", &stats.memory.nested},
+          {"memory.after_exit", &stats.memory.after_exit},
+          {"memory.dropped", &stats.memory.dropped}};
+      for (const auto& [key, left_out] : causes) {
+        const std::string k = key;
+        counts.emplace_back(k + ".allocations", left_out->allocations);
+        counts.emplace_back(k + ".frees", left_out->frees);
+        counts.emplace_back(k + ".bytes", left_out->bytes);
+      }
+    }
+    if (stats.drainer_out_of_memory != 0) counts.emplace_back("drainer.out_of_memory", stats.drainer_out_of_memory);
+    if (!stats.rings_unavailable.empty()) texts.emplace_back("rings_unavailable", stats.rings_unavailable);
+    if (counts.empty() && texts.empty()) return;
+    std::string& p = begin_frame(tf::frame_counts);
+    tf::put_u32(p, static_cast<std::uint32_t>(counts.size()));
+    for (const auto& [key, value] : counts) {
+      tf::put_str(p, key);
+      tf::put_u64(p, value);
+    }
+    tf::put_u32(p, static_cast<std::uint32_t>(texts.size()));
+    for (const auto& [key, text] : texts) {
+      tf::put_str(p, key);
+      tf::put_str(p, text);
+    }
+    end_frame();
   }
 
   // The trace's facts (TraceContext::metadata), one frame each: written after the session
@@ -342,6 +401,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
   }
 
   void on_raw_pass(std::uint64_t complete_ticks) override {
+    if (memory_sites_) write_loaded_modules();
     std::string& p = begin_frame(tf::frame_pass);
     tf::put_u64(p, complete_ticks);
     end_frame();
@@ -442,7 +502,9 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
           stop.unreadable = true;
           break;
         }
-        if (static_cast<std::size_t>(room_end - p) < bytes + tf::kMaxPackedBytes) break;  // a text: the next step
+        // A text, or an allocation's stack (its frames' varints up to ten bytes each, their
+        // slots eight): the next step.
+        if (static_cast<std::size_t>(room_end - p) < bytes + bytes / 4 + tf::kMaxPackedBytes) break;
         std::uint64_t index = 0;
         if (kind == detail::record_function_entry) {  // an instrumented function: its own table
           const std::uint64_t address = header >> detail::kRecordAddressShift;
@@ -732,10 +794,14 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
           case EventKind::free: {
             // kSizedLeftOut: what the accounting left out of the live heap (heap.hpp).
             const std::uint64_t left_out = (e.flags & EventFlags::untracked) != 0 ? detail::kSizedLeftOut : 0;
+            // The flags (format 2.4) as the records had them: a sampled-out zone's, a restore.
+            const std::uint64_t flags =
+                ((e.flags & EventFlags::sampled_out) != 0 ? rd::kMemorySampledOut : 0) |
+                (e.kind == EventKind::alloc && (e.flags & EventFlags::restored) != 0 ? rd::kMemoryRestore : 0);
             if (e.kind == EventKind::alloc) {
-              w = {rd::kMemoryHeader<rd::extended_alloc>, ticks, left_out, e.value.u};
+              w = {rd::kMemoryHeader<rd::extended_alloc> | flags, ticks, left_out, e.value.u};
             } else {
-              w = {rd::kMemoryHeader<rd::extended_free>, ticks, left_out,
+              w = {rd::kMemoryHeader<rd::extended_free> | flags, ticks, left_out,
                    (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u};
             }
             break;

@@ -13,11 +13,16 @@
 //   RINGTRACE_MAX_DEPTH      instrumented calls deeper than this not recorded
 //   RINGTRACE_INCLUDE        only instrumented functions whose name matches (ECMAScript regex)
 //   RINGTRACE_EXCLUDE        instrumented functions whose name matches left out
+//   RINGTRACE_MEMORY_STACKS  bytes between sampled allocation stacks on average
+//                            (Config::memory_stack_bytes; 0: none)
 //   RINGTRACE_CONTEXT_SWITCHES  1: record the threads' context switches, for on-CPU times
 //                            (Config::context_switches); where the kernel refuses, the run
 //                            is recorded without them and the files say why
-// The variables are read once, then RINGTRACE_OUTPUT is removed from the environment, so
-// that programs this one starts do not write the same files.
+// The variables are read once and stay in the environment: the programs this one starts,
+// and the program it becomes with exec, are recorded too, each into its own file when the
+// path has "%p" (without it they write one file, the last to finish replacing the
+// others: `ringtrace record` says so). RINGTRACE_REPORT (set by `ringtrace record`) names
+// the socket each process reports its run to (record_report.hpp).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +32,9 @@
 #include <vector>
 
 #include "ringtrace/config.hpp"
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
 #include "ringtrace/exporter.hpp"
+#include "ringtrace/session.hpp"
 
 namespace ringtrace::detail {
 
@@ -55,6 +62,24 @@ struct EnvironmentPlan {
 
 // The plan the variables describe, `get` reading one (nullptr: unset), `pid` for "%p".
 EnvironmentPlan plan_from_environment(const std::function<const char*(const char*)>& get, long pid);
+
+// The process's session from the environment. One per process, even where the runtime
+// is in it twice (a program that links ringtrace run under `record --memory`, which
+// preloads it): exported, so that both copies find the first one's.
+struct EnvironmentRun {
+  Session* session = nullptr;        // running, or stopped for an exec; nullptr: none
+  long pid = 0;                      // the process it records (a fork child's copy is not its own)
+  std::vector<std::string> outputs;  // the files it writes
+  std::string report_socket;         // RINGTRACE_REPORT: `ringtrace record`'s socket, "" none
+};
+RINGTRACE_API EnvironmentRun& environment_run();
+
+// Before this process replaces itself with `target` (exec): stops the environment's
+// session, so that its files are finished (the new image starts a session of its own,
+// which writes the same file when the path has no "%p" or the pid is the same: its file
+// replaces this one's when it finishes), and tells `ringtrace record`. Nothing when the
+// session is not this process's (a fork or vfork child's exec).
+RINGTRACE_API void stop_environment_session_for_exec(const char* target) noexcept;
 
 // "100ns", "2us", "1.5ms", "3s" or a number of nanoseconds; false if it is none.
 bool parse_duration(const std::string& text, std::chrono::nanoseconds& out);

@@ -6,8 +6,31 @@
 #include <cstdlib>
 #include <new>
 
+// The C library's own allocator, under the names no program replaces: without mimalloc,
+// ringtrace's memory still never goes through the program's malloc (which
+// ringtrace::memory records, or which a program may have replaced).
+extern "C" void* __libc_memalign(std::size_t alignment, std::size_t bytes);
+extern "C" void __libc_free(void* p);
+
+#if defined(__SANITIZE_THREAD__)
+#define RINGTRACE_ALLOC_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGTRACE_ALLOC_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RINGTRACE_ALLOC_UNDER_TSAN
+#define RINGTRACE_ALLOC_UNDER_TSAN 0
+#endif
+
 namespace ringtrace::detail {
 namespace {
+
+// Under ThreadSanitizer, ringtrace's memory comes from the sanitizer's allocator: it
+// cannot see mimalloc's (uninstrumented) reuse of a block freed on another thread, and
+// reports the next owner's writes as races. ringtrace::memory does not run under it
+// (docs/memory.md), so the program's allocations are never recorded there anyway.
+constexpr bool kSanitizerAllocator = RINGTRACE_ALLOC_UNDER_TSAN != 0;
 
 using AlignedAlloc = decltype(&mi_malloc_aligned);
 using Free = decltype(&mi_free);
@@ -38,13 +61,18 @@ const Mimalloc& mimalloc() {
 
 void* runtime_alloc(std::size_t bytes, std::size_t alignment) {
   if (bytes == 0) bytes = 1;
+  if constexpr (kSanitizerAllocator) {
+    if (alignment < sizeof(void*)) alignment = sizeof(void*);
+    void* p = nullptr;
+    if (::posix_memalign(&p, alignment, bytes) != 0) throw std::bad_alloc();
+    return p;
+  }
   const Mimalloc& mi = mimalloc();
   void* p = nullptr;
   if (mi.malloc_aligned != nullptr) {
     p = mi.malloc_aligned(bytes, alignment);
   } else {
-    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    p = std::aligned_alloc(alignment, rounded);
+    p = __libc_memalign(alignment, bytes);
   }
   if (p == nullptr) throw std::bad_alloc();
   return p;
@@ -52,14 +80,21 @@ void* runtime_alloc(std::size_t bytes, std::size_t alignment) {
 
 void runtime_free(void* p) noexcept {
   if (p == nullptr) return;
+  if constexpr (kSanitizerAllocator) {
+    std::free(p);
+    return;
+  }
   const Mimalloc& mi = mimalloc();
   if (mi.free != nullptr) {
     mi.free(p);
   } else {
-    std::free(p);
+    __libc_free(p);
   }
 }
 
-const char* runtime_allocator_name() noexcept { return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system"; }
+const char* runtime_allocator_name() noexcept {
+  if constexpr (kSanitizerAllocator) return "system";
+  return mimalloc().malloc_aligned != nullptr ? "mimalloc" : "system";
+}
 
 }  // namespace ringtrace::detail

@@ -16,6 +16,8 @@
 
 #include "allocator.hpp"
 #include "function_stack.hpp"  // function_counts
+#include "memory_names.hpp"    // symbols: memory sites and stacks named
+#include "memory_stacks.hpp"   // kStackMethod
 #include "node_id.hpp"         // default_node_id
 #include "steps.hpp"           // kStepsThreadName
 
@@ -52,6 +54,15 @@ std::int64_t realtime_skew_for_tests() {
   errno = 0;
   const long long skew = std::strtoll(text, &end, 10);
   return errno != 0 || *end != '\0' ? 0 : skew;
+}
+
+// For tests only (docs/reliability.md): RINGTRACE_TEST_DRAINER_ALLOC_FAILURES=N, read
+// when a session starts, makes the drainer's first N merges fail where their first
+// allocation of a ring's staging array failed in an exhausted address space
+// (std::bad_alloc, before any ring is read).
+std::uint64_t stage_failures_for_tests() {
+  const char* text = std::getenv("RINGTRACE_TEST_DRAINER_ALLOC_FAILURES");
+  return text == nullptr ? 0 : std::strtoull(text, nullptr, 10);
 }
 }  // namespace
 
@@ -95,6 +106,16 @@ OwnDrain drain_own_ring(ThreadBuffer& b) noexcept {
 }
 
 namespace {
+// SessionStats::rings_unavailable from the registry's first ring failure.
+std::string ring_failure_text(int error, std::size_t buffer_records) {
+  if (error == 0) return {};
+  if (error == Registry::kRingNoMemory) return "no memory for a thread's ring";
+  const std::uint64_t bytes = ring_bytes_for(buffer_records);
+  const std::string size =
+      bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+  return "cannot make a thread's ring of " + size + ": " + std::strerror(error);
+}
+
 // The session's node id: Config::node_id, else RINGTRACE_NODE_ID, else "host:pid".
 std::string node_id_of_session(const Config& config) {
   std::string id = config.node_id;
@@ -128,6 +149,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
       clock_info_(clock_info),
       exporters_(std::move(exporters)),
       filter_(config.functions),
+      filter_held_cap_(std::max<std::size_t>(config.buffer_records, RingCursor::kStageEvents)),
       switches_wanted_(config.context_switches) {
   const double tps = converter_.ticks_per_second();
   grace_ticks_ = static_cast<std::uint64_t>(static_cast<double>(config_.merge_grace.count()) * tps / 1e6);
@@ -135,9 +157,15 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   sites_.set_per_thread_counters(config_.per_thread_counters);
   sites_.set_max_runtime_names(config_.max_runtime_names);
   manual_ends_base_ = g_unbalanced_manual_ends.load(std::memory_order_relaxed);
-  memory_unrecorded_base_ = g_memory_unrecorded.load(std::memory_order_relaxed);
+  for (unsigned cause = 0; cause < kMemoryLeftOutCauses; ++cause) {
+    const MemoryLeftOutCounts& c = g_memory_left_out[cause];
+    memory_left_out_base_[cause] = {c.allocations.load(std::memory_order_relaxed),
+                                    c.frees.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed)};
+  }
   heap_ = HeapTracker(config_.memory_max_blocks);
+  heap_.set_stack_bytes(config_.memory_stack_bytes);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
+  test_stage_failures_ = stage_failures_for_tests();
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
 }
@@ -174,13 +202,30 @@ void Drainer::run() {
   self_drain_ = config_.self_drain && config_.overflow == OverflowPolicy::block && exporters_.raw_only() &&
                 exporters_.raw_count() == 1 && !rings_in_file_;
   while (!stop_.load(std::memory_order_acquire)) {
-    pass(false);
+    pass_or_note_failure(false);
     working.unlock();
     registry_.wait_for_wake(config_.drain_interval, stop_);
     working.lock();
   }
-  pass(true);
+  pass_or_note_failure(true);
   if (g_switch_drainer == this) g_switch_drainer = nullptr;
+}
+
+void Drainer::pass_or_note_failure(bool final) {
+  try {
+    pass(final);
+    registry_.set_drainer_short(false);
+  } catch (const std::bad_alloc&) {
+    ++out_of_memory_;
+    registry_.set_drainer_short(true);
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      stats_.drainer_out_of_memory = out_of_memory_;
+    }
+    try {
+      update_stats(final);  // the threads' counts (their drops) as they are now
+    } catch (const std::bad_alloc&) {}
+  }
 }
 
 void Drainer::start_exporters() {
@@ -197,6 +242,9 @@ void Drainer::start_exporters() {
   info.boundary_gap_ticks = boundary_gap_;
   info.per_thread_counters = config_.per_thread_counters;
   info.memory = config_.memory;
+  info.memory_max_blocks = config_.memory_max_blocks;
+  info.memory_stack_bytes = config_.memory_stack_bytes;
+  if (config_.memory_stack_bytes != 0) info.memory_stack_method = kStackMethod;
   exporters_.each_raw("on_raw_start", [&](RawSink& r) { r.on_raw_start(info); });
   raw_segment();
   // A process killed before the first pass still leaves the session and its clock in
@@ -240,11 +288,15 @@ void Drainer::pass(bool final) {
   // after, the request was served by a pass that had not seen that thread yet).
   const std::uint64_t requested = registry_.pass_requests();
   const std::uint64_t watermark = collect(final, requested);
-  const std::uint64_t switches_until_ns = converter_.to_ns(watermark);
+  std::uint64_t switches_until_ns = converter_.to_ns(watermark);
   if (taps_.any()) taps_.update(*this);
   if (exporters_.raw_only()) {
     hand_over_raw(switches_until_ns);
   } else {
+    if (filter_.active()) {
+      fill_filters(watermark, final);
+      switches_until_ns = std::min(switches_until_ns, filter_limit_);  // a thread's switches wait with its events
+    }
     merge(watermark, switches_until_ns);
   }
   retire_threads(final);
@@ -258,9 +310,14 @@ std::uint64_t Drainer::collect(bool final, std::uint64_t requested) {
   accept_registrations();
   const std::uint64_t watermark = take_watermark(final, requested);
   for (auto& c : cursors_) {
-    if (c->buffer == nullptr) continue;  // detached: its records are copied
+    if (c->buffer == nullptr) {  // detached: its records are copied, its thread has exited
+      c->published_ns = ~std::uint64_t{0};
+      continue;
+    }
     // Retired before the write index: a retired thread's last writes are then visible.
     c->retired = (c->buffer->flags.load(std::memory_order_acquire) & kRetired) != 0;
+    // Before its end is read: what the look finds published is then in the records read.
+    c->published_ns = filter_.active() && !final ? look_at_thread(*c) : 0;
     c->end = c->reserved_end();
     update_names(*c);
     // After the watermark was taken: every switch before it is in the stream now (the
@@ -301,14 +358,9 @@ std::uint64_t Drainer::take_watermark(bool final, std::uint64_t requested) {
     const std::uint64_t now = read_ticks(use_tsc_);
     const bool on_demand = requested != registry_.passes_served();
     const std::uint64_t watermark = on_demand ? now : (now > grace_ticks_ ? now - grace_ticks_ : 0);
-    // Filtered events wait until every call begun before them is decided: up to the
-    // watermark less the shortest call kept (filter_limit_).
-    const std::uint64_t ns = converter_.to_ns(watermark);
-    filter_limit_ = ns > filter_.min_ns() ? ns - filter_.min_ns() : 0;
     passed_watermark_ = std::max(passed_watermark_, watermark);
     return watermark;
   }
-  filter_limit_ = ~std::uint64_t{0};
   // Nothing stamped after the stop time is delivered (zones open then are closed at
   // it). The stop time is when stop() read the clock, or a pass's watermark if a pass
   // that began before the drainer heard of the stop had already gone past it (it may
@@ -329,17 +381,66 @@ std::uint64_t Drainer::take_watermark(bool final, std::uint64_t requested) {
 // decoder (runtime/core/decoder.hpp): every rule of turning records into events is there.
 DecodeStop Drainer::decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark) {
   if (!filter_.active()) return decode_ring(c, out, n, capacity, watermark);
+  n += c.filtered.release(filter_limit_, out + n, capacity - n);  // fill_filters decoded them
+  return n == capacity ? DecodeStop::room : DecodeStop::end;
+}
+
+// The functions' filter decides a short call when its end arrives, however late: a call
+// begun on one thread holds every thread's events stamped after its begin until it is
+// decided, so the stream stays in time order. The filter knows a call long before its end
+// from the thread's own later events, or from what the kernel tells of the thread
+// (look_at_thread). Each thread holds at most filter_held_cap_ decided events; past that
+// its records wait in its ring (whose overflow policy applies), and nothing stamped
+// after its last decoded event is released.
+void Drainer::fill_filters(std::uint64_t watermark, bool final) {
   const auto info = [this](SiteId id) -> const SiteInfo& { return sites_.site(id); };
-  for (;;) {
-    n += c.filtered.release(filter_limit_, out + n, capacity - n);
-    if (n == capacity) return DecodeStop::room;
-    if (c.read_pos >= c.end) return DecodeStop::end;
-    filter_scratch_.resize(RingCursor::kStageEvents);
-    std::size_t m = 0;
-    const DecodeStop why = decode_ring(c, filter_scratch_.data(), m, RingCursor::kStageEvents, watermark);
-    c.filtered.add(filter_scratch_.data(), m, filter_, info);
-    if (m == 0) return why;
+  const std::uint64_t watermark_ns = final ? ~std::uint64_t{0} : converter_.to_ns(watermark);
+  std::uint64_t limit = watermark_ns;
+  filter_scratch_.resize(RingCursor::kStageEvents);
+  for (auto& cursor : cursors_) {
+    RingCursor& c = *cursor;
+    DecodeStop why = DecodeStop::end;
+    bool capped = false;
+    while (c.read_pos < c.end) {
+      if (!final && c.filtered.held() >= filter_held_cap_ && c.filtered.undecided_since() == ~std::uint64_t{0}) {
+        capped = true;
+        break;
+      }
+      std::size_t m = 0;
+      why = decode_ring(c, filter_scratch_.data(), m, RingCursor::kStageEvents, watermark);
+      c.filtered.add(filter_scratch_.data(), m, filter_, info);
+      if (m == 0) break;
+    }
+    if (final) {
+      c.filtered.prove(~std::uint64_t{0});  // it publishes nothing more: what is open is closed at the stop
+    } else if (c.published_ns != 0 && !capped) {
+      // Every record it stamped up to published_ns was read; decoded up to where the
+      // decoder stopped: all of them (the end of what was read), or those up to the
+      // watermark (the next is stamped after it, and so are the ones after that).
+      if (c.read_pos >= c.end)
+        c.filtered.prove(c.published_ns);
+      else if (why == DecodeStop::held)
+        c.filtered.prove(std::min(c.published_ns, watermark_ns));
+    }
+    const std::uint64_t since = c.filtered.undecided_since();
+    if (since != ~std::uint64_t{0}) limit = std::min(limit, since > 0 ? since - 1 : 0);
+    if (capped) limit = std::min(limit, c.state.last_ns);
   }
+  filter_limit_ = limit;
+}
+
+// What the kernel tells of c's thread, for its oldest undecided call, once that call is
+// older than the shortest kept: the time up to which the thread has published every
+// record it stamped (thread_probe.hpp), or 0.
+std::uint64_t Drainer::look_at_thread(RingCursor& c) {
+  if (c.retired) return ~std::uint64_t{0};  // exited: every record it wrote is in its ring
+  const std::uint64_t since = c.filtered.undecided_since();
+  const std::uint64_t now_ns = converter_.to_ns(read_ticks(use_tsc_));
+  if (since == ~std::uint64_t{0} || now_ns < since || now_ns - since < filter_.min_ns()) {
+    c.probe.forget();
+    return 0;
+  }
+  return c.probe.look(static_cast<pid_t>(c.buffer->os_tid), now_ns);
 }
 
 DecodeStop Drainer::decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity,
@@ -389,8 +490,14 @@ bool Drainer::refill(RingCursor& c, std::uint64_t watermark) {
 // up to the same time (`switches_until_ns`) are a run of their own (merge.hpp's lane 1).
 void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
   active_.clear();
+  if (test_stage_failures_ != 0) {  // as refill's first allocation fails when memory is short
+    --test_stage_failures_;
+    throw std::bad_alloc();
+  }
   for (auto& c : cursors_) {
-    if (c->read_pos < c->end && refill(*c, watermark)) active_.push_back(Source{c.get(), false});
+    if ((c->read_pos < c->end || !c->filtered.empty()) && refill(*c, watermark)) {
+      active_.push_back(Source{c.get(), false});
+    }
     if (c->switches) {
       ThreadSwitches& s = *c->switches;
       s.run = s.pending.run_until(switches_until_ns, c->thread);
@@ -464,7 +571,7 @@ void Drainer::hand_over_raw(std::uint64_t switches_until_ns) {
 void Drainer::retire_threads(bool final) {
   for (std::size_t i = 0; i < cursors_.size();) {
     RingCursor& c = *cursors_[i];
-    if (final || (c.retired && c.read_pos >= c.end && switches_done(c) && c.state.depth == 0)) {
+    if (final || (c.retired && c.read_pos >= c.end && c.filtered.empty() && switches_done(c) && c.state.depth == 0)) {
       if (exporters_.raw_only()) {
         rows_.set_dropped(*c.row, c.drops());  // the file's footer carries it
       } else {
@@ -514,11 +621,9 @@ void Drainer::deliver() {
   // Published later than the grace allows (merge.hpp): raised, flagged, counted.
   delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
   if (config_.memory) {
-    heap_.account(batch_, batch_ + batch_size_, [this](const Event& e, std::uint64_t& address, std::uint64_t& size) {
-      if (e.value.u + kMemoryPayloadBytes > texts_.size()) return false;
-      std::memcpy(&address, texts_.data() + e.value.u, 8);
-      std::memcpy(&size, texts_.data() + e.value.u + 8, 8);
-      return true;
+    heap_.account(batch_, batch_ + batch_size_, [this](const Event& e) -> std::string_view {
+      if (e.value.u + e.text_size > texts_.size()) return {};
+      return std::string_view(texts_).substr(e.value.u, e.text_size);
     });
   }
   delivered_in_pass_ = true;
@@ -774,6 +879,7 @@ void Drainer::update_stats(bool lists) {
   const std::uint64_t orphans = registry_.orphan_drops();
   stats_.dropped_without_ring = orphans;
   stats_.dropped += orphans;
+  stats_.rings_unavailable = ring_failure_text(registry_.ring_failure(), config_.buffer_records);
   stats_.late_events = late_;
   // Ends decoded with no zone open, and RINGTRACE_ZONE_ENDs with no RINGTRACE_ZONE_BEGIN
   // open on their thread (counted by the hot path's cold side, since this drainer began).
@@ -805,6 +911,7 @@ void Drainer::update_stats(bool lists) {
         filter_.short_by_function([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   }
   stats_.drain_passes = passes_;
+  stats_.drainer_out_of_memory = out_of_memory_;
   stats_.self_drained = self_drained_;
   stats_.clock = clock_info_;
   stats_.allocator = runtime_allocator_name();
@@ -817,15 +924,41 @@ void Drainer::update_stats(bool lists) {
     MemoryStats& m = stats_.memory;
     heap_.fill_totals(m);
     m.known = !exporters_.raw_only();  // a session that only hands records over decodes nothing
-    m.unrecorded_nested = g_memory_unrecorded.load(std::memory_order_relaxed) - memory_unrecorded_base_;
-    m.leaks = leaks_;
+    MemoryStats::LeftOut* const causes[kMemoryLeftOutCauses] = {&m.nested, &m.after_exit, &m.dropped};
+    for (unsigned cause = 0; cause < kMemoryLeftOutCauses; ++cause) {
+      const MemoryLeftOutCounts& c = g_memory_left_out[cause];
+      const MemoryStats::LeftOut& base = memory_left_out_base_[cause];
+      *causes[cause] = {c.allocations.load(std::memory_order_relaxed) - base.allocations,
+                        c.frees.load(std::memory_order_relaxed) - base.frees,
+                        c.bytes.load(std::memory_order_relaxed) - base.bytes};
+    }
+    m.unrecorded_nested = m.nested.events() + m.after_exit.events();
+    m.stack_method = config_.memory_stack_bytes != 0 ? kStackMethod : "";
+    m.leaks = named_memory_.leaks;
+    m.sites = named_memory_.sites;
+    m.stacks = named_memory_.stacks;
   }
 }
 
 // The blocks live at stop, by the zones that allocated them (names joined as folded
-// stacks' frames are, "; " apart).
+// stacks' frames are, "; " apart) and their sites; the sites and sampled stacks, named
+// from the loaded modules' symbols (symbols::name_memory).
 void Drainer::name_leaks() {
-  leaks_ = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
+  named_memory_.leaks = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
+  named_memory_.sites.clear();
+  for (const HeapSite& h : heap_.sites()) {
+    named_memory_.sites.push_back(
+        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
+  }
+  named_memory_.stacks.clear();
+  for (HeapStack& h : heap_.stacks()) {
+    named_memory_.stacks.push_back(
+        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
+  }
+  if (!named_memory_.sites.empty()) {
+    symbols::Symbolizer symbolizer(symbols::loaded_modules());
+    symbols::name_memory(named_memory_, symbolizer);
+  }
 }
 
 SessionStats Drainer::stats() const {

@@ -151,12 +151,21 @@ class Drainer final : public TraceContext {
   // --- A pass, step by step (drainer.cpp). Its watermark is the time up to which it
   // delivers: `now - merge_grace` (now for a pass on demand, the stop time for the last).
   void pass(bool final);
+  // pass(), and a failed allocation of the drainer's own survived: counted, the threads
+  // told to drop rather than wait while it lasts (never std::terminate in the host).
+  void pass_or_note_failure(bool final);
   // Collect: the new rings, the watermark, and where each thread's records end.
   std::uint64_t collect(bool final, std::uint64_t requested);
   void accept_registrations();
   std::uint64_t take_watermark(bool final, std::uint64_t requested);
+  // With Config::functions' filter: every thread's records up to the watermark decoded
+  // into its FilteredThread, what the kernel tells of the threads applied, and the time
+  // up to which this pass releases (filter_limit_: before the oldest undecided call).
+  void fill_filters(std::uint64_t watermark, bool final);
+  std::uint64_t look_at_thread(RingCursor& c);
   // Decode: c's records up to the watermark into out[n, capacity) (through the function
-  // filter when one is active), with the core's decoder.
+  // filter when one is active: what fill_filters decoded and the filter released), with
+  // the core's decoder.
   DecodeStop decode(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
   DecodeStop decode_ring(RingCursor& c, Event* out, std::size_t& n, std::size_t capacity, std::uint64_t watermark);
   bool refill(RingCursor& c, std::uint64_t watermark);
@@ -255,8 +264,8 @@ class Drainer final : public TraceContext {
   // Config::memory: the heap's accounting of the delivered alloc and free events (before
   // the exporters see them), and what it found at stop (the leaks, named).
   HeapTracker heap_;
-  std::uint64_t memory_unrecorded_base_ = 0;  // g_memory_unrecorded at construction
-  std::vector<MemoryStats::Leak> leaks_;
+  MemoryStats::LeftOut memory_left_out_base_[kMemoryLeftOutCauses];  // g_memory_left_out at construction
+  MemoryStats named_memory_;  // the leaks, sites and stacks named at the final pass (name_leaks)
 
   // --- Drainer thread, under the pass lock; with Config::self_drain, the threads that
   // pack their own rings too (drain_own, under the same lock): the exporters (their
@@ -279,6 +288,9 @@ class Drainer final : public TraceContext {
   // Config::functions: instrumented functions' zones left out (their name, their length).
   FunctionFilter filter_;
   std::uint64_t filter_limit_ = 0;  // this pass releases filtered events stamped up to this (ns)
+  // Events a thread's FilteredThread holds before its ring waits (unless its own undecided
+  // call needs them decoded): a ring's worth (Config::buffer_records).
+  std::size_t filter_held_cap_ = 0;
   std::vector<Event> filter_scratch_;
   // The batch being filled, handed to the exporters by deliver().
   Event* batch_ = nullptr;
@@ -292,6 +304,8 @@ class Drainer final : public TraceContext {
 
   // --- Drainer thread, under the pass lock: counts for the stats.
   std::uint64_t passes_ = 0;
+  std::uint64_t out_of_memory_ = 0;        // passes a failed allocation ended (stats' drainer_out_of_memory)
+  std::uint64_t test_stage_failures_ = 0;  // RINGTRACE_TEST_DRAINER_ALLOC_FAILURES: stages refused, for tests
   std::uint64_t late_ = 0;
   std::uint64_t closed_at_stop_ = 0;
   std::uint64_t unreadable_ = 0;      // records of a kind or size this drainer cannot read (none, by construction)

@@ -19,6 +19,7 @@
 #include "ringtrace/event.hpp"
 #include "switch_events.hpp"  // PendingSwitches
 #include "switch_stream.hpp"
+#include "thread_probe.hpp"  // ThreadProbe
 #include "thread_registry.hpp"
 
 namespace ringtrace::detail {
@@ -63,6 +64,10 @@ struct RingCursor {
   // --- What the decoder knows of the thread.
   ThreadDecodeState state;  // the decoder's: open zones, times, counts
   FilteredThread filtered;  // with Config::functions' filters: events waiting for them
+  ThreadProbe probe;        // the kernel's view of the thread, for the filter (thread_probe.hpp)
+  // This pass's look: every record the thread stamped at or before this time (ns) was in
+  // its ring when the pass read its end; 0 if unknown.
+  std::uint64_t published_ns = 0;
   std::uint32_t name_version = 0;
   bool retired = false;      // its thread had exited at the pass's start
   bool first_known = false;  // first_ticks holds the thread's first decoded record

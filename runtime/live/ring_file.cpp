@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <system_error>
 
 namespace ringtrace::detail {
 namespace {
@@ -66,15 +67,18 @@ RingFile::~RingFile() {
 RingFile::Slot RingFile::map_slot() {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::uint64_t offset = ring_file::kPage + slots_ * slot_bytes_;
-  if (allocate(fd_, offset, slot_bytes_) != 0) throw std::bad_alloc();
+  // Thrown with the error number, which the registry keeps as the reason a thread has no
+  // ring (SessionStats::rings_unavailable).
+  const auto fail = [](int error) { throw std::system_error(error, std::generic_category(), "ring file slot"); };
+  if (const int error = allocate(fd_, offset, slot_bytes_); error != 0) fail(error);
   void* page = ::mmap(nullptr, ring_file::kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(offset));
-  if (page == MAP_FAILED) throw std::bad_alloc();
+  if (page == MAP_FAILED) fail(errno);
   Slot slot;
   int error = 0;
   slot.ring = map_file_ring(fd_, offset + ring_file::kPage, ring_bytes_, error);
   if (!slot.ring.ok()) {
     ::munmap(page, ring_file::kPage);
-    throw std::bad_alloc();
+    fail(error);
   }
   ::madvise(page, ring_file::kPage, MADV_DONTFORK);  // as the ring: a fork child never writes it
   // Touch every page of the ring: the thread's events then never fault a page in (a write

@@ -56,16 +56,20 @@ std::atomic<std::uint32_t> g_frame_users{0};
 // The session started from the environment (RINGTRACE_OUTPUT) or from outside (the
 // control channel), and what it writes; guarded by g_session_mutex.
 Session::Impl* g_environment = nullptr;
-bool g_environment_outside = false;  // g_environment was started through the control channel
+bool g_environment_outside = false;            // g_environment was started through the control channel
+void (*g_environment_after_stop)() = nullptr;  // guarded by g_session_mutex
 // Session::start() calls it first (outside.hpp).
 std::atomic<detail::ControlHook> g_control_hook{nullptr};
 // The outputs' text lives in a function's static, made on first use: the environment
 // session's constructor function runs in an order of its own among the files' static
 // initializers, and with a global std::string here LeakSanitizer found the text it had
-// set leaked at exit (the ASan build's functions_record test). Never destroyed: the
-// control channel's thread may write it while the program exits.
+// set leaked at exit (the ASan build's functions_record test).
 std::string& environment_outputs() {
-  static std::string* const outputs = new std::string;
+  // Never destroyed: a static's destructor registered after the session's exit hook would
+  // run before it, freeing ringtrace's own text through the program's free while
+  // allocations are still recorded (one free the program never made); and the control
+  // channel's thread may write it while the program exits.
+  static std::string* const outputs = new std::string();
   return *outputs;
 }
 
@@ -107,7 +111,11 @@ struct Session::Impl {
   // instructions and one record while held), so that the markers' times are in the
   // order of their numbers whichever threads call.
   std::atomic_flag step_lock = ATOMIC_FLAG_INIT;
-  bool windows = false;   // a schedule or window exporters: step 0 is a zone from start()
+  // A schedule, or window exporters the window router feeds (not a flight recorder's,
+  // which get snapshots only): step 0 is a zone from start(), the window router's first
+  // step. Without them a step's zone begins at step(), so a program that never calls it
+  // has none (a "step #0" as long as the run would be half the table's self time).
+  bool windows = false;
   bool recording = true;  // the current step records (else the epoch is paused)
   // The current step's zone was begun. Atomic: a step() that cannot take the lock reads
   // it to count what it loses.
@@ -370,6 +378,7 @@ bool Session::start_recording() {
   params.grace_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds(config.merge_grace).count());
   params.yield_to_drainer = config.yield_to_drainer;
   params.context_switches = config.context_switches;
+  params.memory_stack_bytes = config.memory ? config.memory_stack_bytes : 0;
   if (config.context_switches) {
     impl_->warm_switches = switches::SwitchStream::open(static_cast<pid_t>(::syscall(SYS_gettid)), 1);
   }
@@ -382,7 +391,8 @@ bool Session::start_recording() {
   const std::vector<std::filesystem::path> session_outputs = detail::OutputClaims(impl_->exporters).paths();
   const bool recorder = config.flight_recorder.keep.count() > 0;
   // With the flight recorder and no schedule, the factories get snapshots only.
-  if (!impl_->window_factories.empty() && (config.schedule.has_value() || !recorder)) {
+  const bool window_router = !impl_->window_factories.empty() && (config.schedule.has_value() || !recorder);
+  if (window_router) {
     exporters.push_back(detail::make_window_router(config.schedule, impl_->window_factories, session_outputs));
   }
   detail::FlightRecorderHandle flight;
@@ -441,7 +451,7 @@ bool Session::start_recording() {
   impl_->end_of_lost_step = false;
   impl_->step_gap_ticks = std::max<std::uint64_t>(2, static_cast<std::uint64_t>(2 * clock.ticks_per_second / 1e9) + 1);
   impl_->phase_until = 0;
-  impl_->windows = config.schedule.has_value() || !impl_->window_factories.empty();
+  impl_->windows = config.schedule.has_value() || window_router;
   impl_->lock_steps();
   impl_->begin_step(0);
   impl_->unlock_steps();
@@ -450,10 +460,11 @@ bool Session::start_recording() {
 }
 
 namespace detail {
-void mark_environment_session(Session& session, std::string described) {
+void mark_environment_session(Session& session, std::string described, void (*after_stop)()) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   g_environment = g_active;
   g_environment_outside = false;
+  g_environment_after_stop = after_stop;
   environment_outputs() = "from the environment (" + described + ")";
   (void)session;
 }
@@ -462,6 +473,7 @@ void mark_outside_session(Session& session, std::string described) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   g_environment = g_active;
   g_environment_outside = true;
+  g_environment_after_stop = nullptr;
   environment_outputs() = "from outside (" + described + ")";
   (void)session;
 }
@@ -593,21 +605,29 @@ namespace {
 // find them stopped).
 void stop_active_at_exit() {
   Session::Impl* active = nullptr;
+  void (*after_stop)() = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_session_mutex);
     active = g_active;
     if (active == nullptr || active->inherited() || detail::on_drainer_thread()) return;
+    if (active == g_environment) after_stop = g_environment_after_stop;
   }
   try {
     active->stop();
   } catch (...) {  // nothing to report to at exit; the files are as complete as they got
   }
+  if (after_stop != nullptr) after_stop();
 }
 
 // --- opt-in signals: the handler only posts a semaphore (async-signal-safe); a watcher
 // thread stops the session and re-raises the signal with its default action.
 sem_t g_signal_semaphore;
 std::atomic<int> g_signal_number{0};
+// An _exit while the environment's session runs (stop_active_before_exit): the watcher
+// stops the session without raising anything, then posts this.
+constexpr int kExitRequest = -1;
+sem_t g_stopped_semaphore;
+std::atomic<bool> g_watcher_started{false};
 struct SavedAction {
   int signal = 0;
   struct sigaction action {};
@@ -625,6 +645,10 @@ void signal_watcher() {
   while (sem_wait(&g_signal_semaphore) != 0) {}
   const int signal = g_signal_number.load();
   stop_active_at_exit();
+  if (signal == kExitRequest) {
+    sem_post(&g_stopped_semaphore);
+    return;
+  }
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigemptyset(&fallback.sa_mask);
@@ -651,10 +675,12 @@ void after_fork_in_child() {
   g_active = nullptr;
   g_environment = nullptr;
   g_environment_outside = false;
+  g_environment_after_stop = nullptr;
   detail::Registry::reset_after_fork();
   detail::reset_intern_lock_after_fork();
   for (const SavedAction& saved : g_saved_actions) sigaction(saved.signal, &saved.action, nullptr);
   g_saved_actions.clear();
+  g_watcher_started.store(false, std::memory_order_relaxed);  // the parent's thread; the child has none
 }
 
 void install_process_hooks() {
@@ -677,9 +703,11 @@ void flush_on_signals(std::initializer_list<int> signals) {
   }
   static std::once_flag once;
   std::call_once(once, [] {
-    if (sem_init(&g_signal_semaphore, 0, 0) != 0) throw std::system_error(errno, std::generic_category(), "sem_init");
+    if (sem_init(&g_signal_semaphore, 0, 0) != 0 || sem_init(&g_stopped_semaphore, 0, 0) != 0)
+      throw std::system_error(errno, std::generic_category(), "sem_init");
     install_process_hooks();
     detail::start_own_thread(signal_watcher).detach();
+    g_watcher_started.store(true, std::memory_order_release);
   });
   std::lock_guard<std::mutex> lock(g_session_mutex);
   for (const int signal : signals) {
@@ -697,5 +725,33 @@ void flush_on_signals(std::initializer_list<int> signals) {
     if (!known) g_saved_actions.push_back(saved);
   }
 }
+
+namespace detail {
+
+bool stop_active_before_exit(std::chrono::milliseconds timeout) noexcept {
+  if (!g_watcher_started.load(std::memory_order_acquire)) return false;
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    if (g_active == nullptr || g_active->inherited()) return false;
+  }
+  int none = 0;
+  if (!g_signal_number.compare_exchange_strong(none, kExitRequest)) return false;  // a signal is being handled
+  sem_post(&g_signal_semaphore);
+  timespec until{};
+  clock_gettime(CLOCK_REALTIME, &until);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  until.tv_sec += static_cast<time_t>(ns / 1000000000);
+  until.tv_nsec += static_cast<long>(ns % 1000000000);
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec += 1;
+    until.tv_nsec -= 1000000000;
+  }
+  while (sem_timedwait(&g_stopped_semaphore, &until) != 0) {
+    if (errno != EINTR) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace ringtrace

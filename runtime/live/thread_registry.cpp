@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <limits.h>  // PTHREAD_DESTRUCTOR_ITERATIONS
+#include <pthread.h>
 #include <sched.h>
 
 #include <linux/futex.h>
@@ -15,11 +17,14 @@
 
 #include <memory>  // the buffer, until it is whole
 #include <new>
+#include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "allocator.hpp"  // runtime_alloc: a buffer's inlined-calls table
 #include "drainer.hpp"    // drain_own_ring (Config::self_drain)
 #include "function_stack.hpp"
+#include "memory_stacks.hpp"            // sample_stack, OwnMemory
 #include "ring_records.hpp"             // the records' sizes
 #include "ringtrace/detail/memory.hpp"  // memory_slow
 #include "ringtrace/instrument.hpp"
@@ -33,20 +38,44 @@ namespace ringtrace::detail {
 namespace {
 
 constinit thread_local bool t_untraced = false;
-// The thread is exiting: its ring is let go (ThreadHook's destructor); what later
-// thread_local destructors free is not recorded, and counted (memory_slow).
+// The thread is exiting and its ring is let go (release_ring_at_exit): what it still
+// allocates or frees is not recorded, and counted (memory_slow).
 constinit thread_local bool t_exiting = false;
 
-// Owns the thread's buffer for thread-exit purposes and keeps the name set before the
-// thread's first event. Constructed on first use from the slow path only.
-struct ThreadHook {
-  std::string name;
-  ~ThreadHook();
+// The name set_thread_name gave the thread, kept for its rings to come. Trivially
+// destructible, its text in ringtrace's own memory (runtime_alloc, never the program's
+// malloc): a thread_local with a destructor would make the C library allocate its
+// destructor's entry, and free it at the thread's end, through the program's malloc, one
+// block the program never asked for (and its free recorded as the program's).
+struct ThreadName {
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::string_view view() const { return {text, size}; }
+  void assign(std::string_view name) {
+    char* copy = name.empty() ? nullptr : static_cast<char*>(runtime_alloc(name.size(), 1));
+    if (copy != nullptr) std::memcpy(copy, name.data(), name.size());
+    runtime_free(text);
+    text = copy;
+    size = name.size();
+  }
 };
-thread_local ThreadHook t_hook;
+constinit thread_local ThreadName t_name{};
+constinit thread_local std::uint8_t t_exit_rounds = 0;
 
-ThreadHook::~ThreadHook() {
-  t_untraced = true;  // events from later thread_local destructors are ignored
+// A thread's end, in order (glibc's start_thread): the program's thread_local destructors,
+// then up to PTHREAD_DESTRUCTOR_ITERATIONS rounds of pthread key destructors, where C
+// libraries free their thread state (glibc's own, OpenSSL's, ICU's: pthread_key_create(&k,
+// free)). Both free the program's memory, so the ring stays until the last round: this
+// key's destructor sets its value again each round (so another round comes) and lets the
+// ring go in the last one, after every key destructor that ran once. (A thread whose
+// first event comes in a key destructor's second round or later is armed too late for
+// its last round: its ring is then kept until the process ends, docs/memory.md.)
+constinit pthread_key_t g_exit_key{};
+constinit std::atomic<bool> g_exit_key_made{false};
+constinit char g_armed = 1;
+
+void release_ring_at_exit() noexcept {
+  t_untraced = true;  // events from what runs after this are ignored
   t_exiting = true;
   function_stack_forget();
   ThreadWriter& t = t_writer;
@@ -55,6 +84,7 @@ ThreadHook::~ThreadHook() {
   t.block = nullptr;
   t.inlined_calls = nullptr;
   t.buffer = nullptr;
+  t_name.assign({});
   if (buffer == nullptr) return;
   const std::uint32_t old = buffer->flags.fetch_or(kRetired, std::memory_order_acq_rel);
   if ((old & kRegistered) == 0) {
@@ -62,6 +92,37 @@ ThreadHook::~ThreadHook() {
   } else {
     Registry::instance().retired_while_registered();
   }
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define RINGTRACE_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGTRACE_UNDER_TSAN 1
+#endif
+#endif
+#ifndef RINGTRACE_UNDER_TSAN
+#define RINGTRACE_UNDER_TSAN 0
+#endif
+// The round of key destructors the ring is let go in: the last. ThreadSanitizer finishes
+// a thread in that round too, with a key of its own re-armed as this one is and made
+// before it (so run first): under it, the ring goes one round earlier, while the thread
+// is still known to it.
+constexpr unsigned kExitRound = PTHREAD_DESTRUCTOR_ITERATIONS - (RINGTRACE_UNDER_TSAN ? 1 : 0);
+
+void on_exit_round(void*) noexcept {
+  if (++t_exit_rounds < kExitRound) {
+    ::pthread_setspecific(g_exit_key, &g_armed);
+    return;
+  }
+  release_ring_at_exit();
+}
+
+// At the thread's first bind: its key's value set, so that on_exit_round runs at its end.
+void arm_thread_exit() noexcept {
+  if (!g_exit_key_made.load(std::memory_order_acquire)) return;  // no session started yet: nothing bound
+  if (::pthread_getspecific(g_exit_key) != nullptr) return;
+  ::pthread_setspecific(g_exit_key, &g_armed);
 }
 
 ThreadBuffer* buffer_of(ThreadWriter& t) { return static_cast<ThreadBuffer*>(t.buffer); }
@@ -255,7 +316,8 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
     bool bound = false;
     try {
       bound = registry.bind(t, epoch);
-    } catch (...) {  // no memory for the ring or its control block
+    } catch (...) {  // no memory for the ring or its control block (a ring's own error is noted first)
+      registry.note_ring_failure(Registry::kRingNoMemory);
       bound = false;
     }
     if (!bound) {
@@ -302,7 +364,7 @@ Room make_room(ThreadWriter& t, std::uint32_t epoch, std::uint64_t bytes) noexce
     registry.wake_drainer();
     // Under the block policy, wait only for room the drainer can make: a record larger
     // than what the ring can ever free for it would wait forever.
-    if (!b.block || keep + bytes + marker > capacity) {
+    if (!b.block || keep + bytes + marker > capacity || registry.drainer_short()) {
       // A full ring under the drop policy: its thread gives up the CPU at the first drop
       // and every 16th after it while the ring stays full (Config::yield_to_drainer).
       // With every core busy the drainer, runnable but not running, then empties the
@@ -373,10 +435,19 @@ void Registry::release_pending_registrations() {
 
 std::uint32_t Registry::publish_epoch(const ActiveParams& params) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!g_exit_key_made.load(std::memory_order_relaxed)) {  // once per process (a fork child keeps it)
+    if (::pthread_key_create(&g_exit_key, on_exit_round) != 0) {
+      throw std::runtime_error("ringtrace: pthread_key_create: no key left for a thread's end");
+    }
+    g_exit_key_made.store(true, std::memory_order_release);
+  }
   params_ = params;
+  memory_stack_bytes_.store(params.memory_stack_bytes, std::memory_order_relaxed);
+  drainer_short_.store(false, std::memory_order_relaxed);
   grace_ns_.store(params.grace_ns, std::memory_order_relaxed);
   yield_.store(params.yield_to_drainer, std::memory_order_relaxed);
   orphan_drops_.store(0, std::memory_order_relaxed);
+  ring_failure_.store(0, std::memory_order_relaxed);
   switches_refused_.store(false, std::memory_order_relaxed);
   last_epoch_ = last_epoch_ >= 0x7FFFFFFFu ? 1 : last_epoch_ + 1;
   g_epoch.store(last_epoch_, std::memory_order_release);
@@ -423,6 +494,12 @@ void Registry::retired_while_registered() {
   wake_drainer();
 }
 
+// LeakSanitizer's root regions (defined when the program runs under it, else null): a
+// ThreadBuffer lives in ringtrace's own memory, which LeakSanitizer does not scan, and
+// holds heap blocks of its own (its thread's name).
+extern "C" void __lsan_register_root_region(const void* p, std::size_t size) __attribute__((weak));
+extern "C" void __lsan_unregister_root_region(const void* p, std::size_t size) __attribute__((weak));
+
 void Registry::recycle(ThreadBuffer* buffer) {
   buffer->flags.store(0, std::memory_order_relaxed);
   buffer->forget_first_stream();  // a stream no drainer took (the session stopped first)
@@ -433,7 +510,9 @@ void Registry::recycle(ThreadBuffer* buffer) {
     free_ring(*buffer);
     buffer->inlined_calls->~InlinedCalls();
     runtime_free(buffer->inlined_calls);
-    delete buffer;
+    if (__lsan_unregister_root_region != nullptr) __lsan_unregister_root_region(buffer, sizeof(ThreadBuffer));
+    buffer->~ThreadBuffer();
+    runtime_free(buffer);
   }
 }
 
@@ -446,10 +525,21 @@ ThreadBuffer* Registry::acquire_buffer() {
       return buffer;
     }
   }
-  auto buffer = std::make_unique<ThreadBuffer>();
-  buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
+  // In ringtrace's own memory, as the ring is: never the program's heap (its allocator
+  // and whatever counts it would see ringtrace's blocks as the program's).
+  void* memory = runtime_alloc(sizeof(ThreadBuffer), alignof(ThreadBuffer));
+  ThreadBuffer* buffer = new (memory) ThreadBuffer();
+  if (__lsan_register_root_region != nullptr) __lsan_register_root_region(memory, sizeof(ThreadBuffer));
+  try {
+    buffer->inlined_calls = new (runtime_alloc(sizeof(InlinedCalls), alignof(InlinedCalls))) InlinedCalls();
+  } catch (...) {
+    if (__lsan_unregister_root_region != nullptr) __lsan_unregister_root_region(memory, sizeof(ThreadBuffer));
+    buffer->~ThreadBuffer();
+    runtime_free(memory);
+    throw;
+  }
   buffers_created_.fetch_add(1, std::memory_order_relaxed);
-  return buffer.release();
+  return buffer;
 }
 
 bool Registry::wait_for_wake(std::chrono::microseconds timeout, const std::atomic<bool>& stop) {
@@ -477,9 +567,9 @@ void Registry::wake_drainer(bool yield) {
 }
 
 bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
+  OwnMemory own;  // what binding allocates on the program's thread is ringtrace's
   std::lock_guard<std::mutex> lock(mutex_);
   if (g_epoch.load(std::memory_order_relaxed) != epoch) return false;  // stop() got here first
-  ThreadHook& hook = t_hook;
   ThreadBuffer* b = buffer_of(t);
   if (b == nullptr) {
     b = acquire_buffer();
@@ -491,14 +581,22 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   if (b->ring.capacity != params_.ring_bytes || b->slot_serial != serial || !b->ring.ok()) {
     free_ring(*b);
     if (params_.ring_file != nullptr) {
-      b->slot = params_.ring_file->map_slot();  // zero pages, touched; throws: counted as a ring not allocated
+      try {
+        b->slot = params_.ring_file->map_slot();  // zero pages, touched; throws: counted as a ring not allocated
+      } catch (const std::system_error& e) {
+        note_ring_failure(e.code().value());
+        throw;
+      }
       b->ring = b->slot.ring;
       b->slot_serial = serial;
       b->writer = &b->slot.header->writer;
     } else {
       int error = 0;
       b->ring = map_heap_ring(params_.ring_bytes, error);  // zero pages
-      if (!b->ring.ok()) throw std::bad_alloc();
+      if (!b->ring.ok()) {
+        note_ring_failure(error != 0 ? error : kRingNoMemory);
+        throw std::bad_alloc();
+      }
     }
   } else {
     // A ring bound before: the drainer zeroed what it read (it stops at the first header
@@ -549,7 +647,7 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   // Its name: set_thread_name's, else the kernel's, read by the thread itself here (its
   // first event's slow path: nothing on the hot path, and a thread that exits at once
   // still has it). The kernel's is read again at each bind, never kept in the hook.
-  const std::string name = hook.name.empty() ? kernel_thread_name() : hook.name;
+  const std::string name = t_name.size == 0 ? kernel_thread_name() : std::string(t_name.view());
   {
     std::lock_guard<std::mutex> name_lock(b->name_mutex);
     b->name = name;
@@ -570,7 +668,9 @@ bool Registry::bind(ThreadWriter& t, std::uint32_t epoch) {
   t.inlined_calls = b->inlined_calls;
   t.epoch = epoch;
   function_stack_bound(epoch);  // frames of an earlier session are not this ring's
-  return true;                  // the fast path opens when the slow path leaves (reopen_fast_path)
+  arm_thread_exit();            // the ring is let go at the thread's very end
+  if (!stack_sampling_started(epoch)) start_stack_sampling(params_.memory_stack_bytes, epoch);
+  return true;  // the fast path opens when the slow path leaves (reopen_fast_path)
 }
 
 bool thread_untraced() noexcept { return t_untraced; }
@@ -785,33 +885,87 @@ void write_text(const SiteInfo* site, const char* text, std::size_t size, std::u
   write_with_text(t, epoch, site, record_arg_text, false, text, size);
 }
 
-// An allocation or a free (ringtrace::memory). Recorded inside hidden zones too (the
-// heap's accounting needs every block; it belongs to the innermost recorded zone), but
-// not by ringtrace's own threads (the drainer, its exporters: not the program's heap use),
-// nor nested in this thread's slow path (ringtrace's own allocation, or a signal
-// handler's that interrupted it) or inside a sampled-out zone: those are counted.
-void memory_slow(ExtendedKind subtype, std::uint64_t address, std::uint64_t size, std::uint32_t epoch) noexcept {
+// An allocation or a free (ringtrace::memory). Recorded inside hidden zones and zones
+// sampling left out too (the heap's accounting needs every block; it belongs to the
+// innermost recorded zone, a sampled-out one's marked so), but not by ringtrace's own
+// threads (the drainer, its exporters: not the program's heap use), nor nested in this
+// thread's slow path (ringtrace's own allocation, or a signal handler's that interrupted
+// it: that one counted), nor after the thread's ring was let go at its end (counted).
+void count_left_out(MemoryLeftOut cause, ExtendedKind subtype, std::uint64_t size) noexcept {
+  MemoryLeftOutCounts& c = g_memory_left_out[cause];
+  if (subtype == extended_free) {
+    c.frees.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    c.allocations.fetch_add(1, std::memory_order_relaxed);
+    c.bytes.fetch_add(size, std::memory_order_relaxed);
+  }
+}
+
+void memory_slow(ExtendedKind subtype, std::uint64_t address, std::uint64_t size, std::uint64_t caller,
+                 std::uint32_t epoch) noexcept {
   ThreadWriter& t = t_writer;
-  if (t_untraced) {
-    // ringtrace's own threads: not the program's. An exiting thread's later thread_local
-    // destructors: the program's, but its ring is gone: counted.
-    if (t_exiting) g_memory_unrecorded.fetch_add(1, std::memory_order_relaxed);
+  if (t_untraced) {  // ringtrace's own threads: not the program's; an exiting thread's: counted
+    if (t_exiting) count_left_out(left_out_after_exit, subtype, size);
     return;
   }
-  if (t.in_slow != 0 || t.epoch == kSampledOut) {
-    g_memory_unrecorded.fetch_add(1, std::memory_order_relaxed);
+  if (t.in_slow != 0) {
+    if (t_own_memory == 0) count_left_out(left_out_nested, subtype, size);
     return;
   }
+  const bool sampled_out = t.epoch == kSampledOut;
   SlowScope scope(t);
-  if (make_room(t, epoch, sizeof(MemoryRecord)) == Room::ok) {
-    ThreadBuffer& b = *buffer_of(t);
-    const std::uintptr_t at = reserve(*b.writer, sizeof(MemoryRecord));
-    put(at + offsetof(MemoryRecord, address), address);
-    put(at + offsetof(MemoryRecord, size), size);
-    put(at + offsetof(MemoryRecord, ticks), read_ticks(b.use_tsc));
-    publish(at, subtype == extended_alloc ? kMemoryHeader<extended_alloc> : kMemoryHeader<extended_free>);
+  if (sampled_out) t.epoch = epoch;  // the zone sampling left out hid this ring's epoch
+  if (subtype == extended_alloc_at && !stack_sampling_started(epoch)) {
+    // The thread's first allocation of the session, before its ring: its gap is drawn now
+    // and this allocation counts toward it (else a thread's first block is never sampled).
+    start_stack_sampling(Registry::instance().memory_stack_bytes(), epoch);
+    t_bytes_to_stack -= static_cast<std::int64_t>(size);
   }
-  reopen_fast_path(t, epoch);
+  std::uint64_t stack[kMaxAllocFrames];
+  std::size_t frames = 0;
+  const bool sampled = subtype == extended_alloc_at && t_bytes_to_stack < 0;
+  if (sampled) frames = sample_stack(caller, stack);
+  const std::uint64_t bytes = subtype == extended_free ? sizeof(MemoryRecord) : sizeof(AllocRecord) + 8 * frames;
+  switch (make_room(t, epoch, bytes)) {
+    case Room::ok: {
+      ThreadBuffer& b = *buffer_of(t);
+      const std::uintptr_t at = reserve(*b.writer, bytes);
+      put(at + offsetof(MemoryRecord, address), address);
+      put(at + offsetof(MemoryRecord, size), size);
+      std::uint64_t header = subtype == extended_free ? kMemoryHeader<extended_free> : alloc_header(frames);
+      if (subtype != extended_free) {
+        put(at + offsetof(AllocRecord, caller), caller);
+        for (std::size_t f = 0; f < frames; ++f) put(at + sizeof(AllocRecord) + 8 * f, stack[f]);
+        if (subtype == extended_alloc) header |= kMemoryRestore;  // memory_restored()
+        if (sampled) header |= kMemoryStackSampled;
+      }
+      if (sampled_out) header |= kMemorySampledOut;
+      put(at + offsetof(MemoryRecord, ticks), read_ticks(b.use_tsc));
+      publish(at, header);
+      break;
+    }
+    case Room::dropped:
+      count_left_out(left_out_dropped, subtype, size);
+      break;
+    case Room::inactive:
+      break;
+  }
+  if (sampled_out) {
+    t.epoch = kSampledOut;
+  } else {
+    reopen_fast_path(t, epoch);
+  }
+}
+
+void memory_restored(const void* address) noexcept {
+  const std::uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (epoch == 0 || g_memory_on.load(std::memory_order_relaxed) == 0) return;
+  // extended_alloc stands for "restore" here: memory_slow writes an extended_alloc_at
+  // record marked kMemoryRestore, of no size and no caller.
+  const std::int64_t left = t_bytes_to_stack;
+  t_bytes_to_stack = INT64_MAX;  // no stack for it
+  memory_slow(extended_alloc, reinterpret_cast<std::uintptr_t>(address), 0, 0, epoch);
+  t_bytes_to_stack = left;
 }
 
 // A message has a time of its own and belongs to no zone: recorded inside a dropped zone
@@ -981,7 +1135,7 @@ void set_thread_name(std::string_view name) {
   const std::uint32_t epoch = t.epoch;
   detail::SlowScope scope(t);
   try {
-    detail::t_hook.name.assign(name);
+    detail::t_name.assign(name);
     if (auto* buffer = static_cast<detail::ThreadBuffer*>(t.buffer)) {
       {
         std::lock_guard<std::mutex> lock(buffer->name_mutex);

@@ -126,6 +126,7 @@ struct ActiveParams {
   RingFile* ring_file = nullptr;  // rings in this file mapping (BinaryTraceOptions::rings_in_file), else the heap
   bool yield_to_drainer = true;   // Config::yield_to_drainer
   bool context_switches = false;  // Config::context_switches: threads open their streams at their first event
+  std::uint64_t memory_stack_bytes = 0;  // Config::memory_stack_bytes: mean bytes between sampled stacks (0: none)
 };
 
 // The bytes of ring that Config::buffer_records asks for (16 per record, as the rings
@@ -162,12 +163,27 @@ class Registry {
   // Config::yield_to_drainer). No lock, so a signal handler may call it at any point.
   void wake_drainer(bool yield = false);
   bool yield_to_drainer() const { return yield_.load(std::memory_order_relaxed); }
+  // The drainer's last pass failed for want of memory: a full ring drops, whatever the
+  // policy, rather than wait for a drainer that may not make room.
+  void set_drainer_short(bool s) { drainer_short_.store(s, std::memory_order_relaxed); }
+  bool drainer_short() const { return drainer_short_.load(std::memory_order_relaxed); }
 
   // Events lost by threads that have no ring in the active session (the ring could not
   // be allocated, or a nested call arrived while the thread was binding).
   void count_orphan_drop() { orphan_drops_.fetch_add(1, std::memory_order_relaxed); }
   void uncount_orphan_drop() { orphan_drops_.fetch_sub(1, std::memory_order_relaxed); }
   std::uint64_t orphan_drops() const { return orphan_drops_.load(std::memory_order_acquire); }
+  // Why the session's first thread without a ring has none: the error number of the
+  // ring's mapping (memfd_create, ftruncate, mmap: an RLIMIT_FSIZE, RLIMIT_AS, a full
+  // ring file), or kRingNoMemory when its control block could not be allocated; 0 while
+  // every thread got one. The first one is kept (no allocation: a signal handler may be
+  // binding).
+  static constexpr int kRingNoMemory = -1;
+  void note_ring_failure(int error) {
+    int none = 0;
+    ring_failure_.compare_exchange_strong(none, error, std::memory_order_relaxed);
+  }
+  int ring_failure() const { return ring_failure_.load(std::memory_order_relaxed); }
 
   // The drainer counts its passes; an object being unloaded waits for one that saw
   // everything recorded before (drain_before_unload).
@@ -188,6 +204,9 @@ class Registry {
   // gives the buffer back to the pool (see thread_registry.cpp).
   void retired_while_registered();
   std::uint64_t buffers_created() const { return buffers_created_.load(std::memory_order_relaxed); }
+  // The active session's mean gap between sampled allocation stacks (0: none).
+  // Read outside the registry's lock (a thread's first allocation, before its ring).
+  std::uint64_t memory_stack_bytes() const { return memory_stack_bytes_.load(std::memory_order_relaxed); }
   // The kernel refused switch streams to the process: threads stop trying (drainer).
   void stop_switch_attempts() { switches_refused_.store(true, std::memory_order_relaxed); }
 
@@ -199,6 +218,8 @@ class Registry {
   std::mutex mutex_;
   std::uint32_t last_epoch_ = 0;
   ActiveParams params_;
+  std::atomic<std::uint64_t> memory_stack_bytes_{0};
+  std::atomic<bool> drainer_short_{false};  // params_.memory_stack_bytes, for memory_stack_bytes()
   // Threads push their buffer (compare-exchange), the drainer takes the whole list at
   // once (exchange): no per-thread state, unlike a queue with a producer per thread,
   // whose memory grew with every thread ever started.
@@ -208,6 +229,7 @@ class Registry {
   std::atomic<std::uint64_t> buffers_created_{0};
   std::atomic<std::uint32_t> wake_{0};          // futex word: 1 once woken in this pass
   std::atomic<std::uint64_t> orphan_drops_{0};  // reset when a session's epoch is published
+  std::atomic<int> ring_failure_{0};            // likewise
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> pass_requests_{0};
   std::atomic<std::uint64_t> passes_served_{0};
@@ -248,10 +270,18 @@ void count_lost_steps(unsigned events) noexcept;
 // Marks the calling thread as never traced: one of ringtrace's own threads (the drainer,
 // the signal watcher). What it records is not the program's: left out, uncounted.
 void mark_thread_untraced() noexcept;
-// Allocations and frees left out since the process started (memory_slow): nested in a
-// thread's slow path or inside a sampled-out zone. A session counts its own from its
-// start's value.
-inline constinit std::atomic<std::uint64_t> g_memory_unrecorded{0};
+// Allocations and frees of the program's that were not recorded, since the process
+// started, by cause (memory_slow); a session counts its own from its start's values.
+enum MemoryLeftOut : unsigned {
+  left_out_nested,      // in a signal handler that interrupted its thread inside ringtrace's slow path
+  left_out_after_exit,  // by a thread whose ring ringtrace had let go at its end
+  left_out_dropped,     // its ring was full under the drop policy (a drop, counted with the others)
+  kMemoryLeftOutCauses
+};
+struct MemoryLeftOutCounts {
+  std::atomic<std::uint64_t> allocations{0}, frees{0}, bytes{0};  // bytes: of the allocations
+};
+inline constinit MemoryLeftOutCounts g_memory_left_out[kMemoryLeftOutCauses]{};
 bool thread_untraced() noexcept;
 // Starts one of ringtrace's own threads with every signal blocked (a new thread inherits
 // its creator's mask), so that the kernel delivers the program's signals to the

@@ -4,6 +4,7 @@
 #include <elfutils/libdw.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
 #include <string_view>
 
@@ -81,6 +82,54 @@ FunctionInfo function_at(FunctionIndex& functions, SymbolIndex& symbols, std::ui
     if (const char* name = symbols.name_at(address)) info.name = demangle(name);
   }
   if (info.name.empty() && plain_name != nullptr) info.name = plain_name;
+  return info;
+}
+
+namespace {
+
+// The name of an inlined instance's (or a subprogram's) function: its linkage name
+// demangled, through its abstract origin and specification, else its plain name.
+std::string scope_name(Dwarf_Die* die) {
+  const char* linkage = string_attribute(die, DW_AT_linkage_name);
+  if (linkage == nullptr) linkage = string_attribute(die, DW_AT_MIPS_linkage_name);
+  if (linkage != nullptr) return demangle(linkage);
+  const char* plain = string_attribute(die, DW_AT_name);
+  return plain != nullptr ? std::string(plain) : std::string();
+}
+
+}  // namespace
+
+FunctionInfo call_at(Dwfl_Module* module, FunctionIndex& functions, SymbolIndex& symbols,
+                     std::uint64_t return_address) {
+  const std::uint64_t pc = return_address - 1;  // inside the call instruction
+  FunctionInfo info;
+  Dwarf_Addr bias = 0;
+  if (Dwarf_Die* cu = module != nullptr ? dwfl_module_addrdie(module, pc, &bias) : nullptr) {
+    Dwarf_Die* scopes = nullptr;
+    const int n = dwarf_getscopes(cu, pc - bias, &scopes);
+    for (int i = 0; i < n; ++i) {
+      const int tag = dwarf_tag(&scopes[i]);
+      if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+      info.name = scope_name(&scopes[i]);
+      break;
+    }
+    std::free(scopes);
+    if (Dwfl_Line* row = dwfl_module_getsrc(module, pc)) {
+      int line = 0;
+      if (const char* file = dwfl_lineinfo(row, nullptr, &line, nullptr, nullptr, nullptr)) {
+        info.file = absolute_file(file, cu);
+        if (line > 0) info.line = static_cast<std::uint32_t>(line);
+      }
+    }
+  }
+  if (info.name.empty()) {
+    FunctionInfo outer = function_at(functions, symbols, pc);
+    info.name = std::move(outer.name);
+    if (info.file.empty()) {
+      info.file = std::move(outer.file);
+      info.line = outer.line;
+    }
+  }
   return info;
 }
 

@@ -32,4 +32,12 @@ struct FunctionInfo {
 // without them (g++ drops them for some lambdas) gets the line-table row of its entry.
 FunctionInfo function_at(FunctionIndex& functions, SymbolIndex& symbols, std::uint64_t address);
 
+// The code a call returns to: `return_address` is a return address in `module` (an
+// allocation's caller), so the call is the instruction before it. `name`: the innermost
+// function whose code holds the call, inlined or not (DW_TAG_inlined_subroutine's origin:
+// std::__new_allocator<...>::allocate inlined into vector's _M_realloc_insert names the
+// allocator, as heaptrack names its allocation sites); without DWARF, function_at's.
+// `file`/`line`: the line table's row of the call itself, not the function's definition.
+FunctionInfo call_at(Dwfl_Module* module, FunctionIndex& functions, SymbolIndex& symbols, std::uint64_t return_address);
+
 }  // namespace ringtrace::symbols

@@ -55,9 +55,9 @@ struct Symbolizer::Impl {
     return slot.file.get();
   }
 
-  Symbol symbolize(std::uint64_t address) {
+  Symbol symbolize(std::uint64_t address, bool call = false) {
     Symbol symbol;
-    Slot* slot = slot_of(address);
+    Slot* slot = slot_of(call ? address - 1 : address);
     if (slot == nullptr) {
       symbol.function = hex_address(address);
       return symbol;
@@ -65,7 +65,8 @@ struct Symbolizer::Impl {
     const Module& module = modules[slot->index];
     symbol.module = module.path;
     if (ModuleFile* file = file_of(*slot)) {
-      FunctionInfo info = function_at(file->functions(), file->symbols(), address);
+      FunctionInfo info = call ? call_at(file->dwfl_module(), file->functions(), file->symbols(), address)
+                               : function_at(file->functions(), file->symbols(), address);
       if (!info.name.empty()) {
         symbol.function = std::move(info.name);
         symbol.file = std::move(info.file);
@@ -83,6 +84,7 @@ struct Symbolizer::Impl {
   std::vector<Slot> slots;
   // Node-based: references handed out by resolve() survive rehashing.
   std::unordered_map<std::uint64_t, Symbol> cache;
+  std::unordered_map<std::uint64_t, Symbol> calls;  // resolve_call's
   std::vector<std::string> problems;
 };
 
@@ -96,6 +98,11 @@ Symbolizer& Symbolizer::operator=(Symbolizer&&) noexcept = default;
 const Symbol& Symbolizer::resolve(std::uint64_t address) {
   if (auto it = impl_->cache.find(address); it != impl_->cache.end()) return it->second;
   return impl_->cache.emplace(address, impl_->symbolize(address)).first->second;
+}
+
+const Symbol& Symbolizer::resolve_call(std::uint64_t return_address) {
+  if (auto it = impl_->calls.find(return_address); it != impl_->calls.end()) return it->second;
+  return impl_->calls.emplace(return_address, impl_->symbolize(return_address, true)).first->second;
 }
 
 std::vector<std::string> Symbolizer::problems() const { return impl_->problems; }

@@ -57,6 +57,10 @@ class Symbolizer {
   // Each distinct address is symbolized once; the reference stays valid as long as the
   // Symbolizer (other calls do not invalidate it).
   const Symbol& resolve(std::uint64_t address);
+  // A return address (an allocation's caller, a stack's frame): the call before it, in the
+  // innermost function holding it (inlined or not), with the call's own file and line
+  // (function_info.hpp's call_at). Cached apart from resolve()'s.
+  const Symbol& resolve_call(std::uint64_t return_address);
 
   // Why modules could not be read, or were read from elsewhere ("build id mismatch",
   // "not found", "no DWARF", "using <copy>"), one line per module, for a tool to report.

@@ -22,6 +22,9 @@
 #endif
 #endif
 
+// Not built under a sanitizer (mallinfo2 measures glibc's heap, not a sanitizer's): the
+// test is neither run nor skipped there.
+#if !defined(RINGTRACE_TEST_SANITIZED)
 namespace {
 
 class Counting final : public ringtrace::Exporter {
@@ -43,9 +46,6 @@ void record_names(int from, int to) {
 }
 
 TEST(RuntimeNamesMemory, HundredThousandDistinctNamesStayBounded) {
-#ifdef RINGTRACE_TEST_SANITIZED
-  GTEST_SKIP() << "mallinfo2 measures glibc's heap, not a sanitizer's";
-#endif
   ringtrace::Config config;
   config.overflow = ringtrace::OverflowPolicy::block;  // every name reaches the drainer
   ringtrace::Session session(config);
@@ -76,3 +76,4 @@ TEST(RuntimeNamesMemory, HundredThousandDistinctNamesStayBounded) {
 }
 
 }  // namespace
+#endif  // !RINGTRACE_TEST_SANITIZED

@@ -10,7 +10,10 @@
 //   expected.json                 what the readers must report, from the MemoryExporter
 //                                 stream through tests' own reference computation:
 //                                 threads (in sort order) with their zones, counter
-//                                 samples
+//                                 samples; and "made": the zones (per name) and instants
+//                                 the program made, counted by the program beside each
+//                                 macro, not read from any stream (every reader checks
+//                                 its reading against both)
 //   ties.json, ties.perfetto-trace, ties_expected.json, ties_perfetto_expected.json
 //                                 a hand-built stream whose zones begin or end in the
 //                                 same nanosecond as the zone around them (a coarse
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +39,19 @@ namespace {
 
 volatile double g_sink = 0;
 
+// What the program made, counted by itself as it made it: zones per name, instants.
+struct Made {
+  std::mutex mutex;
+  std::map<std::string, std::uint64_t> zones;
+  std::uint64_t instants = 0;
+  void add(const std::map<std::string, std::uint64_t>& thread_zones, std::uint64_t thread_instants) {
+    std::lock_guard lock(mutex);
+    for (const auto& [name, n] : thread_zones) zones[name] += n;
+    instants += thread_instants;
+  }
+};
+Made g_made;
+
 void spin(int n) {
   double x = 1;
   for (int i = 0; i < n; ++i) x = x * 1.0000001 + 1e-9;
@@ -50,6 +67,8 @@ void worker(int index, const ringtrace::SiteInfo* weird_site) {
   } else {
     ringtrace::set_thread_name(std::string("worker-") + std::to_string(index));
   }
+  std::map<std::string, std::uint64_t> made;
+  std::uint64_t instants = 0;
   for (int i = 0; i < 60; ++i) {
     if (index == 1 && i == 30) {
       // Give the drainer time to deliver (and name) the thread first; if it has not,
@@ -58,27 +77,35 @@ void worker(int index, const ringtrace::SiteInfo* weird_site) {
       ringtrace::set_thread_name("worker-1");
     }
     RINGTRACE_ZONE("step");
+    ++made["step"];
     {
       RINGTRACE_ZONE("compute");
+      ++made["compute"];
       spin(2000);
       {
         RINGTRACE_ZONE("inner");
+        ++made["inner"];
         spin(1000);
       }
     }
     if (i % 3 == 0) {
       RINGTRACE_REGION("graph", i);
       RINGTRACE_ZONE("compute");
+      made["graph"] += 1;
+      made["compute"] += 1;
       spin(500);
     }
     if (index == 2) {
       RINGTRACE_ZONE_SITE(weird_site);
+      ++made[weird_site->name];
       spin(300);
     }
     RINGTRACE_INSTANT("tick");
+    ++instants;
     RINGTRACE_COUNTER("progress", i);
     RINGTRACE_COUNTER("ratio", i / 60.0);
   }
+  g_made.add(made, instants);
 }
 
 std::string json(std::string_view s) {
@@ -88,6 +115,7 @@ std::string json(std::string_view s) {
 }
 
 bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::SessionStats& stats,
+                    const std::map<std::string, std::uint64_t>& made_zones, std::uint64_t made_instants,
                     const std::filesystem::path& path);
 
 }  // namespace
@@ -131,6 +159,7 @@ int main(int argc, char** argv) {
   session.start();
   {
     RINGTRACE_ZONE("main_open_at_stop");
+    g_made.zones["main_open_at_stop"] += 1;  // before any worker starts
     std::vector<std::thread> threads;
     for (int i = 0; i < 3; ++i) threads.emplace_back(worker, i, weird);
     for (auto& t : threads) t.join();
@@ -140,11 +169,13 @@ int main(int argc, char** argv) {
   for (const auto& e : stats.exporter_errors) std::fprintf(stderr, "exporter error: %s\n", e.c_str());
   if (!stats.exporter_errors.empty() || stats.dropped != 0) return 1;
 
-  if (!write_expected(memory->trace(), stats, dir / "expected.json")) return 1;
+  if (!write_expected(memory->trace(), stats, g_made.zones, g_made.instants, dir / "expected.json")) return 1;
 
   // Zones that begin or end with the zone around them, even all three levels at once.
   // The Perfetto file moves a begin to 1 ns after the thread's previous boundary and an
   // end to 1 ns after the previous begin (`moved`: what the file must then hold).
+  // Each round begins 7 zones: on thread a outer, mid, leaf, leaf, mid; on c outer, mid.
+  const std::map<std::string, std::uint64_t> ties_made = {{"outer", 2 * 50}, {"mid", 3 * 50}, {"leaf", 2 * 50}};
   const auto ties = [](bool moved) {
     const std::uint64_t m = moved ? 1 : 0;
     ringtrace::TraceBuilder b("ties");
@@ -165,8 +196,8 @@ int main(int argc, char** argv) {
   ringtrace::PerfettoOptions delta;
   delta.delta_timestamps = true;
   ringtrace::replay(exact, *ringtrace::perfetto_exporter(dir / "ties_delta.perfetto-trace", delta));
-  if (!write_expected(exact, exact.stats, dir / "ties_expected.json")) return 1;
-  if (!write_expected(moved, moved.stats, dir / "ties_perfetto_expected.json")) return 1;
+  if (!write_expected(exact, exact.stats, ties_made, 0, dir / "ties_expected.json")) return 1;
+  if (!write_expected(moved, moved.stats, ties_made, 0, dir / "ties_perfetto_expected.json")) return 1;
   std::printf("live session and ties: files in %s\n", dir.c_str());
   return 0;
 }
@@ -175,6 +206,7 @@ namespace {
 
 // expected.json: names as JSON strings (invalid UTF-8 already replaced), times in ns.
 bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::SessionStats& stats,
+                    const std::map<std::string, std::uint64_t>& made_zones, std::uint64_t made_instants,
                     const std::filesystem::path& path) {
   const std::vector<ringtrace::testing::RefZone> zones = ringtrace::testing::reference_zones(trace);
   std::string out = std::string("{\"process_name\":") + json(trace.process_name) + ",\n\"threads\":[";
@@ -228,7 +260,14 @@ bool write_expected(const ringtrace::RecordedTrace& trace, const ringtrace::Sess
          ",\"self_total_ns\":" + std::to_string(self_total) +
          ",\"top_level_total_ns\":" + std::to_string(ringtrace::testing::top_level_total(trace)) +
          ",\"closed_at_stop\":" + std::to_string(stats.closed_at_stop) +
-         ",\"recorded\":" + std::to_string(stats.recorded) + ",\"instant_count\":" + std::to_string(instants) + "}\n";
+         ",\"recorded\":" + std::to_string(stats.recorded) + ",\"instant_count\":" + std::to_string(instants);
+  std::uint64_t made_total = 0;
+  out += ",\n\"made\":{\"zones\":{";
+  for (const auto& [name, n] : made_zones) {
+    out += (made_total == 0 ? "" : ",") + json(name) + ":" + std::to_string(n);
+    made_total += n;
+  }
+  out += "},\"zone_count\":" + std::to_string(made_total) + ",\"instants\":" + std::to_string(made_instants) + "}}\n";
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr || std::fwrite(out.data(), 1, out.size(), file) != out.size() || std::fclose(file) != 0) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());

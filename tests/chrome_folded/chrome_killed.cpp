@@ -10,16 +10,21 @@
 // (the name the next test is given), then writes <dir>/expected.json from the killed
 // run's binary file (flushed before the Chrome trace in every pass, so it holds every
 // zone the Chrome trace holds): [name, begin_ns, duration_ns] per thread, the format
-// check_cut_files.mjs reads. Exit 0 when the files are there, 1 otherwise.
+// check_cut_files.mjs reads, and "made": the zones the child began, per name, counted by
+// the child itself in memory it shares with this process (none of them can be in the
+// trace more often). Exit 0 when the files are there, 1 otherwise.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -35,7 +40,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void record_until_killed(const fs::path& dir) {
+// The zones the child began, counted by the child: "outer", "inner" (shared memory).
+struct Begun {
+  std::atomic<std::uint64_t> outer{0}, inner{0};
+};
+
+[[noreturn]] void record_until_killed(const fs::path& dir, Begun* begun) {
   alarm(60);  // never outlives a test that lost track of it
   ringtrace::Config config;
   config.drain_interval = std::chrono::microseconds(500);
@@ -43,12 +53,14 @@ namespace {
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
   session.add_exporter(ringtrace::chrome_trace_exporter(dir / "trace.json"));
   session.start();
-  auto work = [](const char* name) {
+  auto work = [begun](const char* name) {
     ringtrace::set_thread_name(name);
     for (unsigned i = 0;; ++i) {
       RINGTRACE_ZONE("outer");
+      begun->outer.fetch_add(1, std::memory_order_relaxed);
       {
         RINGTRACE_ZONE("inner");
+        begun->inner.fetch_add(1, std::memory_order_relaxed);
         std::this_thread::sleep_for(std::chrono::microseconds(20 + i % 7));
       }
     }
@@ -82,9 +94,12 @@ int main(int argc, char** argv) {
   const fs::path dir = argv[1];
   fs::remove_all(dir);
   fs::create_directories(dir);
+  void* shared = mmap(nullptr, sizeof(Begun), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return 1;
+  Begun* begun = new (shared) Begun;
   const pid_t pid = fork();
   if (pid < 0) return 1;
-  if (pid == 0) record_until_killed(dir);
+  if (pid == 0) record_until_killed(dir, begun);
   // The temporaries of trace.json and run.rtrace (<ringtrace/files.hpp>), once created.
   const auto partial_of = [&](const char* output) {
     const std::vector<fs::path> found = ringtrace::partial_files(dir / output);
@@ -139,7 +154,9 @@ int main(int argc, char** argv) {
     json += "{\"tid\":" + std::to_string(trace.threads.at(thread).os_tid) + ",\"name\":\"" +
             trace.threads.at(thread).name + "\",\"zones\":[" + list + "]}";
   }
-  json += "]}\n";
+  const std::uint64_t outer = begun->outer.load(), inner = begun->inner.load();
+  json += "],\n\"made\":{\"zones\":{\"outer\":" + std::to_string(outer) + ",\"inner\":" + std::to_string(inner) +
+          "},\"zone_count\":" + std::to_string(outer + inner) + ",\"instants\":0}}\n";
   std::ofstream(dir / "expected.json", std::ios::binary) << json;
   std::printf("killed run: %zu zones in the binary file (%s), Chrome trace %ju bytes\n", count,
               replay.complete ? "complete" : "cut", static_cast<std::uintmax_t>(fs::file_size(partial)));

@@ -73,6 +73,41 @@ TEST(ChromeTrace, GoldenHandBuiltStream) {
   expect_golden("basic.json", chrome_text(golden_trace(), options));
 }
 
+// A zone at the line of the macro's expansion: the macro and __LINE__ see the same line.
+#define LOCATED_ZONE(name, line) \
+  RINGTRACE_ZONE(name);          \
+  line = __LINE__
+
+// The source locations basic.json holds come from a hand-built stream, and the golden file
+// from the code itself (RINGTRACE_UPDATE_GOLDEN=1): here they are checked against what the
+// test knows of itself, __FILE__ and __LINE__, for zones a live session records.
+TEST(ChromeTrace, SourceLocationsAreTheMacrosFileAndLine) {
+  std::ostringstream out;
+  int first_line = 0, second_line = 0;
+  {
+    ChromeTraceOptions options;
+    options.source_locations = true;
+    Session session;
+    session.add_exporter(chrome_trace_exporter(out, options));
+    session.start();
+    { LOCATED_ZONE("located first", first_line); }
+    { LOCATED_ZONE("located second", second_line); }
+    session.stop();
+  }
+  ASSERT_GT(second_line, first_line);
+  const std::string text = out.str();
+  std::string file;
+  detail::append_json_string(file, __FILE__);
+  for (const auto& [name, line] : {std::pair{"located first", first_line}, std::pair{"located second", second_line}}) {
+    const std::size_t at = text.find(std::string("\"name\":\"") + name + "\"");
+    ASSERT_NE(at, std::string::npos) << name;
+    const std::size_t args = text.find("\"args\":{", at);
+    ASSERT_NE(args, std::string::npos) << name;
+    const std::string want = "\"args\":{\"file\":" + file + ",\"line\":" + std::to_string(line) + "}";
+    EXPECT_EQ(text.substr(args, want.size()), want) << name;
+  }
+}
+
 TEST(ChromeTrace, GoldenWithoutSourceLocations) {
   ChromeTraceOptions options;
   options.pid = 4242;

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""check_bench_traces.py <traces dir> <report.json> <min iterations> [format]: a suite
+"""check_bench_traces.py <traces dir> <report.json> <iterations> [format]: a suite
 built against the package wrote one trace per benchmark of its report, each under 64
 MB, named after its benchmark; a Chrome trace's metadata (its last event's
 args.ringtrace_metadata) names the benchmark and its zones add up with the report's
 (traced + untraced = zones per iteration x iterations; untraced as in the report), and
-every benchmark ran at least <min iterations>."""
+every benchmark ran at least <iterations> (N), or exactly N (=N: a count the suite sets)."""
 import json
 import os
 import sys
 
-traces, report_path, min_iterations = sys.argv[1], sys.argv[2], int(sys.argv[3])
+traces, report_path = sys.argv[1], sys.argv[2]
+exact = sys.argv[3].startswith("=")
+iterations = int(sys.argv[3].lstrip("="))
 fmt = sys.argv[4] if len(sys.argv) > 4 else "chrome"
 extension = {"chrome": ".json", "perfetto": ".perfetto-trace", "rtrace": ".rtrace"}[fmt]
 failures = []
@@ -43,7 +45,10 @@ for run in runs:
         continue
     size = os.path.getsize(path)
     check(0 < size < 64 << 20, f"{name}: {size} bytes")
-    check(run["iterations"] >= min_iterations, f"{name}: {run['iterations']} iterations, expected {min_iterations}+")
+    if exact:
+        check(run["iterations"] == iterations, f"{name}: {run['iterations']} iterations, expected {iterations}")
+    else:
+        check(run["iterations"] >= iterations, f"{name}: {run['iterations']} iterations, expected {iterations}+")
     line = f"{name}: {run['iterations']} iterations, {size / 1e6:.1f} MB"
     if fmt == "chrome":
         events = json.load(open(path))

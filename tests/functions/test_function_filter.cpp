@@ -82,17 +82,58 @@ TEST(FunctionFilter, NothingIsReleasedBeforeItIsDecided) {
   options.min_duration = std::chrono::nanoseconds(100);
   Filtered run(options);
   run.add({begin(0, 1, 0), begin(10, 2, 1)});
-  // The caller has every event up to 60: it releases up to 60 - 100, nothing yet.
-  EXPECT_EQ(run.release(0), (Strings{"b:ns::f()@0"}));
+  // Neither f nor g has ended or is known long: nothing goes, whatever the limit.
+  EXPECT_EQ(run.thread.undecided_since(), 0u);
+  EXPECT_EQ(run.release(~std::uint64_t{0} - 1), Strings{});
   run.add({end(40, 2, 1)});  // g was short
   EXPECT_EQ(run.release(40), Strings{});
   EXPECT_EQ(run.filter.short_calls(), 1u);
-  // f's end never came by 200: f is long, released while open.
+  // An event of the thread at 150 (after f's begin + 100): f is long, released while open,
+  // up to the limit.
   run.add({begin(150, 3, 1)});
+  EXPECT_EQ(run.thread.undecided_since(), ~std::uint64_t{0});
+  EXPECT_EQ(run.release(149), (Strings{"b:ns::f()@0"}));
   EXPECT_EQ(run.release(150), (Strings{"b:zone@1"}));
   run.add({end(160, 3, 1), end(170, 1, 0)});
   EXPECT_EQ(run.release(~std::uint64_t{0}), (Strings{"e:zone@1", "e:ns::f()@0"}));
   EXPECT_TRUE(run.thread.empty());
+}
+
+// The end of a short call that its thread publishes long after the begin (preempted
+// between reading the clock and the store): the call was never released, and goes whole
+// when its end comes, however late. What comes after it waits with it.
+TEST(FunctionFilter, AShortCallWhoseEndComesLateIsLeftOut) {
+  FunctionOptions options;
+  options.min_duration = std::chrono::nanoseconds(100);
+  Filtered run(options);
+  run.add({begin(0, 3, 0), end(5, 3, 0), begin(10, 1, 0)});
+  for (std::uint64_t limit : {1'000u, 1'000'000u, 1'000'000'000u}) {
+    EXPECT_EQ(run.release(limit), limit == 1'000u ? (Strings{"b:zone@0", "e:zone@0"}) : Strings{});
+    EXPECT_EQ(run.thread.undecided_since(), 10u);
+  }
+  run.add({end(60, 1, 0), begin(2'000'000'000, 2, 0)});  // f's end: 50 ns after its begin
+  EXPECT_EQ(run.thread.undecided_since(), 2'000'000'000u);
+  EXPECT_EQ(run.release(~std::uint64_t{0}), Strings{});
+  EXPECT_EQ(run.filter.short_calls(), 1u);
+}
+
+// The caller's prove(t) (the drainer knows every end stamped up to t was decoded): open
+// calls begun at or before t - min_duration are long; later ones still wait.
+TEST(FunctionFilter, ACallProvenLongBeforeItsEndIsReleased) {
+  FunctionOptions options;
+  options.min_duration = std::chrono::nanoseconds(100);
+  Filtered run(options);
+  run.add({begin(0, 1, 0), begin(50, 2, 1)});
+  run.thread.prove(99);
+  EXPECT_EQ(run.release(~std::uint64_t{0} - 1), Strings{});
+  run.thread.prove(100);  // f: 0 + 100 <= 100; g: 50 + 100 > 100
+  EXPECT_EQ(run.thread.undecided_since(), 50u);
+  EXPECT_EQ(run.release(~std::uint64_t{0} - 1), (Strings{"b:ns::f()@0"}));
+  run.add({end(70, 2, 1)});  // g short: goes
+  EXPECT_EQ(run.thread.undecided_since(), ~std::uint64_t{0});
+  run.add({end(80, 1, 0)});
+  EXPECT_EQ(run.release(~std::uint64_t{0}), (Strings{"e:ns::f()@0"}));
+  EXPECT_EQ(run.filter.short_calls(), 1u);
 }
 
 TEST(FunctionFilter, ExcludedFunctionsAndMacroZonesAreNeverTimed) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "checker.hpp"
+#include "run_child.hpp"
 #include "spec.hpp"
 #include "stream.hpp"
 
@@ -79,89 +80,6 @@ bool switches_allowed(std::string& why) {
   return true;
 }
 
-std::string tail_of(const fs::path& file, std::size_t bytes = 1500) {
-  std::ifstream in(file);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.empty()) return "(empty)";
-  if (text.size() > bytes) text = "..." + text.substr(text.size() - bytes);
-  return text;
-}
-
-struct ChildRun {
-  bool started = false;
-  bool hung = false;
-  int status = 0;
-  std::string phase = "not started";
-  std::uint64_t progress = 0;
-  double seconds = 0;
-  double stalled_for = 0;
-};
-
-// Runs the workload for `config` in `dir`; kills it when its progress ("phase count"
-// lines on a pipe) stands still for `stall` (or the whole run passes `limit`).
-ChildRun run_child(const MatrixConfig& config, const fs::path& dir, std::chrono::duration<double> stall,
-                   std::chrono::duration<double> limit) {
-  ChildRun run;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return run;
-  const int child_fd = ::fcntl(fds[1], F_DUPFD, 10);  // without O_CLOEXEC: the child writes it
-  ::close(fds[1]);
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  const std::string log = (dir / kChildLog).string();
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<std::string> args = {MATRIX_WORKLOAD, name_of(config), dir.string(), std::to_string(child_fd)};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const auto begin = std::chrono::steady_clock::now();
-  const int spawned = posix_spawn(&pid, MATRIX_WORKLOAD, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(child_fd);
-  if (spawned != 0) {
-    ::close(fds[0]);
-    run.phase = std::string("posix_spawn: ") + std::strerror(spawned);
-    return run;
-  }
-  run.started = true;
-  std::string pending;
-  auto last_change = begin;
-  for (;;) {
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) pending.append(buffer, static_cast<std::size_t>(n));
-    std::size_t newline = 0;
-    while ((newline = pending.find('\n')) != std::string::npos) {
-      std::istringstream line(pending.substr(0, newline));
-      pending.erase(0, newline + 1);
-      std::string phase;
-      std::uint64_t progress = 0;
-      if (line >> phase >> progress && (phase != run.phase || progress != run.progress)) {
-        run.phase = phase;
-        run.progress = progress;
-        last_change = std::chrono::steady_clock::now();
-      }
-    }
-    const pid_t done = ::waitpid(pid, &run.status, WNOHANG);
-    const auto now = std::chrono::steady_clock::now();
-    if (done == pid) break;
-    if (now - last_change > stall || now - begin > limit) {
-      run.hung = true;
-      run.stalled_for = std::chrono::duration<double>(now - last_change).count();
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &run.status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ::close(fds[0]);
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  return run;
-}
-
 class Matrix : public ::testing::TestWithParam<MatrixConfig> {};
 
 TEST_P(Matrix, EveryStreamPassesTheChecker) {
@@ -174,8 +92,8 @@ TEST_P(Matrix, EveryStreamPassesTheChecker) {
 
   // Bounded: a run normally takes well under a second (seconds under the sanitizers).
   const double slow = scale < 1 ? 4 : 1;
-  const ChildRun run =
-      run_child(config, dir, std::chrono::duration<double>(5 * slow), std::chrono::duration<double>(40 * slow));
+  const ChildRun run = run_child({MATRIX_WORKLOAD, name_of(config), dir.string(), kProgressFd}, {}, dir,
+                                 std::chrono::duration<double>(5 * slow), std::chrono::duration<double>(40 * slow));
   std::vector<std::string> failures;
   std::printf("[matrix] %s: workload %.2f s\n", name.c_str(), run.seconds);
   if (!run.started) {

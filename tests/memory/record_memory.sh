@@ -10,7 +10,7 @@
 # thread lands in its function's zone, `worker`, and main's in `main`'s (the C library's
 # own at a thread's start and at the exit are outside every zone).
 set -uo pipefail
-tool="$1"; app="$2"; work="$3"; app_functions="${4:-}"
+tool="$1"; app="$2"; work="$3"; app_functions="${4:-}"; app_static="${5:-}"
 rm -rf "${work}"; mkdir -p "${work}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -50,6 +50,16 @@ else
   w=$(awk -v main="$(awk '{print $2; exit}' "${work}/killed.dump")" '$3 != main && $4 == "alloc"' "${work}/killed.dump" | wc -l)
   [[ ${w} -eq ${w_allocs} ]] || fail "killed run: ${w} worker allocations read back, not ${w_allocs}: $(cat "${work}/killed.dump.err")"
   grep -q ' alloc "ringtrace: allocated" bytes=12345$' "${work}/killed.dump" || fail "killed run: the last allocation before the kill is missing"
+fi
+
+# A static program: nothing can be preloaded into it; the tool says why and what to do
+# (never that it "does not link ringtrace"), and exits 1 after the program's 0.
+if [[ -n "${app_static}" ]]; then
+  "${tool}" record --memory -o "${work}/static.rtrace" -- "${app_static}" >"${work}/static.out" 2>"${work}/static.err"
+  status=$?
+  [[ ${status} -eq 1 && "$(cat "${work}/static.out")" == static ]] || fail "static program: status ${status}"
+  grep -q "did not write ${work}/static.rtrace: it is statically linked, and --memory's preload (LD_PRELOAD) cannot enter a static program: link it with ringtrace::memory" "${work}/static.err" \
+    && ! grep -q 'does not link' "${work}/static.err" || fail "static program: $(cat "${work}/static.err")"
 fi
 
 # -finstrument-functions: the preload's hooks record the functions; allocations in them.

@@ -105,3 +105,53 @@ TEST(MemoryLive, ZonesGetTheBytesTheProgramAllocatedAndFreed) {
 }
 
 }  // namespace
+
+// mimalloc's names, in a program without mimalloc (this test links none): ringtrace::memory
+// defines them, gives the C allocator's blocks, and records each once, in its zone.
+extern "C" void* mi_malloc(std::size_t size) noexcept;
+extern "C" void* mi_zalloc(std::size_t size) noexcept;
+extern "C" void* mi_calloc(std::size_t n, std::size_t size) noexcept;
+extern "C" void* mi_realloc(void* p, std::size_t size) noexcept;
+extern "C" void mi_free(void* p) noexcept;
+
+namespace {
+
+TEST(MemoryLive, MimallocNamesWithoutMimallocAreTheCAllocatorsRecordedOnce) {
+  ringtrace::Config config;
+  config.memory = true;
+  config.overflow = ringtrace::OverflowPolicy::block;
+  ringtrace::Session session(config);
+  std::ostringstream table_text, chrome_text;
+  const std::shared_ptr<ringtrace::Exporter> table = ringtrace::table_exporter(table_text);
+  session.add_exporter(table);
+  session.add_exporter(ringtrace::chrome_trace_exporter(chrome_text));
+  session.start();
+  {
+    RINGTRACE_ZONE("mi");
+    void* a = mi_malloc(100);
+    auto* z = static_cast<unsigned char*>(mi_zalloc(200));
+    auto* c = static_cast<unsigned char*>(mi_calloc(3, 100));
+    g_sink = a;
+    ASSERT_NE(z, nullptr);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(z[0] | z[199] | c[0] | c[299], 0) << "mi_zalloc and mi_calloc give zeroed blocks";
+    void* r = mi_realloc(a, 1000);  // the free of a's 100 bytes, then 1000
+    g_sink = r;
+    std::free(z);  // a mimalloc name's block freed by the C name
+    mi_free(c);
+    mi_free(r);
+  }
+  session.stop();
+  const ringtrace::KeyAverages& t = dynamic_cast<const ringtrace::TableExporter&>(*table).table();
+  ASSERT_TRUE(t.memory);
+  // 100 + 200 + 300 + 1000 allocated; 100 + 200 + 300 + 1000 freed: net 0, each once.
+  EXPECT_EQ(row(t, "mi").cpu_memory_usage, 0);
+  const std::string json = chrome_text.str();
+  const std::size_t at = json.find("\"name\":\"mi\"");
+  ASSERT_NE(at, std::string::npos) << json;
+  const std::string args = json.substr(at, json.find('\n', at) - at);
+  EXPECT_NE(args.find("\"alloc_bytes\":1600,\"allocs\":4"), std::string::npos) << args;
+  EXPECT_EQ(session.stats().memory.frees_unmatched, 0u) << "a free whose allocation was not seen";
+}
+
+}  // namespace

@@ -54,8 +54,9 @@ def frame(ftype, payload, damage=False):
     return header + u32(crc) + u32(0) + payload
 
 
-def session(pid=1000, gap=0, start_ns=1000, name="synthetic", host="host", realtime=5_000_000_000, monotonic=1000):
-    p = u32(pid) + bytes([0, 0]) + struct.pack("<H", 0) + struct.pack("<d", 1e9)
+def session(pid=1000, gap=0, start_ns=1000, name="synthetic", host="host", realtime=5_000_000_000, monotonic=1000,
+            flags=0):
+    p = u32(pid) + bytes([0, 0]) + struct.pack("<H", flags) + struct.pack("<d", 1e9)
     p += u64(start_ns) + u64(realtime) + u64(monotonic) + u64(1_000_000) + u64(4096) + u64(gap)
     return frame(1, p + s(name) + s(host))
 
@@ -252,6 +253,16 @@ def files():
     # A site name with a NUL byte (names are C strings to the stream's readers); no clock segment.
     f["nul"] = header() + session() + site(1, b"before\x00after") + thread(1, 11) + \
         chunk(1, [(1, 1, 5, None), (0, 0, 9, None)]) + stop(10) + end()
+
+    # Memory records (a stream's file, session flag bit 1: sizes, no addresses): an
+    # allocation of 64 bytes, then one of 2^63 and a free of 2^47 bytes, which no process
+    # allocates: refused as damaged where it is met, what came before it kept.
+    def memory(subtype, ticks_delta, size):
+        return (15, subtype | 0x100, None, varint(zigzag(ticks_delta)) + varint(0) + varint(size))
+    sized = header(minor=4) + session(flags=2) + segment(100, 1_000_000, 1 << 32) + sites_basic() + thread(1, 11)
+    for name, subtype, size in (("huge_alloc", 1, 1 << 63), ("huge_free", 2, 1 << 47), ("largest_alloc", 1, (1 << 47) - 1)):
+        f[name] = sized + chunk(1, [(1, 1, 200, None), memory(1, 10, 64), memory(subtype, 10, size),
+                                    (0, 0, 230, None)]) + stop(500) + stats([]) + end()
 
     # Problems: each file is read up to its bad frame.
     good = header() + base + sites_basic() + thread(1, 11) + chunk(1, [(1, 1, 200, None), (1, 4, 210, None)])

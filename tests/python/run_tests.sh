@@ -162,10 +162,15 @@ if [[ -n "${memory_rings}" ]]; then
     fail "stream.rtrace's events differ from whole.rtrace's"
   # The heap's totals too: the free of a block from before the recording stays out of the
   # stream file's live heap as it did where it was recorded.
-  "${tool}" info "${mem}/whole.rtrace" | grep -A1 '^memory:' >"${work}/out/whole.memory" || fail "info whole.rtrace: no memory line"
-  "${tool}" info "${mem}/stream.rtrace" | grep -A1 '^memory:' >"${work}/out/stream.memory" || fail "info stream.rtrace: no memory line"
+  # Counts, bytes, the peak and the lines after it alike; the bytes live at the end alike
+  # (the stream's file knows them by sizes, not by blocks: it says so).
+  totals() { "${tool}" info "$1" | grep -A3 '^memory:' | sed -E 's/; live at the end by the events. sizes: ([^ ]* [KMG]?B) .*/; live \1/;
+    s/; still live at the end: .* \(([^)]*)\)$/; live \1/'; }
+  totals "${mem}/whole.rtrace" >"${work}/out/whole.memory" || fail "info whole.rtrace: no memory line"
+  totals "${mem}/stream.rtrace" >"${work}/out/stream.memory" || fail "info stream.rtrace: no memory line"
+  grep -q '^memory: .*; live ' "${work}/out/whole.memory" || fail "info whole.rtrace: $(cat "${work}/out/whole.memory")"
   cmp -s "${work}/out/whole.memory" "${work}/out/stream.memory" ||
-    fail "stream.rtrace's memory totals differ from whole.rtrace's: $(cat "${work}/out/stream.memory")"
+    fail "stream.rtrace's memory totals differ from whole.rtrace's: $(cat "${work}/out/stream.memory") / $(cat "${work}/out/whole.memory")"
 fi
 if [[ -n "${memory_app}" ]]; then
   "${tool}" record --memory -o "${work}/memory_app.rtrace" -- "${memory_app}" >/dev/null 2>&1 ||
@@ -216,6 +221,12 @@ grep -A1 '^1000100 1000 11 zone_begin "zone"$' "${work}/out/synthetic_switches.r
 has "${work}/synthetic/synthetic_switches_merged.rtrace" ' switch_in "ringtrace: switched in" bits=0$'
 
 has "${work}/synthetic/synthetic_flag_other_bits.rtrace" ' zone_begin "zone"$'  # feature bits but bit 0 ignored
+# Memory sizes no process allocates (2^47 bytes and more): the file refused as damaged there.
+for pair in huge_alloc:9223372036854775808 huge_free:140737488355328; do
+  grep -q "^ringtrace dump: .*synthetic_${pair%%:*}.rtrace: a memory record of ${pair#*:} bytes, more than a process can allocate (2^47, x86-64's user address space; chunk at byte [0-9]*): damaged file$" \
+    "${work}/out/synthetic_${pair%%:*}.rtrace.dump.err" || fail "${pair%%:*}: $(cat "${work}/out/synthetic_${pair%%:*}.rtrace.dump.err")"
+done
+has "${work}/synthetic/synthetic_largest_alloc.rtrace" ' alloc "ringtrace: allocated" bytes=140737488355327$'
 
 # --- Inputs that are no regular file: refused before reading, in the same words ------------
 inputs="${work}/inputs"

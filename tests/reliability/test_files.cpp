@@ -239,15 +239,6 @@ std::string run_parent(const fs::path& dir, ringtrace::OverflowPolicy policy, in
 }
 
 TEST_P(ForkedSession, ChildVariantsLeaveTheParentsFilesAsWithoutThem) {
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  // clang 14's AddressSanitizer allocator is not fork-safe: a thread the child starts (its
-  // own session's drainer) can wait forever for an allocator lock that was held in the
-  // parent when fork() copied it, even though ringtrace's drainer is kept out of its pass
-  // across fork() (seen in 1 run in 4). glibc's malloc, which programs run with, is.
-  if (GetParam() == 2) GTEST_SKIP() << "a fork child that starts threads under clang 14's AddressSanitizer";
-#endif
-#endif
   const fs::path dir = fresh_dir("fork_session_" + std::to_string(GetParam()));
   for (const auto policy : {ringtrace::OverflowPolicy::drop, ringtrace::OverflowPolicy::block}) {
     const std::string alone = run_parent(dir, policy, -1);
@@ -262,7 +253,22 @@ std::string variant_name(const ::testing::TestParamInfo<int>& info) {
   return names[info.param];
 }
 
+// Variant 2 (the child starts a session of its own) is not built under clang 14's
+// AddressSanitizer, neither run nor skipped there: its allocator is not fork-safe, and a
+// thread the child starts (its own session's drainer) can wait forever for an allocator
+// lock that was held in the parent when fork() copied it, even though ringtrace's drainer
+// is kept out of its pass across fork() (seen in 1 run in 4). glibc's malloc, which
+// programs run with, is.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RINGTRACE_TEST_ASAN_FORK 1
+#endif
+#endif
+#ifdef RINGTRACE_TEST_ASAN_FORK
+INSTANTIATE_TEST_SUITE_P(Variants, ForkedSession, ::testing::Values(0, 1, 3), variant_name);
+#else
 INSTANTIATE_TEST_SUITE_P(Variants, ForkedSession, ::testing::Values(0, 1, 2, 3), variant_name);
+#endif
 
 // Two exporters of one session on one file are refused where the second is added.
 TEST(Files, ASecondExporterOnAPathInUseIsRefusedNamingIt) {

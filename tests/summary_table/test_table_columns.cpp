@@ -314,8 +314,19 @@ TEST(TableGrouping, ByAnyArgumentKey) {
   EXPECT_THROW(key_averages(shaped(), both), std::invalid_argument);
   std::ostringstream sink;
   EXPECT_THROW(table_exporter(sink, both), std::invalid_argument);
+  // The same grouping asked both ways: the table grouped by input shapes.
   both.group_by_arg = "input_shapes";
-  EXPECT_NO_THROW(key_averages(shaped(), both));
+  TableOptions shapes;
+  shapes.group_by_input_shapes = true;
+  const KeyAverages asked_twice = key_averages(shaped(), both), asked_once = key_averages(shaped(), shapes);
+  ASSERT_EQ(asked_twice.rows.size(), asked_once.rows.size());
+  ASSERT_GE(asked_once.rows.size(), 2u);
+  for (std::size_t i = 0; i < asked_once.rows.size(); ++i) {
+    EXPECT_EQ(asked_twice.rows[i].name, asked_once.rows[i].name) << i;
+    EXPECT_EQ(asked_twice.rows[i].arg, asked_once.rows[i].arg) << i;
+    EXPECT_EQ(asked_twice.rows[i].calls, asked_once.rows[i].calls) << i;
+    EXPECT_EQ(asked_twice.rows[i].total_ns, asked_once.rows[i].total_ns) << i;
+  }
 }
 
 TEST(TableGrouping, RecursionWithinOneShapeCountedOnce) {

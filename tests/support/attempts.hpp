@@ -1,7 +1,11 @@
-// For the few tests whose timing the machine can spoil (a vCPU taken away by the
-// hypervisor between two of the test's own clock reads): up to three runs of `once`; the
-// failures of the first two are printed, not counted, and the third run's count. A defect
-// fails every run, so it still fails the test.
+// For a timing tolerance only, never around a correctness assertion: up to three runs of
+// `once`, the failures of the first two printed, not counted, and the third run's
+// counted. A defect that fails one run in p fails about one in p^3 under it, so a test
+// whose answer can be wrong must not use it (issue 47: two did, and each hid a defect or
+// a wrong expectation). Its one user is SwitchStream.SleepsAreSeenAsOffCpuIntervalsOnTheMonotonicClock
+// (tests/switches/test_stream.cpp), whose 2% bounds on sleep lengths a hypervisor that
+// takes the virtual CPU for 0.6 ms spoils; a stream that misses or mistimes switches fails
+// all three runs.
 #pragma once
 
 #include <gtest/gtest-spi.h>

@@ -20,6 +20,7 @@
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "switch_stream.hpp"
+#include "switch_test_support.hpp"  // SWITCH_TEST_REQUIRE_PERF: skips only where the machine refuses
 
 namespace switch_session {
 
@@ -38,20 +39,6 @@ inline std::uint64_t thread_cpu_ns() {
 }
 
 inline pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-// Empty when this process may open a switch stream; else the kernel's reason.
-inline std::string switches_refused() {
-  ringtrace::switches::SwitchStream probe = ringtrace::switches::SwitchStream::open(this_tid());
-  return probe.ok() ? std::string() : probe.error();
-}
-
-// Tests that need the kernel's switch records skip, saying why, where it refuses them
-// (perf_event_paranoid 3, a seccomp filter, a kernel without them).
-#define SWITCHES_REQUIRED()                                                                    \
-  do {                                                                                         \
-    const std::string why = switch_session::switches_refused();                                \
-    if (!why.empty()) GTEST_SKIP() << "context switches unavailable on this machine: " << why; \
-  } while (false)
 
 // Waits (at most 10 s) until the session has delivered a switch event of every thread
 // with one of these OS tids: their streams are open, their zones' on-CPU times count

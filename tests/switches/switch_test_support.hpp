@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "perf_refusal.hpp"  // check_perf_access, the skip rule
 #include "switch_stream.hpp"
 
 namespace switch_test {
@@ -60,28 +61,11 @@ class StealMeter {
 
 inline pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
-inline int perf_event_paranoid() {
-  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
-  int level = 99;
-  in >> level;
-  return level;
-}
-
-// Empty when this machine lets us open a stream; else why not. Only a machine that refuses
-// perf_event_open itself (perf_event_paranoid above 2 without privilege) is a reason to skip.
-inline std::string refused_by_machine() {
-  SwitchStream probe = SwitchStream::open(this_tid());
-  if (probe.ok()) return {};
-  const bool refusal = probe.error_number() == EACCES || probe.error_number() == EPERM;
-  if (refusal && perf_event_paranoid() > 2 && geteuid() != 0) return probe.error();
-  return "!" + probe.error();  // not a machine refusal: the test must fail
-}
-
-#define SWITCH_TEST_REQUIRE_PERF()                                                         \
-  do {                                                                                     \
-    const std::string why = switch_test::refused_by_machine();                             \
-    if (!why.empty() && why[0] != '!') GTEST_SKIP() << "perf_event_open refused: " << why; \
-    ASSERT_TRUE(why.empty()) << why.substr(1);                                             \
+#define SWITCH_TEST_REQUIRE_PERF()                                                                                \
+  do {                                                                                                            \
+    const switch_test::PerfCheck perf = switch_test::check_perf_access();                                         \
+    if (perf.access == switch_test::PerfAccess::refused) GTEST_SKIP() << "perf_event_open refused: " << perf.why; \
+    ASSERT_EQ(perf.access, switch_test::PerfAccess::open) << "perf_event_open failed: " << perf.why;              \
   } while (false)
 
 // On- and off-CPU time within [from, to], and the outs there.

@@ -2,7 +2,8 @@
 // (trace_processor v20.1) loads (check_switches_trace.mjs): writes them into the folder
 // given, with expected.json from the session's own event stream: every "nap" zone
 // (thread, start, duration, on-CPU ns computed by the test from the switch events) and
-// each thread's total off-CPU time. Exits 77 (skipped) where the kernel refuses switches.
+// each thread's total off-CPU time. Exits 77 (skipped, saying why) only where the machine
+// refuses perf_event_open (perf_refusal.hpp); 1 when a stream fails to open otherwise.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,10 +24,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s <folder>\n", argv[0]);
     return 2;
   }
-  const std::string refused = switches_refused();
-  if (!refused.empty()) {
-    std::fprintf(stderr, "context switches unavailable: %s\n", refused.c_str());
-    return 77;
+  const switch_test::PerfCheck perf = switch_test::check_perf_access();  // perf_refusal.hpp's rule
+  if (perf.access != switch_test::PerfAccess::open) {
+    const bool refused = perf.access == switch_test::PerfAccess::refused;
+    std::fprintf(stderr, "perf_event_open %s: %s\n", refused ? "refused (skipped)" : "failed", perf.why.c_str());
+    return refused ? 77 : 1;
   }
   const std::filesystem::path dir = argv[1];
   std::filesystem::create_directories(dir);

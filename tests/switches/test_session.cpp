@@ -8,9 +8,11 @@
 #include <sched.h>
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "../support/attempts.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
@@ -38,7 +39,7 @@ ringtrace::Config switches_config() {
 }
 
 TEST(SessionSwitches, SleepInsideAZoneIsOffCpu) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Session session(switches_config());
   session.add_exporter(memory);
@@ -125,7 +126,7 @@ std::filesystem::path temp_dir(const std::string& name) {
 // Threads that sleep, spin and yield, written live to a binary file: replay_file() gives
 // every switch event back, on its thread, where the live stream had it; the stats too.
 TEST(SessionSwitches, TheFileKeepsTheSwitches) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   const std::filesystem::path dir = temp_dir("file");
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Config config = switches_config();
@@ -210,7 +211,7 @@ int perf_descriptors() {
 // hypervisor's steal counts as on-CPU for the switch records and not for the CPU clock,
 // so off-CPU can only come out lower than wall - CPU).
 TEST(SessionSwitches, SpinningInsideAZoneIsOnCpu) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Session session(switches_config());
   session.add_exporter(memory);
@@ -250,7 +251,7 @@ TEST(SessionSwitches, SpinningInsideAZoneIsOnCpu) {
 // preempted), every zone's off-CPU time is within its wall, and the key-averages table's
 // on-CPU columns are what the test computes from the events by itself.
 TEST(SessionSwitches, ThreeSpinnersOnTwoCpusArePreempted) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   std::ostringstream table_text;
   auto table = std::dynamic_pointer_cast<ringtrace::TableExporter>(ringtrace::table_exporter(table_text));
@@ -359,23 +360,50 @@ TEST(SessionSwitches, ARefusalLeavesTheSessionWorking) {
 
 // Threads that start and exit while the session runs: each gets its stream, its zones
 // their off-CPU time, and once it exited its stream is closed (no descriptor left).
-void threads_that_come_and_go_once() {
+//
+// What a 2 ms nap's off-CPU time is: its wall time less the time its thread held a CPU,
+// by the kernel's switch records. On a virtual machine the hypervisor may take the
+// virtual CPU while the thread holds it (steal): the records count that time on-CPU,
+// the thread's CPU clock does not. That, not the clock fit, is why one nap in about two
+// thousand here showed 1.3 to 1.8 ms off (18 us under ASan on a busy host): measured with
+// each nap's CPU clock, such a nap held its CPU 300 us after its begin while running 100
+// us in all (docs/context-switches.md, "Time"). So each nap is checked for what the
+// product decides, exactly: the sleep's switch out and in lie inside the zone, in order
+// (a clock fit that placed the begin after the switch out would lose the nap's off-CPU
+// time: the cause docs/context-switches.md called likely); and over all naps, the
+// off-CPU time the records show short of (wall - the thread's CPU time) is at most the
+// machine's steal meanwhile (/proc/stat), with 100 us a nap for where the two kernel
+// clocks start and stop (the CPU clock runs from when the kernel picks the thread, its
+// switch_in record is written after the switch: the CPU clock counted 20 to 60 us a
+// sleep more than the records here, the other way round).
+TEST(SessionSwitches, ThreadsThatComeAndGo) {
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Session session(switches_config());
   session.add_exporter(memory);
+  const switch_test::StealMeter steal;
   session.start();
   // start()'s own stream (its thread's, kept for the run: the kernel's first-stream cost
   // is paid there): the threads' streams come and go above it.
   const int session_streams = perf_descriptors();
   EXPECT_LE(session_streams, 1);
   std::set<std::uint64_t> tids;
+  std::mutex naps_mutex;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> nap_cpu_ns;  // by OS tid: each nap's CPU time, inside it
   for (int round = 0; round < 4; ++round) {
     std::vector<std::unique_ptr<TracedThread>> threads;
     for (int w = 0; w < 3; ++w) {
-      threads.push_back(std::make_unique<TracedThread>([] {
+      threads.push_back(std::make_unique<TracedThread>([&] {
         for (int i = 0; i < 3; ++i) {
-          RINGTRACE_ZONE("nap");
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          std::uint64_t cpu = 0;
+          {
+            RINGTRACE_ZONE("nap");
+            const std::uint64_t cpu0 = thread_cpu_ns();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            cpu = thread_cpu_ns() - cpu0;
+          }
+          std::lock_guard lock(naps_mutex);
+          nap_cpu_ns[static_cast<std::uint64_t>(this_tid())].push_back(cpu);
         }
       }));
     }
@@ -391,27 +419,48 @@ void threads_that_come_and_go_once() {
   }
   EXPECT_EQ(perf_descriptors(), session_streams);
   session.stop();
+  const std::uint64_t steal_ns = steal.ns_at_most();
   EXPECT_EQ(perf_descriptors(), 0);
   const ringtrace::RecordedTrace trace = memory->trace();
+
+  // Per nap, in the stream's order: a blocked switch_out after its begin, then a
+  // switch_in, before its end.
+  std::map<ringtrace::ThreadId, int> state;  // 0 outside a nap, 1 in it, 2 out seen, 3 in seen
+  for (const ringtrace::Event& e : trace.events) {
+    int& st = state[e.thread];
+    const bool nap =
+        e.kind == EventKind::zone_begin || e.kind == EventKind::zone_end ? trace.sites.at(e.site).name == "nap" : false;
+    if (nap && e.kind == EventKind::zone_begin) st = 1;
+    if (e.kind == EventKind::switch_out && st == 1 && (e.value.u & ringtrace::SwitchBits::preempted) == 0) st = 2;
+    if (e.kind == EventKind::switch_in && st == 2) st = 3;
+    if (nap && e.kind == EventKind::zone_end) {
+      EXPECT_EQ(st, 3) << "a nap of thread " << e.thread << " ending at " << e.time_ns
+                       << " lacks its sleep's switch out and in, in order";
+      st = 0;
+    }
+  }
   std::map<std::uint64_t, int> naps;
+  std::uint64_t short_of_cpu_ns = 0;  // sum over naps of (wall - CPU time) - off
+  int checked = 0;
   for (const ZoneTimes& z : zone_times(trace)) {
     if (z.name != "nap") continue;
     EXPECT_TRUE(z.known);
-    EXPECT_GE(z.off_ns, 2 * kMs * 9 / 10) << "a 2 ms sleep";
-    ++naps[trace.threads[z.thread].os_tid];
+    const std::uint64_t tid = trace.threads[z.thread].os_tid;
+    const int n = naps[tid]++;
+    const std::vector<std::uint64_t>& cpus = nap_cpu_ns[tid];
+    if (n >= static_cast<int>(cpus.size())) continue;
+    const std::uint64_t wall = z.end_ns - z.begin_ns;
+    EXPECT_GE(wall, 2 * kMs);
+    const std::uint64_t not_run = wall > cpus[n] ? wall - cpus[n] : 0;
+    short_of_cpu_ns += not_run > z.off_ns ? not_run - z.off_ns : 0;
+    ++checked;
   }
+  EXPECT_EQ(checked, 36);
+  EXPECT_LE(short_of_cpu_ns, steal_ns + 36 * 100'000u) << "off-CPU time missing beyond the machine's steal";
+  std::printf("36 naps: %.3f ms held on a CPU while not running, the machine's steal at most %.3f ms\n",
+              static_cast<double>(short_of_cpu_ns) / 1e6, static_cast<double>(steal_ns) / 1e6);
   EXPECT_EQ(naps.size(), tids.size());
   for (const std::uint64_t tid : tids) EXPECT_EQ(naps[tid], 3) << tid;
-}
-
-// About 1 run in 50 under ASan, one 2 ms nap of the 36 showed 18 us or 0.8 ms off the CPU:
-// not reproduced in 160 runs with the events printed. The likely cause is the placement
-// of the TSC-timed zone begin against the kernel's CLOCK_MONOTONIC switch-out a few
-// microseconds after it (docs/context-switches.md, "Limits"). Up to three runs: the first
-// two's failures are printed, the third's count.
-TEST(SessionSwitches, ThreadsThatComeAndGo) {
-  SWITCHES_REQUIRED();
-  ringtrace_test::up_to_three_runs([] { threads_that_come_and_go_once(); });
 }
 
 // Threads that come and go while the binary file is the session's only exporter (the
@@ -419,7 +468,7 @@ TEST(SessionSwitches, ThreadsThatComeAndGo) {
 // its ring while its switches are still awaited, and later passes must not read the ring
 // it no longer has (they did: a crash in written_end). Every nap is in the file.
 TEST(SessionSwitches, ThreadsThatComeAndGoIntoTheFileAlone) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   const std::filesystem::path dir = temp_dir("file_alone");
   ringtrace::Session session(switches_config());
   session.add_exporter(ringtrace::binary_trace_exporter(dir / "run.rtrace"));
@@ -457,14 +506,10 @@ TEST(SessionSwitches, ThreadsThatComeAndGoIntoTheFileAlone) {
 
 // fork() while streams are open: the child holds none of them (it closed its copies, so
 // the parent's threads do not stay watched through it), and the parent's streams go on.
+#if !defined( \
+    __SANITIZE_THREAD__)  // g++ 12's ThreadSanitizer misreads locks taken in pthread_atfork handlers: not built there, neither run nor skipped
 TEST(SessionSwitches, AForkChildClosesItsCopies) {
-#if defined(__SANITIZE_THREAD__)
-  // g++ 12's ThreadSanitizer does not see the pass lock that the fork's prepare handler
-  // takes (its fork interceptor ignores synchronization there) and reports the parent
-  // handler's unlock as one of an unlocked mutex. Run in the Release and ASan builds.
-  GTEST_SKIP() << "ThreadSanitizer misreads locks taken in pthread_atfork handlers";
-#endif
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Session session(switches_config());
   session.add_exporter(memory);
@@ -502,6 +547,7 @@ TEST(SessionSwitches, AForkChildClosesItsCopies) {
   }
   EXPECT_EQ(after, 5u);
 }
+#endif
 
 }  // namespace
 
@@ -509,7 +555,7 @@ TEST(SessionSwitches, AForkChildClosesItsCopies) {
 // switch stream opens in its first event, before its first record, so the sleep is off
 // the CPU from the first zone on, on every thread.
 TEST(SessionSwitches, AThreadsFirstZoneKnowsItsSleep) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Session session(switches_config());
   session.add_exporter(memory);
@@ -545,7 +591,7 @@ TEST(SessionSwitches, AThreadsFirstZoneKnowsItsSleep) {
 // A thread that exits before the drainer reads its stream (issue 31 point 7): its
 // switches are still delivered and the session's switches are not "unavailable".
 TEST(SessionSwitches, AThreadThatExitedFirstLeavesSwitchesAvailable) {
-  SWITCHES_REQUIRED();
+  SWITCH_TEST_REQUIRE_PERF();
   auto memory = std::make_shared<ringtrace::MemoryExporter>();
   ringtrace::Config config = switches_config();
   config.drain_interval = std::chrono::milliseconds(200);  // the thread is gone before a pass

@@ -245,6 +245,20 @@ grep -q 'CPU Mem' "${work}/sort_mem.txt" && fail "--sort-by self_cpu_mem without
 [[ $(wc -l <"${work}/sort_mem.err") -eq 1 ]] && grep -q "^ringtrace report: .* has no allocations (no memory columns): --sort-by self-cpu-mem left the rows in name order" "${work}/sort_mem.err" \
   || fail "--sort-by self_cpu_mem without allocations: $(cat "${work}/sort_mem.err")"
 
+# flops on a recording whose zones have no FLOPs: the table, and one line saying so; on
+# one with FLOPs (record_all columns: matmul's, then small's 2 x 1000, relu none), no line
+# and the rows by their FLOPs.
+"${tool}" report "${run}" --sort-by flops >"${work}/sort_flops.txt" 2>"${work}/sort_flops.err" \
+  || fail "--sort-by flops exits $?"
+grep -q '^Name ' "${work}/sort_flops.txt" || fail "--sort-by flops: no table"
+[[ "$(cat "${work}/sort_flops.err")" == "ringtrace report: ${run} has no FLOPs (no Total FLOPs column): --sort-by flops left the rows in name order (a zone gets its FLOPs with RINGTRACE_ZONE_FLOPS(n) or a \"flops\" argument)" ]] \
+  || fail "--sort-by flops without FLOPs: $(cat "${work}/sort_flops.err")"
+"${record}" "${work}" columns || fail "record_all columns exits $?"
+"${tool}" report "${work}/columns_a.rtrace" --sort-by flops >"${work}/sort_flops_a.txt" 2>"${work}/sort_flops_a.err" \
+  || fail "--sort-by flops (columns_a) exits $?"
+[[ ! -s "${work}/sort_flops_a.err" && "$(sed -n '3,5s/ .*//p' "${work}/sort_flops_a.txt" | tr '\n' ' ')" == "matmul small relu " ]] \
+  || fail "--sort-by flops with FLOPs: $(cat "${work}/sort_flops_a.err" "${work}/sort_flops_a.txt")"
+
 # --- report: the captured-ops summary only with regions ----------------------------------
 # names.rtrace (above) has zones and no capture region: the table, and no summary.
 "${tool}" report "${work}/names.rtrace" >"${work}/names_report.txt" 2>&1 || fail "report of names.rtrace exits $?"

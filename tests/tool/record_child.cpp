@@ -1,7 +1,10 @@
 // The program `ringtrace record` runs in record_tests.sh: it links ringtrace and starts no
 // session of its own, so the environment's session (RINGTRACE_OUTPUT) records it.
 //   record_child STATUS   a few zones, then exits with STATUS
-//   record_child _exit    a few zones, then _exit(0) at once
+//   record_child _exit    a few zones, then _exit(0) at once (ringtrace's _exit stops the
+//                         session first)
+//   record_child exec     a few zones ("before_exec"), then execs itself as `record_child 7`
+//   record_child early    SIGKILL right after its first zone: before the drainer's first write
 //   record_child killed   a few zones, waits for the drainer to write them into its
 //                         temporary, then kills itself with SIGKILL
 //   record_child sleep    five calls of sleeper(), a zone that sleeps 20 ms (off the CPU)
@@ -11,7 +14,7 @@
 //                         full all the time)
 #include <pthread.h>  // pthread_setname_np
 #include <signal.h>   // kill
-#include <unistd.h>   // getpid
+#include <unistd.h>   // getpid, execv, _exit
 
 #include <chrono>
 #include <string>
@@ -46,10 +49,23 @@ int main(int argc, char** argv) {
     named.join();
     return 0;
   }
+  if (mode == "early") {
+    { RINGTRACE_ZONE("child_work"); }
+    ::kill(::getpid(), SIGKILL);
+  }
+  if (mode == "exec") {
+    for (int i = 0; i < 3; ++i) {
+      RINGTRACE_ZONE("before_exec");
+    }
+    char seven[] = "7";
+    char* const again[] = {argv[0], seven, nullptr};
+    ::execv("/proc/self/exe", again);
+    return 99;
+  }
   for (int i = 0; i < 10; ++i) {
     RINGTRACE_ZONE("child_work");
   }
-  if (mode == "_exit") ::_exit(0);  // no exit(): the session is not stopped
+  if (mode == "_exit") ::_exit(0);  // no exit(): ringtrace's _exit stops the session
   if (mode == "killed") {
     // Drainer passes run every few milliseconds: 300 ms is many of them.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

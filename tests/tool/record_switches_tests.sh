@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# record_switches_tests.sh <ringtrace tool> <record_child> <refuse_perf> <work dir>:
+# record_switches_tests.sh <ringtrace tool> <record_child> <refuse_perf> <perf_refusal> <work dir>:
 # `ringtrace record --context-switches`.
 #   - Where the kernel refuses switch records (here a seccomp filter, refuse_perf, as a
 #     container's profile or perf_event_paranoid 3 would): the run is recorded all the
@@ -7,9 +7,11 @@
 #     programs), and each file says why it has no switches (info).
 #   - Where it gives them: a function that sleeps 20 ms per call shows, in `report`, an
 #     on-CPU time far below its wall time; without the option there are no on-CPU columns.
-#     Skipped (status 77, saying why) on a machine that refuses them.
+#     Skipped (status 77, saying why) only where the machine refuses perf_event_open
+#     (perf_refusal: EACCES or EPERM, perf_event_paranoid above 2, not root); any other
+#     failure to open a stream fails.
 set -uo pipefail
-tool="$1"; child="$2"; refuse="$3"; work="$4"
+tool="$1"; child="$2"; refuse="$3"; perf_refusal="$4"; work="$5"
 rm -rf "${work}"; mkdir -p "${work}"
 cd "${work}" || exit 1
 failures=0
@@ -42,13 +44,16 @@ done
 if ((failures > 0)); then echo "record_switches_tests: ${failures} failure(s)"; exit 1; fi
 
 # --- Given: on-CPU time far below wall time -----------------------------------------------
-run given "${tool}" record --context-switches -o s.rtrace -- "${child}" sleep
-[[ ${s} -eq 0 ]] || fail "given: status ${s}: $(cat given.err)"
-if grep -Eq "${refusal_line}" given.err; then
-  echo "SKIPPED: this machine refuses context switch records ($(grep -o 'perf_event_open: [^;]*' given.err)):" \
-       "the on-CPU half of record_switches_tests did not run"
+perf_access=0
+perf_why="$("${perf_refusal}")" || perf_access=$?
+if ((perf_access == 77)); then
+  echo "SKIPPED: the on-CPU half of record_switches_tests did not run: ${perf_why}"
   exit 77
 fi
+((perf_access == 0)) || { echo "FAIL: given: ${perf_why}"; exit 1; }
+run given "${tool}" record --context-switches -o s.rtrace -- "${child}" sleep
+[[ ${s} -eq 0 ]] || fail "given: status ${s}: $(cat given.err)"
+grep -Eq "${refusal_line}" given.err && fail "given: a stream opens here, yet record says: $(cat given.err)"
 [[ $(wc -l <given.err) -eq 1 ]] || fail "given: more than the summary line: $(cat given.err)"
 "${tool}" info s.rtrace >s.info || fail "given: info exits $?"
 grep -Eq '^switches: *[1-9][0-9]* context switches' s.info || fail "given: the file has no switches: $(cat s.info)"

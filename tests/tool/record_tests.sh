@@ -71,10 +71,61 @@ run none_failed "${tool}" record -o none.rtrace -- /bin/false
 run none_status "${tool}" record -o none.rtrace -- sh -c 'exit 4'
 [[ ${s} -eq 4 ]] || fail "sh -c 'exit 4': status ${s}, not 4"
 
-# A program that links ringtrace but ends before its session's first write: both said.
-run early "${tool}" record -o e.rtrace -- "${child}" _exit
-[[ ${s} -eq 1 ]] && grep -q "did not write e.rtrace: it does not link ringtrace, or it ended before its session's first write" early.err \
-  || fail "_exit: status ${s}: $(cat early.err)"
+# A program that ends with _exit (no atexit handler runs): ringtrace's _exit stops the
+# session first, so the file is whole, with every zone.
+run underscore "${tool}" record -o e.rtrace -- "${child}" _exit
+[[ ${s} -eq 0 ]] && grep -q "^ringtrace record: wrote e.rtrace (" underscore.err && [[ $(lines underscore.err) -eq 1 ]] \
+  || fail "_exit: status ${s}: $(cat underscore.err)"
+"${tool}" info e.rtrace | grep -q '^status: *complete$' || fail "_exit: e.rtrace is not complete"
+[[ $("${tool}" dump e.rtrace | grep -c 'zone_begin.*child_work') -eq 10 ]] || fail "_exit: not the 10 zones"
+
+# A program that links ringtrace but is killed before its session's first write: the
+# process (its program and pid, as it reported its start) and why nothing was written.
+run early "${tool}" record -o e2.rtrace -- "${child}" early
+[[ ${s} -eq 137 ]] && grep -Eq "did not write e2.rtrace: .*tool_record_child \(pid [0-9]+\) ended before its session's first write" early.err \
+  && ! grep -q 'does not link' early.err || fail "early SIGKILL: status ${s}: $(cat early.err)"
+
+# A program that replaces itself with exec: the new image records itself into the same
+# file (the pid is the same), replacing the first image's recording, and the tool says so.
+run exec "${tool}" record -o 'x.%p.rtrace' -- "${child}" exec
+written=(x.*.rtrace)
+[[ ${s} -eq 7 && ${#written[@]} -eq 1 ]] || fail "exec: status ${s}, files ${written[*]}: $(cat exec.err)"
+grep -q "holds the recording of .*tool_record_child: .*tool_record_child (pid [0-9]*) became it with exec" exec.err \
+  || fail "exec: not said: $(cat exec.err)"
+[[ $("${tool}" dump "${written[0]}" | grep -c 'zone_begin.*child_work') -eq 10 ]] \
+  && [[ $("${tool}" dump "${written[0]}" | grep -c 'before_exec') -eq 0 ]] || fail "exec: not the new image's recording"
+
+# Two outputs on one file (the same name, or a link to it): refused before the run, as
+# convert refuses them, never blamed on the program.
+echo earlier >dup_target
+ln -sf dup_target dup_link1
+ln -sf dup_target dup_link2
+for pair in "dup.rtrace dup.rtrace" "dup_link1 dup_link2"; do
+  read -r first second <<<"${pair}"
+  run dup "${tool}" record -o "${first}" --chrome "${second}" -- sh -c "touch ran; '${child}' 0"
+  [[ ${s} -eq 2 && ! -e ran ]] && grep -q "^ringtrace record: --rtrace and --chrome both write '${second}': one file per output$" dup.err \
+    || fail "two outputs on ${pair}: status ${s}: $(cat dup.err)"
+  rm -f ran
+done
+[[ "$(cat dup_target)" == earlier ]] || fail "two outputs on one file: the links' target was written"
+
+# A write that fails (a file size limit: as a full disk does) is said with the runtime's
+# reason, and the temporary kept, never taken for a crash; rings that cannot be made (the
+# same limit on the rings' memory files) are said with theirs: both exit 1.
+limited=(bash -c "trap '' XFSZ; ulimit -f 64; exec \"\$@\"" limited)
+run full "${limited[@]}" "${tool}" record --buffer 256 -o full.rtrace -- "${child}" flood
+[[ ${s} -eq 1 ]] && grep -q "^ringtrace record: .*tool_record_child (pid [0-9]*): full.rtrace: cannot write 'full.rtrace.partial.[A-Za-z0-9]*': File too large$" full.err \
+  && grep -q "what was written before the error above is in full.rtrace.partial" full.err && ! grep -q 'killed or crashed' full.err \
+  || fail "a write that fails: status ${s}: $(cat full.err)"
+run noring "${limited[@]}" "${tool}" record --buffer 1048576 -o noring.rtrace -- "${child}" 0
+[[ ${s} -eq 1 ]] && grep -q "^ringtrace record: .*tool_record_child (pid [0-9]*): 20 events lost: cannot make a thread's ring of 16 MiB: File too large$" noring.err \
+  || fail "no ring: status ${s}: $(cat noring.err)"
+
+# Several processes writing one file (no %p): each replaces the one before; said, with how
+# to keep them all.
+run shared "${tool}" record -o shared.rtrace -- sh -c "'${child}' 0; '${child}' 0"
+[[ ${s} -eq 0 ]] && grep -q "shared.rtrace was written by 2 processes, each replacing the one before: it holds the recording of .*tool_record_child (pid [0-9]*), the last to finish; put %p in the file name" shared.err \
+  || fail "shared output: status ${s}: $(cat shared.err)"
 
 # Values the runtime would refuse: usage errors before the run (the runtime only said so
 # as the program started, and the tool then blamed linking).

@@ -4,16 +4,19 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "flight_recorder.hpp"  // runtime/streams: the recorder alone
+#include "ringtrace/exporters/table.hpp"
 #include "ringtrace/recorded_trace.hpp"
 #include "ringtrace/ringtrace.hpp"
 #include "support/validating_exporter.hpp"
@@ -130,7 +133,9 @@ TEST(FlightRecorder, ASlowZoneWritesOneSnapshotOfWhatLedToIt) {
     EXPECT_TRUE(by_begin.count(z.begin_ns)) << "a request " << (outlier->end_ns - z.end_ns) << " ns before the outlier";
     ++before;
   }
-  EXPECT_GE(before, 2);
+  // At least the two requests before it, when there were two (on a loaded machine the
+  // first or second request may be the outlier itself).
+  EXPECT_GE(before, std::min(outlier_index, 2)) << "the outlier was request " << outlier_index;
   // Nothing after the trigger (after = 0); "outer", open at both ends, is there whole
   // from its real begin and closed at the snapshot's end, flagged.
   for (const Zone& z : kept) {
@@ -239,7 +244,8 @@ TEST(FlightRecorder, MemoryStaysFlatOverALongRun) {
 // suppressed when it is made (before, each waited in a queue until the stream reached its
 // time: 104 MB); 100,000 more while a thread records leave the drainer's work per event
 // as it was (it partitioned the whole queue for every event: stop() took seconds, 45 s
-// after 200,000 requests). Every request is a snapshot or counted as suppressed.
+// after 200,000 requests): the requests waiting, counted every 100 requests, stay at two.
+// Every request is a snapshot or counted as suppressed.
 TEST(FlightRecorder, RequestsInALoopCostAConstantAndHoldNoMemory) {
   Config config;
   config.flight_recorder.keep = 20ms;
@@ -263,18 +269,74 @@ TEST(FlightRecorder, RequestsInALoopCostAConstantAndHoldNoMemory) {
       RINGTRACE_ZONE("busy");
     }
   });
-  for (std::uint64_t i = 0; i < kRequests; ++i) ASSERT_TRUE(session.snapshot(reason));
+  // The drainer's work per event is the requests waiting (each event is checked against
+  // them): counted after every 100th request, it never passes the bound of two, while the
+  // stream moves on. Read snapshots before suppressed: a request served between the two
+  // reads counts once more, never less.
+  std::uint64_t most_waiting = 0;
+  for (std::uint64_t i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(session.snapshot(reason));
+    if (i % 100 != 0) continue;
+    const std::uint64_t served = session.stats().snapshots;
+    const std::uint64_t suppressed = session.stats().snapshots_suppressed;
+    most_waiting = std::max(most_waiting, kRequests + i + 1 - served - suppressed);
+  }
   done.store(true);
   worker.join();
-  const auto stop_begin = std::chrono::steady_clock::now();
+  EXPECT_LE(most_waiting, 3u) << "two waiting, and one served between the two reads";
   session.stop();
-  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stop_begin).count();
-  EXPECT_LT(stop_s, 5.0) << "stop() took " << stop_s << " s";
   const SessionStats stats = session.stats();
   EXPECT_EQ(stats.snapshots + stats.snapshots_suppressed, 2 * kRequests);
   EXPECT_GE(stats.snapshots, 1u);
   EXPECT_EQ(stats.snapshots, snapshots.infos.size());
   EXPECT_TRUE(stats.exporter_errors.empty());
+}
+
+// A recorder and its window exporter in a program that never calls step() (issue 48,
+// point 7): no step zone in the stream, so no "step #0" row in the table holding the
+// whole run's time beside the zones; the zones' rows hold the whole self time. A
+// step() makes its step's row, as in a session without a recorder.
+TEST(FlightRecorder, AloneMakesNoStepZone) {
+  for (const bool stepped : {false, true}) {
+    Config config;
+    config.flight_recorder.keep = 40ms;
+    Session session(config);
+    auto live = std::make_shared<MemoryExporter>();
+    session.add_exporter(live);
+    std::ostringstream unprinted;
+    auto table = table_exporter(unprinted);
+    session.add_exporter(table);
+    Snapshots snapshots;
+    session.add_window_exporter(snapshots.factory());
+    session.start();
+    for (int i = 0; i < 20; ++i) request(100us, i);
+    if (stepped) session.step();
+    for (int i = 20; i < 40; ++i) request(100us, i);
+    session.stop();
+    const RecordedTrace trace = live->trace();
+    const RecordedTraceContext context(trace);
+    std::vector<std::uint64_t> steps;  // the step numbers of the step zones begun
+    for (const Event& e : trace.events) {
+      if (e.kind == EventKind::zone_begin && is_step_site(context.site(e.site))) steps.push_back(e.value.u);
+    }
+    const KeyAverages& averages = dynamic_cast<const TableExporter&>(*table).table();
+    std::vector<std::string> names;
+    std::uint64_t self_ns = 0;
+    for (const TableRow& r : averages.rows) {
+      names.push_back(r.name);
+      self_ns += r.self_ns;
+    }
+    std::sort(names.begin(), names.end());
+    if (stepped) {
+      EXPECT_EQ(steps, std::vector<std::uint64_t>{1});
+      EXPECT_EQ(names, (std::vector<std::string>{"request", "step #1", "work"}));
+    } else {
+      EXPECT_TRUE(steps.empty()) << steps.size() << " step zones, the first of step " << steps.front();
+      EXPECT_EQ(names, (std::vector<std::string>{"request", "work"}));
+      EXPECT_EQ(self_ns, averages.self_total_ns);
+    }
+    EXPECT_TRUE(snapshots.infos.empty());
+  }
 }
 
 // The bound itself, on the recorder alone: with a rate limit two requests wait at most

@@ -274,10 +274,9 @@ TEST(Steps, FrameMarkFromAnyThreadDrivesTheWindows) {
 
 // fork() while another thread is inside step() (holding the steps' turn): the child's
 // step() and frame_mark() return (the child has no such thread to let go of the turn).
+#if !defined( \
+    __SANITIZE_THREAD__)  // forks while a thread runs: left to the Release and ASan runs: not built there, neither run nor skipped
 TEST(Steps, AForkChildSteppingDoesNotWaitForTheParentsThreads) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "forks while a thread runs: left to the Release and ASan runs under ThreadSanitizer";
-#endif
   Session session;
   session.add_exporter(std::make_shared<MemoryExporter>());
   session.start();
@@ -313,6 +312,7 @@ TEST(Steps, AForkChildSteppingDoesNotWaitForTheParentsThreads) {
   session.stop();
   EXPECT_EQ(stuck, 0) << "children that waited for the parent's stepping thread";
 }
+#endif
 
 // Counts what it is given and keeps nothing.
 class Counting final : public Exporter {

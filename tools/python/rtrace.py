@@ -39,6 +39,7 @@ F_SESSION, F_SEGMENT, F_SITE, F_THREAD, F_CHUNK, F_STOP, F_STATS, F_END, F_PASS,
 F_MODULE, F_FUNCTION, F_SWITCHES = 12, 13, 14  # format 2.1
 F_FUNCTIONS = 15  # format 2.2: the calls of instrumented functions left out
 F_NODE = 16  # format 2.3: the node id the process's session named
+F_MEMORY, F_COUNTS = 17, 18  # format 2.4: the heap's accounting's settings; what was counted and not recorded
 SWITCHES_SUMMARY = 0xFFFFFFFF  # a switches frame's thread: the session's summary
 # A process frame's flags (merged files); the last three with format 2.3's clock check.
 PROCESS_REALTIME, PROCESS_MEASURED, PROCESS_AGREES, PROCESS_CONTRADICTED = 1, 2, 4, 8
@@ -76,9 +77,17 @@ KIND_NAMES = ["zone_begin", "zone_end", "instant", "counter", "dropped", "arg", 
               "async_begin", "async_end", "message", "switch_out", "switch_in", "alloc", "free"]
 # Extended records (kind 15): the subtypes of memory records, the timed bit of a ring
 # header (bit 16) and of a packed record's index (0x100), the session frame's memory flag.
-X_ALLOC, X_FREE = 1, 2
+X_ALLOC, X_FREE, X_ALLOC_AT = 1, 2, 3  # format 2.4: an allocation with its caller (and sampled stack)
 X_TIMED_HEADER, X_TIMED_PACKED = 1 << 16, 0x100
+# A memory record's flags: header bits 17-19, packed index bits 9-11 (2.4): made in a zone
+# sampling left out, a failed realloc's restore, a sampled allocation.
+X_SAMPLED_OUT, X_RESTORE, X_SAMPLED = 1 << 17, 1 << 18, 1 << 19
+X_PACKED_FLAGS_SHIFT, X_PACKED_FLAGS = 8, 0xE00
+X_FRAMES_SHIFT = 24  # an extended_alloc_at header: its stack's frames in bits 24-31
 SESSION_MEMORY, SESSION_MEMORY_SIZED = 1, 2  # a stream's file: sizes only, no addresses
+# A memory record's size from which no block is real (x86-64's user address space): the
+# file is damaged or crafted.
+ADDRESS_SPACE_BYTES = 1 << 47
 # What a value record (kinds 3-6) becomes, by its site's kind.
 VALUE_EVENT = {S_VALUE: ARG, S_FLOW_OUT: FLOW_OUT, S_FLOW_IN: FLOW_IN, S_ASYNC_BEGIN: ASYNC_BEGIN,
                S_ASYNC_END: ASYNC_END}
@@ -86,6 +95,7 @@ VALUE_EVENT = {S_VALUE: ARG, S_FLOW_OUT: FLOW_OUT, S_FLOW_IN: FLOW_IN, S_ASYNC_B
 # Event flags (include/ringtrace/event.hpp's bits).
 DOUBLE, REGION, CLOSED_AT_STOP, LATE, TEXT, TRUNCATED = 1, 2, 4, 8, 16, 32
 SIZE_UNKNOWN = 128  # a free whose block's size is not known
+RESTORED = 32  # an alloc: a failed realloc's, which undoes its thread's last free
 NOT_LATE = (ARG, FLOW_OUT, FLOW_IN)  # raised without the flag: they take their zone's time
 
 
@@ -215,6 +225,7 @@ class Site:
 DROPPED_SITE = Site(b"ringtrace: dropped events", S_INSTANT, 0)
 SWITCH_SITES = {True: Site(b"ringtrace: switched out", S_INSTANT, 0), False: Site(b"ringtrace: switched in", S_INSTANT, 0)}
 MEMORY_SITES = {X_ALLOC: Site(b"ringtrace: allocated", S_INSTANT, 0), X_FREE: Site(b"ringtrace: freed", S_INSTANT, 0)}
+MEMORY_SITES[X_ALLOC_AT] = MEMORY_SITES[X_ALLOC]
 
 
 class Event:
@@ -231,10 +242,12 @@ class Event:
             s += " late"
         if flags & CLOSED_AT_STOP:
             s += " closed_at_stop"
-        if flags & TRUNCATED:
+        if flags & TRUNCATED and self.kind != ALLOC:
             s += " truncated"
         if flags & SIZE_UNKNOWN and self.kind == FREE:
             s += " size_unknown"
+        if flags & RESTORED and self.kind == ALLOC:
+            s += " restored"
         return s
 
 
@@ -306,21 +319,30 @@ def unpack_chunk2(data, pos, end):
                 if n > end - pos:
                     raise Problem("an extended record cut short")
                 ticks, value = None, 0
-                if index & X_TIMED_PACKED and index & 0xFF in (X_ALLOC, X_FREE):
-                    # A memory record (format 2.3): its time's delta, its address, its size.
+                if index & X_TIMED_PACKED and index & 0xFF in (X_ALLOC, X_FREE, X_ALLOC_AT):
+                    # A memory record: its time's delta, its address, its size (format 2.3);
+                    # an allocation with its caller (2.4): the caller, then its stack's frames,
+                    # each a zigzag delta from the one before it.
                     stop = pos + n
                     q = pos
+                    frames = 0
                     try:
                         d, q = varint(data, q, stop, "a memory record malformed")
                         address, q = varint(data, q, stop, "a memory record malformed")
                         size, q = varint(data, q, stop, "a memory record malformed")
+                        if index & 0xFF == X_ALLOC_AT:
+                            _, q = varint(data, q, stop, "a memory record malformed")
+                            while q < stop:
+                                _, q = varint(data, q, stop, "a memory record malformed")
+                                frames += 1
                     except Problem:
                         raise Problem("a memory record malformed")
-                    if q != stop:
+                    if q != stop or frames > 64:
                         raise Problem("a memory record malformed")
                     last = ticks = (last + unzigzag(d)) & MASK64
-                    value = (address, size)
-                    ring_bytes += 32  # the ring record it was: header, ticks, address, size
+                    value = (address, size, (index & X_PACKED_FLAGS) << X_PACKED_FLAGS_SHIFT)
+                    # The ring record it was: header, ticks, address, size (and the caller, the frames).
+                    ring_bytes += 32 if index & 0xFF != X_ALLOC_AT else 40 + 8 * frames
                 else:
                     ring_bytes += 8 + (n + 7) // 8 * 8
                 pos += n
@@ -445,6 +467,8 @@ class Section:
         self.memory = False            # the session recorded allocations (format 2.3 session flags)
         self.memory_sized = False      # ... in a stream's file: sizes only
         self.live_blocks = {}          # address -> size: the heap's accounting (account_memory)
+        self.last_freed = {}           # thread -> (address, size) of its last free of a live block
+        self.max_blocks = 1 << 22      # the recording's limit of live blocks (memory frame, 2.4)
         self.segments = []             # the last 16 clock segments
         self.sites = [None]            # by index
         self.index_by_address = {}
@@ -709,6 +733,11 @@ class Section:
                                        short_by_function=lists[0], inlined_by_function=lists[1])
         elif ftype == F_NODE and not v1:
             self.node = f.string(offset, "node")
+        elif ftype == F_MEMORY and not v1:
+            self.max_blocks, _ = f.unpack("<QQ", offset, "memory")
+            f.string(offset, "memory")
+        elif ftype == F_COUNTS and not v1:
+            pass  # counts `ringtrace dump` does not print
         else:
             self.skipped_frames += 1  # a frame type of a later minor version
 
@@ -850,9 +879,13 @@ class Section:
                     if ns < last_ns:
                         ns = last_ns
                 if kind == R_EXTENDED:
-                    if raw is not None and index in (X_ALLOC, X_FREE) and value:
-                        # The address and size until the heap's accounting (deliver) sizes it.
-                        append(Event(ns, ALLOC if index == X_ALLOC else FREE, MEMORY_SITES[index], value, 0, t))
+                    if raw is not None and index in (X_ALLOC, X_FREE, X_ALLOC_AT) and value:
+                        if value[1] >= ADDRESS_SPACE_BYTES:
+                            raise Problem("a memory record of %d bytes, more than a process can allocate (2^47, "
+                                          "x86-64's user address space; chunk at byte %d): damaged file"
+                                          % (value[1], offset))
+                        # The address, size and flags until the heap's accounting (deliver) sizes it.
+                        append(Event(ns, FREE if index == X_FREE else ALLOC, MEMORY_SITES[index], value, 0, t))
                 elif kind == R_DROPPED:
                     t.reported_drops += value
                     append(Event(ns, DROPPED, DROPPED_SITE, " count=%d" % value, 0, t))
@@ -971,22 +1004,36 @@ class Section:
         free's that of the live block at its address (else its caller's, else unknown)."""
         live = self.live_blocks
         sized = self.memory_sized
+        last_freed = self.last_freed
         for e in events:
             if sized and e.kind in (ALLOC, FREE):  # a stream's file: sizes as they were resolved
                 size = e.fields[1]
+                if e.kind == ALLOC and e.fields[2] & X_RESTORE and size:
+                    e.flags |= RESTORED
                 e.fields = " bytes=%d" % size
                 if e.kind == FREE and size == 0:
                     e.flags |= SIZE_UNKNOWN
                 continue
             if e.kind == ALLOC:
-                address, size = e.fields
-                live[address] = size
+                address, size, flags = e.fields
+                if flags & X_RESTORE:  # a failed realloc: the block its thread freed last is live again
+                    freed = last_freed.pop(e.thread.fid, None)
+                    if freed is not None and freed[0] == address and address not in live and \
+                            len(live) < self.max_blocks:
+                        size = freed[1]
+                        live[address] = size
+                        e.flags |= RESTORED
+                    else:
+                        size = 0
+                elif address in live or len(live) < self.max_blocks:
+                    live[address] = size
                 e.fields = " bytes=%d" % size
             elif e.kind == FREE:
-                address, size = e.fields
+                address, size, _ = e.fields
                 known = live.pop(address, None)
                 if known is not None:
                     size = known
+                    last_freed[e.thread.fid] = (address, known)
                 elif size == 0:
                     e.flags |= SIZE_UNKNOWN
                 e.fields = " bytes=%d" % size
@@ -1137,7 +1184,9 @@ class Section:
                     continue  # padding: nothing of the file's
                 words = struct.unpack_from("<%dQ" % (n // 8 - 1), ring, at + 8) if n > 8 else ()
                 timed = h & X_TIMED_HEADER and words
-                value = (words[1], words[2]) if timed and n == 32 else 0
+                memory = n == 32 if subtype in (X_ALLOC, X_FREE) else \
+                    subtype == X_ALLOC_AT and n == 40 + 8 * ((h >> X_FRAMES_SHIFT) & 0xFF)
+                value = (words[1], words[2], h & (X_SAMPLED_OUT | X_RESTORE | X_SAMPLED)) if timed and memory else 0
                 records.append((R_EXTENDED, subtype, words[0] if timed else None, value, None))
                 continue
             words = struct.unpack_from("<%dQ" % (n // 8 - 1), ring, at + 8)

@@ -57,13 +57,31 @@ inline constexpr std::uint64_t kTextTruncated = std::uint64_t{1} << 63;  // in a
 // record_extended subtypes.
 enum ExtendedKind : std::uint64_t {
   extended_padding = 0,  // nothing: slots a writer reserved and could not use (never in a file)
-  // Config::memory (ringtrace::memory, docs/memory.md): a MemoryRecord, timed.
-  extended_alloc = 1,  // a block of `size` bytes at `address` was allocated
-  extended_free = 2,   // the block at `address` was freed; `size` the caller's (sized delete), 0 unknown
+  // Config::memory (ringtrace::memory, docs/memory.md), timed:
+  extended_alloc = 1,  // MemoryRecord: a block of `size` bytes at `address` was allocated (format 2.3)
+  extended_free = 2,   // MemoryRecord: the block at `address` was freed; `size` the caller's (sized delete), 0 unknown
+  // (2.4) AllocRecord: an allocation and its caller, the return address into the code that
+  // called the allocation function; with the allocation's sampled call stack after it
+  // (Config::memory_stack_bytes), return addresses, the caller's caller first.
+  extended_alloc_at = 3,
 };
 // record_extended: bit 16 of the header set, the record's second slot is its ticks (a
 // reader that does not know the subtype still knows its time: it skips it in order).
 inline constexpr std::uint64_t kExtendedTimed = std::uint64_t{1} << 16;
+// A memory record's header, bit 17 (2.4): the allocation or free was made inside a zone
+// that sampling left out (RINGTRACE_ZONE_SAMPLED): it is the program's and the heap's like
+// any other, in the bytes of the zones open around it, not in the self bytes of the
+// innermost recorded one.
+inline constexpr std::uint64_t kMemorySampledOut = std::uint64_t{1} << 17;
+// An extended_alloc_at header, bit 18 (2.4): not an allocation, but a realloc that failed:
+// the block its thread freed last, at `address`, is live again (its size and caller 0).
+inline constexpr std::uint64_t kMemoryRestore = std::uint64_t{1} << 18;
+// An extended_alloc_at header, bit 19 (2.4): a sampled allocation (Config::memory_stack_bytes),
+// its stack's frames after it (none when its stack could not be unwound).
+inline constexpr std::uint64_t kMemoryStackSampled = std::uint64_t{1} << 19;
+// Bits 24-31 of an extended_alloc_at header: the frames of its stack that follow (0: none).
+inline constexpr unsigned kAllocFramesShift = 24;
+inline constexpr std::uint64_t kMaxAllocFrames = 64;
 
 static_assert(alignof(SiteInfo) >= 32, "a header keeps the record kind in a site address's five low bits");
 
@@ -114,6 +132,15 @@ struct MemoryRecord {
   std::uint64_t address;
   std::uint64_t size;  // bytes; a free's 0: not known to its caller
 };
+// record_extended extended_alloc_at (timed): an allocation with its caller; a sampled one
+// is followed by its stack's frames (header bits 24-31 say how many; the slots count them).
+struct AllocRecord {
+  std::uint64_t header;  // extended_header(extended_alloc_at, 5 + frames) | kExtendedTimed | frames << 24
+  std::uint64_t ticks;
+  std::uint64_t address;
+  std::uint64_t size;
+  std::uint64_t caller;  // the return address into the allocation function's caller
+};
 
 static_assert(sizeof(EndRecord) == 8 && sizeof(ExtendedRecord) == 8);
 static_assert(sizeof(TimedRecord) == 16 && offsetof(TimedRecord, ticks) == 8);
@@ -126,6 +153,8 @@ static_assert(sizeof(TimedTextRecord) == 24 && offsetof(TimedTextRecord, ticks) 
 static_assert(sizeof(SwitchRecords) == 32 && offsetof(SwitchRecords, begin) == 8);
 static_assert(sizeof(MemoryRecord) == 32 && offsetof(MemoryRecord, ticks) == 8 &&
               offsetof(MemoryRecord, address) == 16 && offsetof(MemoryRecord, size) == 24);
+static_assert(sizeof(AllocRecord) == 40 && offsetof(AllocRecord, ticks) == 8 && offsetof(AllocRecord, address) == 16 &&
+              offsetof(AllocRecord, size) == 24 && offsetof(AllocRecord, caller) == 32);
 
 RINGTRACE_NO_INSTRUMENT inline std::uint64_t record_header(const SiteInfo* site, RecordKind kind) noexcept {
   // `+`, not `|`: the same (the address's low bits are 0), and a compiler folds a constant
@@ -144,7 +173,14 @@ RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t extended_header(ExtendedKind sub
 }
 // A memory record's header: a constant, folded into the store.
 template <ExtendedKind Subtype>
-inline constexpr std::uint64_t kMemoryHeader = extended_header(Subtype, sizeof(MemoryRecord) / 8) | kExtendedTimed;
+inline constexpr std::uint64_t kMemoryHeader =
+    extended_header(Subtype, (Subtype == extended_alloc_at ? sizeof(AllocRecord) : sizeof(MemoryRecord)) / 8) |
+    kExtendedTimed;
+// An extended_alloc_at record with `frames` frames of its stack after it.
+RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t alloc_header(std::uint64_t frames) noexcept {
+  return extended_header(extended_alloc_at, sizeof(AllocRecord) / 8 + frames) | kExtendedTimed |
+         (frames << kAllocFramesShift);
+}
 
 RINGTRACE_NO_INSTRUMENT constexpr std::uint64_t end_slot(std::uint64_t ticks) noexcept {
   return (ticks << 1) | kRecordEndBit;

@@ -101,6 +101,11 @@ class RINGTRACE_API PstatsAggregator {
   void set_on_cpu(bool on);
   // tottime and cumtime of bytes allocated (PstatsOptions::alloc_bytes). Kept across reset().
   void set_alloc_bytes(bool on);
+  // Zones keyed by their name alone, ('~', 0, name), so that two call sites of one name
+  // are one function, as folded stacks and call graphs name them; the zones of
+  // instrumented functions (SiteOptions::function) keep (file, line, name). Kept across
+  // reset(). Off for the pstats file.
+  void set_zones_by_name(bool on);
   void add(std::span<const Event> events, const TraceContext& context);
   // End of the stream: zones it left open end at `stop_ns` (or the last event's time),
   // flagged closed_at_stop, as a live session closes them at stop().

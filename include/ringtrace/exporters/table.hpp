@@ -153,6 +153,9 @@ struct KeyAverages {
   // filled in, and every form shows them ("CPU Mem", "Self CPU Mem"), as PyTorch's table
   // does with profile_memory.
   bool memory = false;
+  // Frees inside zones whose block's size was not known (allocated before the recording,
+  // or past Config::memory_max_blocks): in no row's memory columns, said under the table.
+  std::uint64_t frees_size_unknown = 0;
   // The argument rows are grouped by (TableOptions::group_by_arg, or "input_shapes"), "" for none.
   std::string arg_key;
   // group_by_node: the distinct nodes of the stream's zones (the forms show a "Node ID"

@@ -13,7 +13,7 @@
 // such an event; the number of those is printed.
 //   node check_catapult.mjs <trace.json> <expected.json> [process|per_thread]
 import {importWithCatapult} from './catapult_loader.mjs';
-import {check, equal, equalMultiset, finish, readText} from './common.mjs';
+import {check, checkMade, equal, equalMultiset, finish, readText} from './common.mjs';
 
 const [tracePath, expectedPath, counterMode = 'process'] = process.argv.slice(2);
 const expected = JSON.parse(readText(expectedPath));
@@ -74,6 +74,9 @@ for (const thread of expected.threads) {
   zones += slices.length;
 }
 equal(zones, expected.zone_count, 'zones in the model');
+checkMade(Object.values(proc.threads).flatMap(t => t.sliceGroup.slices)
+              .filter(s => s.category === 'zone' || s.category === 'region').map(s => s.title),
+          expected, 'catapult');
 
 // Counters: a counter per name (process) or per name and thread (per_thread), each with
 // the one series "value".

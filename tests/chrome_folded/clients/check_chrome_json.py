@@ -6,7 +6,8 @@
 Rejects NaN/Infinity and duplicate keys; checks the Trace Event Format shape (array
 form, ph/pid/tid/ts types, ts with exactly three decimals, dur exact in nanoseconds), that the gzip file
 holds the same text, and, with expected.json, that every zone of the session is there
-with its exact start and duration in nanoseconds, on its thread, with its name.
+with its exact start and duration in nanoseconds, on its thread, with its name, and
+that the zones per name and the instants are what the program counted it made.
 """
 import collections
 import decimal
@@ -123,6 +124,17 @@ def main(argv):
         missing, extra = want - zones, zones - want
         check(not missing and not extra, "zones differ: missing %r, unexpected %r"
               % (list(missing)[:3], list(extra)[:3]))
+        # Against what the program made, counted by itself beside each macro (read from
+        # no stream): zones per name, and the instants.
+        made = expected.get("made")
+        check(made is not None, "expected.json has no \"made\" counts")
+        if made is not None:
+            by_name = collections.Counter()
+            for (_, name, _, _), n in zones.items():
+                by_name[name] += n
+            check(dict(by_name) == made["zones"], "zones per name %r, the program made %r" % (dict(by_name), made["zones"]))
+            instants = sum(1 for e in events if e.get("ph") == "i")
+            check(instants == made["instants"], "%d instants, the program made %d" % (instants, made["instants"]))
         other = session[0]["args"]["ringtrace_session"]
         check(other["closed_at_stop"] == expected["closed_at_stop"], "otherData.closed_at_stop")
         check(other["recorded_events"] == expected["recorded"], "otherData.recorded_events")

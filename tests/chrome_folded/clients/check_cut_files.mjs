@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import {loadTrace} from '../../clients/trace_processor.mjs';
 import {importWithCatapult} from './catapult_loader.mjs';
-import {check, equal, equalMultiset, finish} from './common.mjs';
+import {check, checkMade, equal, equalMultiset, finish} from './common.mjs';
 
 const [tracePath, expectedPath, cutCount = '6'] = process.argv.slice(2);
 const text = fs.readFileSync(tracePath, 'utf8');
@@ -48,6 +48,8 @@ for (const cut of cuts) {
   const where = `cut after ${events.length} events (byte ${cut})`;
   check(zones.length > 0, `${where}: no zone`);
   for (const z of zones) check(recorded.has(z), `${where}: zone ${z} was not recorded`);
+  // No more of each name than the program made (counted by itself).
+  checkMade(events.filter(e => e.ph === 'X').map(e => e.name), expected, where, true);
   for (const tid of tids) check(names.has(tid), `${where}: thread ${tid} has events but no name`);
 
   const tp = await loadTrace(new TextEncoder().encode(prefix));

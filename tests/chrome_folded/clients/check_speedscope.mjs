@@ -7,7 +7,7 @@
 //     every frame's self and total weight
 //   node check_speedscope.mjs folded_calls <stacks.folded> <expected.json>
 //     call counts with thread root frames: every frame's count, per thread
-import {check, equal, equalMultiset, finish, readText} from './common.mjs';
+import {check, checkMade, equal, equalMultiset, finish, readText} from './common.mjs';
 import {foldedFrame} from './common.mjs';
 import {importWithSpeedscope} from './speedscope_loader.mjs';
 
@@ -31,6 +31,7 @@ function zoneName(frameName, expectedName) {
 
 if (mode === 'chrome') {
   equal(group.profiles.length, expected.threads.length, 'profiles (one per thread)');
+  const callNames = [];
   for (const thread of expected.threads) {
     const profile = group.profiles.find(p => p.getName().endsWith(`(tid ${thread.tid})`));
     check(profile !== undefined, `no profile for thread ${thread.tid}`);
@@ -53,6 +54,7 @@ if (mode === 'chrome') {
         const call = stack.pop();
         const parent = stack.length ? stack[stack.length - 1].name : null;
         actual.push(JSON.stringify([call.name, Math.round((t - call.start) * 1000), parent]));
+        callNames.push(call.name);
       });
     const want = thread.zones.map(z => JSON.stringify([z[0], z[2], z[3] < 0 ? null : thread.zones[z[3]][0]]));
     equalMultiset(actual, want, `thread ${thread.name}: calls [name, duration ns, parent]`);
@@ -62,6 +64,7 @@ if (mode === 'chrome') {
     check(Math.abs(profile.getTotalWeight() * 1000 - (end - begin)) < 1,
           `thread ${thread.name}: total weight ${profile.getTotalWeight()} us, expected ${(end - begin) / 1000}`);
   }
+  checkMade(callNames, expected, 'speedscope calls');
 } else if (mode === 'folded' || mode === 'folded_calls') {
   const calls = mode === 'folded_calls';
   equal(group.profiles.length, 1, 'profiles');
@@ -85,6 +88,19 @@ if (mode === 'chrome') {
     equal(got.get(name), value, `self weight of frame ${JSON.stringify(name)}`);
   }
   for (const name of got.keys()) check(want.has(name), `unexpected frame ${JSON.stringify(name)}`);
+  // Against what the program made, counted by itself: with call counts, each zone's
+  // frame's calls; with self times, the frames are the zones it made (thread roots aside).
+  const made = Object.entries(expected.made.zones).map(([n, c]) => [foldedFrame(n), c]);
+  if (calls) {
+    const madeCalls = [];
+    for (const [frame, c] of made) for (let i = 0; i < c; ++i) madeCalls.push(frame);
+    const gotCalls = [];
+    const roots = new Set(expected.threads.map(t => foldedFrame(t.name)));
+    profile.forEachFrame(f => { if (!roots.has(f.name)) for (let i = 0; i < f.getSelfWeight(); ++i) gotCalls.push(f.name); });
+    equalMultiset(gotCalls, madeCalls, 'calls per frame, as the program counted its zones');
+  } else {
+    equal([...got.keys()].sort(), made.map(([frame]) => frame).sort(), 'frames: the zones the program made');
+  }
   if (calls) {
     // Each thread's root frame totals that thread's zones.
     for (const t of expected.threads) {

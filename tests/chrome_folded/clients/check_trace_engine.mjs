@@ -4,7 +4,7 @@
 // thread's name, and every zone's name, start, duration and parent in the entry tree
 // the model builds.
 //   node check_trace_engine.mjs <trace.json[.gz]> <expected.json>
-import {check, equal, equalMultiset, finish, moduleUrl, readText} from './common.mjs';
+import {check, checkMade, equal, equalMultiset, finish, moduleUrl, readText} from './common.mjs';
 
 const [tracePath, expectedPath] = process.argv.slice(2);
 const expected = JSON.parse(readText(expectedPath));
@@ -24,6 +24,7 @@ check(process_ !== undefined, `trace_engine has no process ${pid}`);
 
 const ns = us => Math.round(us * 1000);  // ts/dur have three decimals: exact in ns
 let zonesSeen = 0;
+const namesSeen = [];
 for (const thread of expected.threads) {
   const model = process_?.threads.get(thread.tid);
   check(model !== undefined, `trace_engine has no thread ${thread.tid}`);
@@ -36,6 +37,7 @@ for (const thread of expected.threads) {
   const walk = (node, parent) => {
     const e = node.entry;
     actual.push(JSON.stringify([e.name, ns(e.ts), ns(e.dur), parent ? parent.entry.name : null]));
+    namesSeen.push(e.name);
     maxDepth = Math.max(maxDepth, node.depth);
     for (const child of node.children) walk(child, node);
   };
@@ -63,6 +65,7 @@ for (const thread of expected.threads) {
   zonesSeen += actual.length;
 }
 equal(zonesSeen, expected.zone_count, 'zones in the model');
+checkMade(namesSeen, expected, 'trace_engine');
 // The zone left open at stop() is there, closed at the stop time and marked.
 const open = json.filter(e => e.ph === 'X' && e.args?.closed_at_stop === true);
 equal(open.length, expected.closed_at_stop, 'zones marked closed_at_stop');

@@ -13,7 +13,7 @@
 //   node check_trace_processor.mjs <trace.json[.gz]|trace.perfetto-trace> <expected.json> [process|per_thread] [json|perfetto|perfetto-delta]
 import fs from 'node:fs';
 import {loadTrace} from '../../clients/trace_processor.mjs';
-import {check, equal, equalMultiset, finish, readText} from './common.mjs';
+import {check, checkMade, equal, equalMultiset, finish, readText} from './common.mjs';
 
 const [tracePath, expectedPath, counterMode = 'process', format = 'json'] = process.argv.slice(2);
 const expected = JSON.parse(readText(expectedPath));
@@ -46,6 +46,12 @@ for (const thread of expected.threads) {
   zones += actual.length;
 }
 equal(zones, expected.zone_count, 'zones in trace_processor');
+// Against what the program made, counted by itself: every zone by name, and the instants.
+checkMade(tp.query(
+    `select s.name as name from slice s join thread_track tt on s.track_id = tt.id
+     where coalesce(s.category, 'zone') in ('zone', 'region')`).map(r => r.name), expected, 'trace_processor');
+equal(tp.query('select count(*) as n from slice')[0].n, expected.made.zone_count + expected.made.instants,
+      'slices: the zones and instants the program made');
 equal(tp.query('select count(*) as n from slice')[0].n, expected.zone_count + expected.instant_count,
       'slices: the zones and the instants, nothing else');
 

@@ -73,3 +73,21 @@ export function equalMultiset(actual, expected, message) {
         `${message}: ${missing.length} expected not found, e.g. ${missing.slice(0, 3).join(' ')}; ` +
         `${extra.length} unexpected, e.g. ${extra.slice(0, 3).join(' ')}`);
 }
+
+// The zones a reader shows, per name, against what the program made, counted by the
+// program itself beside each macro as it ran (expected.json's "made": read from no
+// stream). `atMost`: a file cut short holds no more of each than that.
+export function checkMade(zoneNames, expected, what, atMost = false) {
+  check(expected.made !== undefined, `${what}: expected.json has no "made" counts`);
+  if (expected.made === undefined) return;
+  const got = {};
+  for (const n of zoneNames) got[n] = (got[n] || 0) + 1;
+  if (atMost) {
+    for (const [n, c] of Object.entries(got)) {
+      check(c <= (expected.made.zones[n] || 0), `${what}: ${c} zones ${JSON.stringify(n)}, the program made ${expected.made.zones[n] || 0}`);
+    }
+    return;
+  }
+  const sorted = o => Object.keys(o).sort().map(k => [k, o[k]]);
+  equal(sorted(got), sorted(expected.made.zones), `${what}: zones per name, as the program counted them`);
+}

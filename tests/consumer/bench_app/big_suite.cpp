@@ -1,12 +1,16 @@
 // Benchmarks of millions of iterations with trivial bodies (each a zone or three of a
-// few ns): at default settings (--benchmark_min_time=0.5) their whole runs are tens of
-// millions of zones, gigabytes of Chrome trace; with --ringtrace_out each trace must stay
-// under 64 MB and load in trace_processor (run_consumer.sh, mode benchmark-big).
+// few ns): each runs exactly kIterations (a count, not a time: however fast the machine
+// is, the same millions of zones, hundreds of MB of Chrome trace unbounded); with
+// --ringtrace_out each trace must stay under 64 MB and load in trace_processor
+// (run_consumer.sh, mode benchmark-big, which checks the report's iterations against
+// kIterations and the zones in each trace against them).
 #include <cmath>
 #include <cstdint>
 #include <string>
 
 #include <ringtrace/benchmark.hpp>
+
+constexpr benchmark::IterationCount kIterations = 2'000'000;  // run_consumer.sh checks this number
 
 static void BM_concat(benchmark::State& state) {
   std::string text;
@@ -17,7 +21,7 @@ static void BM_concat(benchmark::State& state) {
     benchmark::DoNotOptimize(text.data());
   }
 }
-RINGTRACE_BENCHMARK(BM_concat);
+RINGTRACE_BENCHMARK(BM_concat)->Iterations(kIterations);
 
 static void BM_sqrt(benchmark::State& state) {
   double x = 2;
@@ -27,7 +31,7 @@ static void BM_sqrt(benchmark::State& state) {
     benchmark::DoNotOptimize(x);
   }
 }
-RINGTRACE_BENCHMARK(BM_sqrt)->Arg(10);
+RINGTRACE_BENCHMARK(BM_sqrt)->Arg(10)->Iterations(kIterations);
 
 // Nested zones and a value on each: more bytes per zone.
 static void BM_nested(benchmark::State& state) {
@@ -45,6 +49,6 @@ static void BM_nested(benchmark::State& state) {
     }
   }
 }
-RINGTRACE_BENCHMARK(BM_nested);
+RINGTRACE_BENCHMARK(BM_nested)->Iterations(kIterations);
 
 RINGTRACE_BENCHMARK_MAIN();
