@@ -33,7 +33,7 @@ constexpr const char* kHelp =
     "\n"
     "outputs (any subset; none: -o run.rtrace), as ringtrace record takes them:\n"
     "  -o, --output OUT, --chrome OUT, --perfetto OUT, --pstats OUT, --folded OUT,\n"
-    "  --table OUT, --summary OUT  (\"%p\" in OUT becomes the process's id)\n"
+    "  --table OUT, --summary OUT, --callgraph OUT  (\"%p\" in OUT becomes the process's id)\n"
     "options:\n"
     "  --for D           stop after D (500ms, 10s, 2m); default: when interrupted\n"
     "  --policy P        drop (default: the program's threads never wait; what a full\n"
@@ -58,9 +58,8 @@ Plan parse(const std::vector<std::string>& args) {
   std::vector<std::string> outputs;
   // Options passed through as fields: the process checks them as it checks its variables.
   static constexpr std::pair<std::string_view, const char*> kValues[] = {
-      {"--buffer", "buffer"},       {"--policy", "policy"},   {"--min-duration", "min_duration"},
-      {"--max-depth", "max_depth"}, {"--include", "include"}, {"--exclude", "exclude"},
-      {"--node-id", "node_id"},
+      {"--buffer", "buffer"},   {"--min-duration", "min_duration"}, {"--max-depth", "max_depth"},
+      {"--include", "include"}, {"--exclude", "exclude"},           {"--node-id", "node_id"},
   };
   static constexpr std::pair<std::string_view, const char*> kFlags[] = {
       {"--context-switches", "context_switches"}, {"--memory", "memory"}, {"--inlined", "inlined"}};
@@ -75,6 +74,12 @@ Plan parse(const std::vector<std::string>& args) {
       continue;
     }
     if (output_option(args, i, outputs)) continue;
+    if (a == "--policy") {  // refused here as record refuses it (the rest the process checks)
+      const std::string& policy = option_value(args, i);
+      if (policy != "drop" && policy != "block") throw UsageError("--policy takes drop or block, not '" + policy + "'");
+      plan.request.add("policy", policy);
+      continue;
+    }
     bool known = false;
     for (const auto& [option, field] : kValues) {
       if (a == option) {
@@ -88,7 +93,7 @@ Plan parse(const std::vector<std::string>& args) {
         known = true;
       }
     }
-    if (!known) throw UsageError("unknown option '" + a + "' (see ringtrace record --help)");
+    if (!known) throw UsageError("unknown option '" + a + "' (see ringtrace record --pid --help)");
   }
   if (plan.target.empty()) throw UsageError("--pid needs a process id");
   if (outputs.empty()) outputs.push_back("rtrace:" + std::filesystem::absolute("run.rtrace").string());

@@ -113,7 +113,7 @@ ControlClient ControlClient::connect(const std::string& target) {
   const bool digits =
       !target.empty() && target.size() <= 9 && target.find_first_not_of("0123456789") == std::string::npos;
   if (!digits || std::stol(target) <= 0)
-    throw std::runtime_error("'" + target + "' is neither a process id nor a socket's path");
+    throw UsageError("'" + target + "' is neither a process id nor a socket's path");
   const auto pid = static_cast<pid_t>(std::stol(target));
   struct stat proc {};
   if (::stat(("/proc/" + target).c_str(), &proc) != 0) throw std::runtime_error("no process " + target);
@@ -236,8 +236,9 @@ std::string error_text(const control::Message& reply) {
 
 bool output_option(const std::vector<std::string>& args, std::size_t& i, std::vector<std::string>& outputs) {
   static constexpr std::pair<std::string_view, const char*> kOptions[] = {
-      {"-o", "rtrace"},       {"--output", "rtrace"}, {"--chrome", "chrome"}, {"--perfetto", "perfetto"},
-      {"--pstats", "pstats"}, {"--folded", "folded"}, {"--table", "table"},   {"--summary", "summary"},
+      {"-o", "rtrace"},           {"--output", "rtrace"},   {"--chrome", "chrome"},
+      {"--perfetto", "perfetto"}, {"--pstats", "pstats"},   {"--folded", "folded"},
+      {"--table", "table"},       {"--summary", "summary"}, {"--callgraph", "callgraph"},
   };
   for (const auto& [option, format] : kOptions) {
     if (args[i] != option) continue;

@@ -54,7 +54,7 @@ class ControlClient {
 std::string error_text(const control::Message& reply);
 
 // The output options of record (-o, --chrome, --perfetto, --pstats, --folded, --table,
-// --summary): when args[i] is one, appends "format:path" with the path made absolute (the
+// --summary, --callgraph): when args[i] is one, appends "format:path" with the path made absolute (the
 // process's working directory is not the tool's), advances i and returns true.
 bool output_option(const std::vector<std::string>& args, std::size_t& i, std::vector<std::string>& outputs);
 // "a.rtrace (1.23 MB), b.json (456 kB)": the files as this tool sees them.

@@ -24,9 +24,9 @@ constexpr const char* kHelp =
     "\n"
     "outputs (any subset), as ringtrace record takes them: -o, --output OUT (binary trace\n"
     "  file), --chrome OUT, --perfetto OUT, --pstats OUT, --folded OUT, --table OUT,\n"
-    "  --summary OUT (\"%p\": the process's id). Written by the process (its permissions),\n"
-    "  at these paths made absolute. None: the program's own window exporters write it,\n"
-    "  the files its session.snapshot() writes.\n"
+    "  --summary OUT, --callgraph OUT (\"%p\": the process's id). Written by the process\n"
+    "  (its permissions), at these paths made absolute. None: the program's own window\n"
+    "  exporters write it, the files its session.snapshot() writes.\n"
     "\n"
     "Not held to the recorder's min_interval (the program's own requests still are); refused\n"
     "while a snapshot is still taking its `after`. An error, said, when the process runs no\n"
@@ -43,7 +43,8 @@ int snapshot(const std::vector<std::string>& args) {
   std::vector<std::string> outputs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (output_option(args, i, outputs)) continue;
-    if (!args[i].empty() && args[i][0] == '-') throw UsageError("unknown option '" + args[i] + "' (see --help)");
+    if (!args[i].empty() && args[i][0] == '-')
+      throw UsageError("unknown option '" + args[i] + "' (see ringtrace snapshot --help)");
     if (!target.empty()) throw UsageError("one process at a time: '" + target + "' and '" + args[i] + "'");
     target = args[i];
   }

@@ -257,8 +257,8 @@ Message ControlWork::handle(const Message& request) {
         break;
     }
     return error_reply("malformed", "not a request");
-  } catch (const std::exception& e) {
-    return error_reply("failed", e.what());
+  } catch (const std::exception& e) {  // the tool says it after its own "ringtrace <command>: "
+    return error_reply("failed", std::string(without_ringtrace_prefix(e.what())));
   }
 }
 

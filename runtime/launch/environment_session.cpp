@@ -64,11 +64,6 @@ std::string with_pid(std::string path, long pid) {
   return path;
 }
 
-std::string_view without_ringtrace_prefix(std::string_view text) {
-  while (text.starts_with("ringtrace: ")) text.remove_prefix(11);
-  return text;
-}
-
 bool parse_count(const char* text, std::uint64_t& out) {
   if (text == nullptr || *text == '\0') return false;
   std::uint64_t n = 0;
@@ -81,6 +76,11 @@ bool parse_count(const char* text, std::uint64_t& out) {
 }
 
 }  // namespace
+
+std::string_view without_ringtrace_prefix(std::string_view text) {
+  while (text.starts_with("ringtrace: ")) text.remove_prefix(11);
+  return text;
+}
 
 bool parse_duration(const std::string& text, std::chrono::nanoseconds& out) {
   std::size_t used = 0;

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringtrace/config.hpp"
@@ -80,6 +81,11 @@ RINGTRACE_API EnvironmentRun& environment_run();
 // replaces this one's when it finishes), and tells `ringtrace record`. Nothing when the
 // session is not this process's (a fork or vfork child's exec).
 RINGTRACE_API void stop_environment_session_for_exec(const char* target) noexcept;
+
+// `text` without its leading "ringtrace: " (an exception's text, said by whoever prints it
+// with its own prefix: the program's standard error, `ringtrace record`, the control
+// channel's replies).
+std::string_view without_ringtrace_prefix(std::string_view text);
 
 // "100ns", "2us", "1.5ms", "3s" or a number of nanoseconds; false if it is none.
 bool parse_duration(const std::string& text, std::chrono::nanoseconds& out);
