@@ -24,6 +24,9 @@ void Taps::update(const TraceContext& context) {
   std::vector<std::shared_ptr<Exporter>> joining;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Room first: short of memory (a pass that throws std::bad_alloc is counted and the
+    // next one tries again) the joining taps stay pending rather than being lost.
+    active_.reserve(active_.size() + pending_.size());
     joining.swap(pending_);
     for (const Exporter* gone : leaving_) {
       std::erase_if(active_, [&](const auto& a) { return a.get() == gone; });
