@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The idle control channel's cost (docs/performance.md, "The control channel"): bench_control's
 # BM_IdleCompute with the channel open (the default) and off (RINGTRACE_CONTROL=off),
-# alternately, ROUNDS times each, in the same minutes; a program's start and exit (bench_control
-# running no benchmark) 200 times each way, alternately; then a status round trip and the
-# snapshot of a full 64 MB flight recorder. Prints each run's line and the medians.
+# alternately, ROUNDS times each, in the same minutes (the benchmark thread's CPU time); a
+# program's start and exit (bench_control running no benchmark) 200 times each way,
+# alternately (bench/spawn_pairs.cpp: wall and CPU time of the whole process); then a
+# status round trip and the snapshot of a full 64 MB flight recorder. Prints each run's
+# line and the medians.
 #   bench/control_idle.sh BUILD_DIR [ROUNDS]
 set -euo pipefail
 build="${1:?usage: control_idle.sh BUILD_DIR [ROUNDS]}"
@@ -26,14 +28,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? 
 mo=$(median "${open[@]}")
 mf=$(median "${off[@]}")
 echo "median CPU ns per kernel: channel open ${mo}, off ${mf}, ratio $(awk -v a="${mo}" -v b="${mf}" 'BEGIN {printf "%.3f", a / b}')"
-# Start and exit: the channel's socket, directory checks and thread, against none.
-start_open=() start_off=()
-for ((r = 1; r <= 200; r++)); do
-  t0=$(date +%s%N); "${bench}" --benchmark_filter='^$' >/dev/null 2>&1; t1=$(date +%s%N)
-  RINGTRACE_CONTROL=off "${bench}" --benchmark_filter='^$' >/dev/null 2>&1; t2=$(date +%s%N)
-  start_open+=($(( (t1 - t0) / 1000 ))); start_off+=($(( (t2 - t1) / 1000 )))
-done
-so=$(median "${start_open[@]}")
-sf=$(median "${start_off[@]}")
-echo "median us from exec to exit: channel open ${so}, off ${sf}, difference $(awk -v a="${so}" -v b="${sf}" 'BEGIN {print a - b}')"
+# Start and exit: the program (bench_control running no benchmark) with its channel (the
+# default) and with none, alternately, 200 times each (bench/spawn_pairs.cpp).
+"${build}/bench/spawn_pairs" 200 "-|${bench}|--benchmark_filter=^$" "RINGTRACE_CONTROL=off|${bench}|--benchmark_filter=^$"
 "${bench}" --benchmark_filter='BM_StatusRoundTrip|BM_Snapshot64MB' 2>/dev/null | grep '^BM_'

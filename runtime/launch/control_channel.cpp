@@ -16,12 +16,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,10 @@ namespace {
 // resident, a few while idle.
 constexpr std::size_t kStackBytes = std::size_t{8} << 20;
 constexpr int kBacklog = 16;
+// How long after the program's start the thread opens the socket: a program that ends
+// sooner (most of the processes of a build run under `ringtrace record`) never makes one,
+// nor removes it at its exit (docs/performance.md, "The control channel").
+constexpr auto kOpenAfter = std::chrono::milliseconds(100);
 
 constinit thread_local bool t_control_thread = false;
 
@@ -91,6 +98,12 @@ struct Listener {
 struct Channel {
   std::mutex mutex;  // guards what follows
   bool started = false;
+  // The program's start only starts the thread: the socket is opened on it, with these
+  // settings, kOpenAfter later or when `open_now` asks (docs/control.md, "What it costs");
+  // `settled` is told of either change.
+  std::optional<control::ChannelSettings> pending;
+  bool open_now = false;
+  std::condition_variable settled;
   const char* control_variable = nullptr;  // RINGTRACE_CONTROL and RINGTRACE_CONTROL_ROOT as
   const char* root_variable = nullptr;     // the program started with them (nullptr: unset)
   Listener listener;
@@ -361,6 +374,9 @@ void on_session_start(const Config& config) {
     s.path = env.path;
   }
   if (ch.root_variable != nullptr) s.allow_root = env.allow_root;
+  // Before the thread opened what the program's start asked for: this replaces it.
+  ch.pending.reset();
+  ch.settled.notify_all();
   apply(ch, s);
 }
 
@@ -382,21 +398,35 @@ void start_control_channel() noexcept {
     std::at_quick_exit(close_at_exit);
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     set_control_hook(on_session_start);
-    apply(ch, s);
+    if (!s.enabled || !traceable()) return apply(ch, s);  // no thread: none, or only why
+    // Nothing that waits on the program's start: the thread opens the socket (serve()).
+    ch.pending = s;
+    if (!start_thread(ch)) ch.pending.reset();
   } catch (...) {  // no memory at the program's start: no channel, the program runs on
   }
 }
 
-std::string control_socket_path() {
+namespace {
+// The channel once its thread has opened (or failed to open) the socket the program's
+// start asked for, asked to do it now: at most 10 s.
+std::unique_lock<std::mutex> settled_channel() {
   Channel& ch = channel();
-  std::lock_guard<std::mutex> lock(ch.mutex);
-  return ch.listener.path;
+  std::unique_lock<std::mutex> lock(ch.mutex);
+  ch.open_now = true;
+  ch.settled.notify_all();
+  ch.settled.wait_for(lock, std::chrono::seconds(10), [&] { return !ch.pending; });
+  return lock;
+}
+}  // namespace
+
+std::string control_socket_path() {
+  const std::unique_lock<std::mutex> lock = settled_channel();
+  return channel().listener.path;
 }
 
 std::string control_channel_error() {
-  Channel& ch = channel();
-  std::lock_guard<std::mutex> lock(ch.mutex);
-  return ch.error;
+  const std::unique_lock<std::mutex> lock = settled_channel();
+  return channel().error;
 }
 
 bool on_control_thread() noexcept { return t_control_thread; }
@@ -427,14 +457,18 @@ void after_fork_in_child() {
     if (held != 0) ::close(held - 1);
   }
   Channel& ch = channel();
+  ch.pending.reset();
+  ch.open_now = false;
   ch.listener = Listener{};
   ch.setting_path.clear();
   ch.retired.clear();
   ch.sweep.clear();
   ch.thread_running = false;
   ch.wake_fd = -1;
-  // The parent's thread may have held the lock of its work (serving a request).
+  // The parent's thread may have held the lock of its work (serving a request), and waited
+  // on `settled` (a waiter the child would wait for in a broadcast).
   new (&ch.work) std::mutex();
+  new (&ch.settled) std::condition_variable();
   ch.mutex.unlock();  // taken by before_fork, in this thread
 }
 
@@ -445,6 +479,19 @@ void serve() {
   mark_thread_untraced();
   pthread_setname_np(pthread_self(), "ringtrace-ctl");
   Channel& ch = channel();
+  {
+    // What the program's start asked for, opened here kOpenAfter later (or when asked).
+    // close_at_exit() and a fork wait for the opening (a few system calls), so that no
+    // socket is made after the exit's cleanup; not for the wait before it.
+    std::unique_lock<std::mutex> lock(ch.mutex);
+    ch.settled.wait_for(lock, kOpenAfter, [&] { return !ch.pending || ch.open_now || ch.exiting; });
+    if (ch.pending) {
+      const control::ChannelSettings s = *ch.pending;
+      apply(ch, s);
+      ch.pending.reset();
+      ch.settled.notify_all();
+    }
+  }
   ConnectionSet connections;
   for (;;) {
     int listen_fd = -1;

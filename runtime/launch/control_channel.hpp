@@ -3,8 +3,11 @@
 // `ringtrace top`), open from the program's start unless RINGTRACE_CONTROL=off.
 //
 // How it wakes: one thread of ringtrace's own, started at the program's start with every
-// signal blocked and an 8 MiB stack (address space), blocked in poll(2) on the listening socket and an
-// eventfd; it costs no CPU while no one connects and the recording threads never see it.
+// signal blocked and an 8 MiB stack (address space), blocked in poll(2) on the listening
+// socket and an eventfd; it costs no CPU while no one connects and the recording threads
+// never see it. The program's start only starts it: the thread opens the socket 100 ms
+// later (a program that ends sooner makes none), or at once when asked (a session's
+// Config::control, control_socket_path()).
 // A signal-driven socket (O_ASYNC, F_SETSIG) would need no thread while idle, but it takes
 // a signal number from the program, interrupts whichever of its threads the kernel picks
 // (EINTR in code that never expected it), and its handler may do nothing but
@@ -31,7 +34,8 @@ namespace ringtrace::detail {
 void start_control_channel() noexcept;
 
 // The socket's path while the channel is open, "" otherwise; why the last attempt to
-// open it failed, "" if it did not. For tests and the bench.
+// open it failed, "" if it did not. For tests and the bench: each first has the thread
+// open the socket the program's start asked for now, and waits for it (at most 10 s).
 std::string control_socket_path();
 std::string control_channel_error();
 

@@ -1,10 +1,17 @@
 // A program that links ringtrace and is reached from outside (tests/control): it counts
 // its own zones, so that what the files and tables say can be compared with it. It reads
 // commands on standard input, one a line, and answers on standard output:
-//   (start)            "ready PID SOCKET" (the control socket's path, "-" for none)
+//   (start)            "ready PID SOCKET" (the control socket's path, "-" for none; "?"
+//                      with CONTROL_TARGET_UNASKED set: not asked for)
 //   run N              N zones "work" on the main thread, zone k carrying seq = k (k
 //                      counts from 0 over the run): "ran TOTAL"
 //   count              "count N NOW_NS": zones "tick" the pacer has finished, and when
+//   within A B         "within FIRST LAST": the first and last tick the pacer began at
+//                      or after A (its clock read before the zone) and whose zone had
+//                      begun by B (its clock read inside the zone, after the begin); "within
+//                      - -" for none. CLOCK_MONOTONIC ns, as the session's start_ns.
+//   overlapping A B    "overlapping FIRST LAST": the first and last tick whose zone ended
+//                      at or after A (read after it) and began by B (read before it)
 //   socket             "socket PATH" ("-" for none)
 //   start-session OPT  a session of the program's own with Config::control as OPT says
 //                      (off | default | an absolute path), no exporter: "started PATH"
@@ -40,6 +47,15 @@
 namespace {
 
 std::atomic<std::uint64_t> g_ticks{0};
+// Each tick's own clock reads (CLOCK_MONOTONIC ns): before its zone, inside it after its
+// begin, and after its end; published by g_ticks (release). 2^20 ticks: 8 minutes at 2000/s.
+constexpr std::size_t kTickTimes = std::size_t{1} << 20;
+struct TickTimes {
+  std::uint64_t before = 0, inside = 0, after = 0;
+};
+// calloc: pages the kernel zeroes as the pacer first touches them (a program that runs no
+// pacer pays nothing for them; new[] would write all 24 MiB at the start).
+TickTimes* const g_tick_times = static_cast<TickTimes*>(std::calloc(kTickTimes, sizeof(TickTimes)));
 std::atomic<bool> g_stop{false};
 std::uint64_t g_work = 0;
 
@@ -60,14 +76,33 @@ void pacer(double rate) {
   const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / rate));
   auto next = std::chrono::steady_clock::now();
   while (!g_stop.load(std::memory_order_relaxed)) {
+    const std::uint64_t seq = g_ticks.load(std::memory_order_relaxed);
+    TickTimes& times = g_tick_times[seq % kTickTimes];
+    times.before = now_ns();
     {
-      RINGTRACE_ZONE("tick", "seq", static_cast<std::int64_t>(g_ticks.load(std::memory_order_relaxed)));
+      RINGTRACE_ZONE("tick", "seq", static_cast<std::int64_t>(seq));
+      times.inside = now_ns();
       spin(200);
     }
+    times.after = now_ns();
     g_ticks.fetch_add(1, std::memory_order_release);
     next += period;
     std::this_thread::sleep_until(next);
   }
+}
+
+// The first and last finished tick for which `in(times)` holds (the ticks are in time
+// order, so those are a run): "FIRST LAST", "- -" for none.
+template <typename In>
+std::string ticks_where(In&& in) {
+  const std::uint64_t n = g_ticks.load(std::memory_order_acquire);
+  std::int64_t first = -1, last = -1;
+  for (std::uint64_t k = n > kTickTimes ? n - kTickTimes : 0; k < n; ++k) {
+    if (!in(g_tick_times[k % kTickTimes])) continue;
+    if (first < 0) first = static_cast<std::int64_t>(k);
+    last = static_cast<std::int64_t>(k);
+  }
+  return first < 0 ? "- -" : std::to_string(first) + " " + std::to_string(last);
 }
 
 std::string socket_text() {
@@ -112,7 +147,9 @@ int main(int argc, char** argv) {
     own->start();
   }
   if (rate > 0) paced = std::thread(pacer, rate);
-  say("ready " + std::to_string(::getpid()) + " " + socket_text());
+  // CONTROL_TARGET_UNASKED: the socket is not asked for (control_socket_path() opens it
+  // at once): it opens on its own, as in a program that knows nothing of it; "ready PID ?".
+  say("ready " + std::to_string(::getpid()) + " " + (std::getenv("CONTROL_TARGET_UNASKED") ? "?" : socket_text()));
   std::string command;
   while (std::cin >> command) {
     if (command == "run") {
@@ -126,6 +163,13 @@ int main(int argc, char** argv) {
       say("ran " + std::to_string(g_work));
     } else if (command == "count") {
       say("count " + std::to_string(g_ticks.load(std::memory_order_acquire)) + " " + std::to_string(now_ns()));
+    } else if (command == "within" || command == "overlapping") {
+      std::uint64_t a = 0, b = 0;
+      std::cin >> a >> b;
+      const bool within = command == "within";
+      say(command + " " + ticks_where([&](const TickTimes& t) {
+            return within ? t.before >= a && t.inside <= b : t.after >= a && t.before <= b;
+          }));
     } else if (command == "socket") {
       say("socket " + socket_text());
     } else if (command == "start-session") {

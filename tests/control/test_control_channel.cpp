@@ -93,6 +93,21 @@ TEST(ControlChannel, IsAPrivateSocketNamedByPidAndGoneAtExit) {
   EXPECT_FALSE(exists(s.socket));
 }
 
+// A program that never asks for its socket (as none does): the channel's thread opens it
+// on its own shortly after the start (docs/control.md, "What it costs"), and it answers.
+TEST(ControlChannel, OpensOnItsOwnShortlyAfterTheProgramsStart) {
+  Started s = start({"idle"}, {"CONTROL_TARGET_UNASKED=1"});
+  EXPECT_EQ(s.socket, "?");
+  const std::string path = default_path(s.pid);
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!exists(path) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(exists(path));
+  EXPECT_TRUE(answers(s.pid));
+  s.process.send("quit");
+  EXPECT_EQ(s.process.exit_code(), 0);
+  EXPECT_FALSE(exists(path));
+}
+
 TEST(ControlChannel, TheSocketOfAKilledProcessIsRemovedByTheNextChannel) {
   Started killed = start({"idle"});
   ::kill(killed.process.pid, SIGKILL);
