@@ -154,8 +154,9 @@ int info(const std::vector<std::string>& args) {
   if (s.drainer_out_of_memory != 0) {
     std::printf(
         "             the drainer ran out of memory in %llu passes: threads dropped instead of waiting "
-        "meanwhile, and what those passes had read is lost (how many events: unknown)\n",
-        static_cast<unsigned long long>(s.drainer_out_of_memory));
+        "meanwhile, and %llu events those passes had decoded were lost\n",
+        static_cast<unsigned long long>(s.drainer_out_of_memory),
+        static_cast<unsigned long long>(s.drainer_events_lost));
   }
   if (!s.context_switches_unavailable.empty()) {
     std::printf("switches:    unavailable: %s\n", s.context_switches_unavailable.c_str());

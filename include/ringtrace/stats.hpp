@@ -176,9 +176,12 @@ struct SessionStats {
   std::uint64_t drain_passes = 0;
   // Passes the drainer could not finish for want of memory (an allocation of its own
   // failed): the program goes on; while the drainer is short, threads under the block
-  // policy drop instead of waiting (counted in `dropped`), and what an unfinished pass
-  // had taken from the rings is lost, how many events not known.
+  // policy drop instead of waiting (counted in `dropped`).
   std::uint64_t drainer_out_of_memory = 0;
+  // Of `recorded`, the events those passes had decoded from the rings and not yet given
+  // to the exporters: let go of, counted here. (A pass that hands the rings' records to a
+  // binary file undecoded, Config's raw path, is not covered: its losses are not known.)
+  std::uint64_t drainer_events_lost = 0;
   // Of `recorded`, the events their own threads packed into the binary file when they
   // found their ring full (Config::self_drain); the drainer handed over the rest.
   std::uint64_t self_drained = 0;

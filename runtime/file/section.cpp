@@ -744,6 +744,8 @@ void Section::finish() {
     stats.rings_unavailable = it->second;
   if (const auto it = counts_read_.find("drainer.out_of_memory"); it != counts_read_.end())
     stats.drainer_out_of_memory = it->second;
+  if (const auto it = counts_read_.find("drainer.events_lost"); it != counts_read_.end())
+    stats.drainer_events_lost = it->second;
   stats.clock = clock_;
   meta_.complete = complete_ && meta_.problem.empty();
   if (!complete_ && meta_.problem.empty()) {

@@ -271,6 +271,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       }
     }
     if (stats.drainer_out_of_memory != 0) counts.emplace_back("drainer.out_of_memory", stats.drainer_out_of_memory);
+    if (stats.drainer_events_lost != 0) counts.emplace_back("drainer.events_lost", stats.drainer_events_lost);
     if (!stats.rings_unavailable.empty()) texts.emplace_back("rings_unavailable", stats.rings_unavailable);
     if (counts.empty() && texts.empty()) return;
     std::string& p = begin_frame(tf::frame_counts);

@@ -64,6 +64,14 @@ std::uint64_t stage_failures_for_tests() {
   const char* text = std::getenv("RINGTRACE_TEST_DRAINER_ALLOC_FAILURES");
   return text == nullptr ? 0 : std::strtoull(text, nullptr, 10);
 }
+
+// For tests only: RINGTRACE_TEST_DRAINER_DELIVER_FAILURES=N makes the first N deliveries
+// of a batch fail as an allocation of the drainer's own would there (std::bad_alloc after
+// the rings were read, before the exporters get the batch).
+std::uint64_t deliver_failures_for_tests() {
+  const char* text = std::getenv("RINGTRACE_TEST_DRAINER_DELIVER_FAILURES");
+  return text == nullptr ? 0 : std::strtoull(text, nullptr, 10);
+}
 }  // namespace
 
 bool on_drainer_thread() noexcept { return t_drainer_thread; }
@@ -166,6 +174,7 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
   heap_.set_stack_bytes(config_.memory_stack_bytes);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   test_stage_failures_ = stage_failures_for_tests();
+  test_deliver_failures_ = deliver_failures_for_tests();
   batch_capacity_ = std::max<std::size_t>(config_.batch_events, 64);
   batch_ = static_cast<Event*>(runtime_alloc(batch_capacity_ * sizeof(Event), 64));
 }
@@ -217,15 +226,41 @@ void Drainer::pass_or_note_failure(bool final) {
     registry_.set_drainer_short(false);
   } catch (const std::bad_alloc&) {
     ++out_of_memory_;
+    let_go_of_undelivered();
     registry_.set_drainer_short(true);
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       stats_.drainer_out_of_memory = out_of_memory_;
+      stats_.drainer_events_lost = events_lost_;
     }
     try {
       update_stats(final);  // the threads' counts (their drops) as they are now
     } catch (const std::bad_alloc&) {}
   }
+}
+
+void Drainer::let_go_of_undelivered() noexcept {
+  // Of `recorded`: a drop marker's event is not one (its count is in `dropped`).
+  const auto recorded_in = [](const Event* from, const Event* to) {
+    return static_cast<std::uint64_t>(
+        std::count_if(from, to, [](const Event& e) { return e.kind != EventKind::dropped; }));
+  };
+  events_lost_ += recorded_in(batch_, batch_ + batch_size_);
+  batch_size_ = 0;
+  for (auto& c : cursors_) {
+    if (c->run.next != nullptr) events_lost_ += recorded_in(c->run.next, c->run.end);
+    c->run = MergeRun{};
+    if (c->switches && c->switches->run.next != nullptr) {
+      // Its switches merged in this pass went out with a batch delivered before the
+      // failure or with the one let go of: consumed either way, never delivered twice.
+      // (Switches are not in `recorded`; those let go of are not counted as lost events.)
+      ThreadSwitches& s = *c->switches;
+      s.pending.consume(s.pending.delivered(s.run).size());
+      s.run = MergeRun{};
+    }
+  }
+  active_.clear();
+  runs_.clear();
 }
 
 void Drainer::start_exporters() {
@@ -616,6 +651,10 @@ Event& Drainer::next_event() {
 
 void Drainer::deliver() {
   if (batch_size_ == 0) return;
+  if (test_deliver_failures_ != 0) {  // as an allocation of the heap's accounting fails when memory is short
+    --test_deliver_failures_;
+    throw std::bad_alloc();
+  }
   if (unsorted_threads_) [[unlikely]]
     assign_sort_indices();
   // Published later than the grace allows (merge.hpp): raised, flagged, counted.
@@ -912,6 +951,7 @@ void Drainer::update_stats(bool lists) {
   }
   stats_.drain_passes = passes_;
   stats_.drainer_out_of_memory = out_of_memory_;
+  stats_.drainer_events_lost = events_lost_;
   stats_.self_drained = self_drained_;
   stats_.clock = clock_info_;
   stats_.allocator = runtime_allocator_name();

@@ -154,6 +154,10 @@ class Drainer final : public TraceContext {
   // pass(), and a failed allocation of the drainer's own survived: counted, the threads
   // told to drop rather than wait while it lasts (never std::terminate in the host).
   void pass_or_note_failure(bool final);
+  // After a failed allocation broke a pass: the events it had decoded and not delivered
+  // (the batch, the threads' staged runs) let go of and counted (drainer_events_lost), so
+  // that the next pass starts from a whole state.
+  void let_go_of_undelivered() noexcept;
   // Collect: the new rings, the watermark, and where each thread's records end.
   std::uint64_t collect(bool final, std::uint64_t requested);
   void accept_registrations();
@@ -304,8 +308,10 @@ class Drainer final : public TraceContext {
 
   // --- Drainer thread, under the pass lock: counts for the stats.
   std::uint64_t passes_ = 0;
-  std::uint64_t out_of_memory_ = 0;        // passes a failed allocation ended (stats' drainer_out_of_memory)
-  std::uint64_t test_stage_failures_ = 0;  // RINGTRACE_TEST_DRAINER_ALLOC_FAILURES: stages refused, for tests
+  std::uint64_t out_of_memory_ = 0;          // passes a failed allocation ended (stats' drainer_out_of_memory)
+  std::uint64_t events_lost_ = 0;            // decoded by those passes, never delivered (drainer_events_lost)
+  std::uint64_t test_stage_failures_ = 0;    // RINGTRACE_TEST_DRAINER_ALLOC_FAILURES: stages refused, for tests
+  std::uint64_t test_deliver_failures_ = 0;  // RINGTRACE_TEST_DRAINER_DELIVER_FAILURES: deliveries refused
   std::uint64_t late_ = 0;
   std::uint64_t closed_at_stop_ = 0;
   std::uint64_t unreadable_ = 0;      // records of a kind or size this drainer cannot read (none, by construction)

@@ -383,7 +383,12 @@ LOCAL void look_up_every_cxx_form(void) {
                          "_ZdaPvmSt11align_val_t",
                          "_ZdlPvSt11align_val_tRKSt9nothrow_t",
                          "_ZdaPvSt11align_val_tRKSt9nothrow_t"};
-  if (!dlsym(RTLD_NEXT, "_Znwm")) return; /* no libstdc++ (yet): looked up at the first call */
+  /* A failed dlsym allocates its error's text (_dlerror_run): the counter's, not the
+   * program's, uncounted as dlsym's other allocations are. */
+  ++t_depth;
+  void* new_form = dlsym(RTLD_NEXT, "_Znwm");
+  --t_depth;
+  if (!new_form) return; /* no libstdc++ (yet): looked up at the first call */
   for (size_t i = 0; i < sizeof slots / sizeof slots[0]; ++i) look_up_cxx(slots[i], names[i]);
 }
 

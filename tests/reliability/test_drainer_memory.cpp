@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <sstream>
 
 #include "ringtrace/exporters/binary_trace.hpp"
@@ -85,6 +86,64 @@ TEST(DrainerMemory, AfterAFailedPassTheDrainerGoesOnAndEveryEventIsAccountedFor)
     EXPECT_LT(zones, static_cast<std::uint64_t>(kZones));
     EXPECT_GE(zones + s.dropped, static_cast<std::uint64_t>(kZones)) << "each zone lost is at least one event dropped";
   }
+}
+
+// Counts the events the exporters are given, but drop markers (not events recorded: their
+// counts are in `dropped`).
+class CountingExporter final : public ringtrace::Exporter {
+ public:
+  void on_events(std::span<const ringtrace::Event> events, const ringtrace::TraceContext&) override {
+    for (const ringtrace::Event& e : events) events_ += e.kind != ringtrace::EventKind::dropped;
+  }
+  std::uint64_t events() const { return events_; }
+
+ private:
+  std::uint64_t events_ = 0;
+};
+
+struct DeliveryFailures {
+  explicit DeliveryFailures(const char* n) { ::setenv("RINGTRACE_TEST_DRAINER_DELIVER_FAILURES", n, 1); }
+  ~DeliveryFailures() { ::unsetenv("RINGTRACE_TEST_DRAINER_DELIVER_FAILURES"); }
+};
+
+struct CountedRun {
+  ringtrace::SessionStats stats;
+  std::uint64_t delivered = 0;
+};
+
+// kZones zones on 1,024-record blocking rings, the first `failures` batches failing after
+// the rings were read.
+CountedRun zones_with_failing_deliveries(const char* failures) {
+  DeliveryFailures failing(failures);
+  ringtrace::Session session(small_blocking_rings());
+  const auto counting = std::make_shared<CountingExporter>();
+  session.add_exporter(counting);
+  session.start();
+  for (int i = 0; i < kZones; ++i) {
+    RINGTRACE_ZONE("z");
+  }
+  session.stop();
+  return {session.stats(), counting->events()};
+}
+
+// A pass broken after it read the rings: what it had decoded and not delivered is counted
+// (before, "how many events: unknown"), and every event the thread recorded is delivered,
+// dropped, or counted lost. Without failures, the same run delivers all it recorded.
+TEST(DrainerMemory, WhatABrokenPassHadReadIsCountedLost) {
+  const CountedRun whole = zones_with_failing_deliveries("0");
+  ASSERT_EQ(whole.stats.drainer_out_of_memory, 0u);
+  ASSERT_EQ(whole.stats.dropped, 0u);
+  ASSERT_EQ(whole.stats.recorded, 2u * kZones);
+  ASSERT_EQ(whole.delivered, whole.stats.recorded) << "without failures every recorded event is delivered";
+
+  const CountedRun broken = zones_with_failing_deliveries("3");
+  const ringtrace::SessionStats& s = broken.stats;
+  EXPECT_EQ(s.drainer_out_of_memory, 3u);
+  EXPECT_GT(s.drainer_events_lost, 0u) << "the failures came after the rings were read";
+  EXPECT_EQ(broken.delivered + s.drainer_events_lost, s.recorded)
+      << "recorded = delivered + lost; closed at stop " << s.closed_at_stop << ", unbalanced ends " << s.unbalanced_ends
+      << ", late " << s.late_events;
+  EXPECT_EQ(s.recorded + s.dropped, 2u * kZones) << "every event the thread wrote: recorded or dropped";
 }
 
 }  // namespace

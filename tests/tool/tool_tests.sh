@@ -61,10 +61,14 @@ grep -q "^file: .* bytes, format version $((word >> 16))\.$((word & 0xFFFF)))$" 
 format1="$(dirname "$0")/../binary/fixtures/format1/one.rtrace"
 "${tool}" info "${format1}" | grep -q '^file: .* bytes, format version 1)$' \
   || fail "info of a format-1 file: $("${tool}" info "${format1}" | head -1)"
+# The help read whole, then searched (grep -q closing the pipe early would kill the tool
+# with SIGPIPE before its last line: a failure of the pipeline under pipefail).
 for command in convert report info merge; do
-  "${tool}" "${command}" --help | grep -q "^usage: ringtrace ${command}" || fail "${command} --help"
+  help="$("${tool}" "${command}" --help)" || fail "${command} --help exits $?"
+  grep -q "^usage: ringtrace ${command}" <<<"${help}" || fail "${command} --help"
 done
-"${tool}" --help | grep -q '^usage: ringtrace' || fail "--help"
+help="$("${tool}" --help)" || fail "--help exits $?"
+grep -q '^usage: ringtrace' <<<"${help}" || fail "--help"
 
 # The table's columns of issue 34 from report: two nodes merged, zones with input shapes
 # and flops (record_all's columns mode says what they are), their call site.
