@@ -15,5 +15,11 @@ namespace ringtrace::detail {
 std::unique_ptr<OpsSummaryExporter> ops_summary_numbers(const OpsSummaryOptions& options);
 // A TableExporter whose table() is all it gives.
 std::unique_ptr<TableExporter> table_numbers(const TableOptions& options);
+// The table of the zones `exporter` has seen close so far in its current run, the zones
+// still open left open (the live table of `ringtrace top`, runtime/launch/); `restart`
+// then sets its counts back to zero, so that the next one holds the zones that close
+// after this one. Its drops and zones closed at stop are 0: the caller has the session's
+// counts. On the thread that feeds it (the drainer's).
+KeyAverages table_so_far(TableExporter& exporter, const TraceContext& context, bool restart);
 
 }  // namespace ringtrace::detail

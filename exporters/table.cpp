@@ -950,6 +950,33 @@ struct TableRun {
     t.closed_at_stop += stats.closed_at_stop;
   }
 
+  // The counts back to zero, the zones still open kept open (their calls count when they
+  // close): the live table's next interval (table_so_far). Names and groups stay.
+  void clear_counts() {
+    deferred.flush(groups);
+    for (Group& g : groups) g = Group{};
+    for (CpuGroup& c : cpu_groups) c = CpuGroup{};
+    for (MemoryGroup& m : memory_groups) m = MemoryGroup{};
+    for (std::uint64_t& f : group_flops) f = 0;
+    for (GroupKey& k : keys) k.first_seen = ~std::uint64_t{0};
+    self_total_ns = 0;
+    next_seen = 0;
+  }
+
+  // The table of the zones closed so far, the stream still running (table_so_far): the
+  // stream's kinds (sampled, switches, memory) read as they are, nothing of it ended.
+  KeyAverages table_so_far(const TraceContext& context) {
+    deferred.flush(groups);
+    const Streams ended = streams;
+    streams.sampled |= rates.any_sampled();
+    streams.switches |= tracker.any_switches();
+    streams.memory |= tracker.any_memory();
+    streams.frees_size_unknown += tracker.zone_frees_size_unknown();
+    KeyAverages out = table(&context);
+    streams = ended;
+    return out;
+  }
+
   // The next stream of an accumulating table: what belongs to a stream (its sites' and
   // threads' ids) starts afresh, the groups and their numbers stay.
   void next_stream() {
@@ -1186,6 +1213,12 @@ void TableExporter::add(const TableExporter& other) {
   }
   impl_->run.add(other.impl_->run);
   impl_->result = impl_->run.table(nullptr);
+}
+
+KeyAverages detail::table_so_far(TableExporter& exporter, const TraceContext& context, bool restart) {
+  KeyAverages out = exporter.impl_->run.table_so_far(context);
+  if (restart) exporter.impl_->run.clear_counts();
+  return out;
 }
 
 std::unique_ptr<TableExporter> detail::table_numbers(const TableOptions& options) {

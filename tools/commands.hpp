@@ -28,6 +28,11 @@ int record(const std::vector<std::string>& args);
 int diff(const std::vector<std::string>& args);
 // report of several files or a directory (report_many.cpp): one table over them all.
 int report_many(const std::vector<std::string>& arguments, TableOptions options, bool rings, std::size_t jobs);
+// A running process, through its control channel (docs/control.md): `record --pid`
+// (attach.cpp, from record), `snapshot`, `top`.
+int record_pid(const std::vector<std::string>& args);
+int snapshot(const std::vector<std::string>& args);
+int top(const std::vector<std::string>& args);
 
 // One line on standard error, "ringtrace <command>: <message>"; returns `status`. The
 // library's exception texts start with "ringtrace: " themselves: that prefix is left

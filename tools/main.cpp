@@ -7,6 +7,9 @@
 //   ringtrace dump FILE
 //   ringtrace diff BASE NEW
 //   ringtrace record [-o run.rtrace | --chrome t.json ...] -- ./program args
+//   ringtrace record --pid PID [-o run.rtrace ...] [--for 10s]
+//   ringtrace snapshot PID [-o snap.rtrace]
+//   ringtrace top PID
 //   ringtrace --version
 #include <algorithm>
 #include <cstdio>
@@ -55,6 +58,10 @@ constexpr Command kCommands[] = {
     {"record", ringtrace::tool::record, "[-o OUT] -- PROGRAM ARGS",
      "runs PROGRAM and records it whole: its zones and -finstrument-functions calls, and with --memory "
      "the allocations of any dynamically linked program"},
+    {"record", ringtrace::tool::record, "--pid PID [--for D]",
+     "records a running program that links ringtrace, from outside, for a while"},
+    {"snapshot", ringtrace::tool::snapshot, "PID [-o OUT]", "a running program's flight recorder, written now"},
+    {"top", ringtrace::tool::top, "PID", "a running program's key-averages table, refreshed every second"},
     {"version", version, "", "the tool's version (also --version, -V)"},
 };
 

@@ -97,7 +97,10 @@ constexpr const char* kHelp =
     "refused before PROGRAM runs. Afterwards one line names every file written, a\n"
     "process killed before its end leaves its output's temporary OUT.partial.XXXXXXXX\n"
     "(named; convert, report and info read it as a file cut short), and an output no\n"
-    "process wrote is said once. Option values the runtime would refuse are refused here.\n";
+    "process wrote is said once. Option values the runtime would refuse are refused here.\n"
+    "\n"
+    "ringtrace record --pid PID records a running program from outside instead (ringtrace\n"
+    "record --pid --help).\n";
 
 // libringtrace_preload.so for --memory: RINGTRACE_PRELOAD if set, else beside the tool as
 // the build tree has it (one folder up) or where it is installed.
@@ -291,6 +294,8 @@ void check_before_run(RecordPlan& plan) {
 int record(const std::vector<std::string>& args) {
   // --help before the program's command line (after it, it is the program's).
   const auto program_at = std::find(args.begin(), args.end(), std::string("--"));
+  // A running process instead of a program to run: attach.cpp.
+  if (std::find(args.begin(), program_at, std::string("--pid")) != program_at) return record_pid(args);
   if (wants_help(std::vector<std::string>(args.begin(), program_at))) {
     std::fputs(kHelp, stdout);
     return 0;

@@ -84,6 +84,22 @@ struct FunctionOptions {
   bool inlined = false;
 };
 
+// The control channel (docs/control.md): a Unix socket, open from the program's start
+// (before main), through which `ringtrace record --pid`, `ringtrace snapshot` and
+// `ringtrace top` reach this process from another process of the same user. Nothing on
+// the recording path; while no one uses it, one thread blocked in poll(2). These settings
+// apply when a session starts (Session::start()) and stay after it stops; the
+// environment's RINGTRACE_CONTROL and RINGTRACE_CONTROL_ROOT, when set, win over them
+// (RINGTRACE_CONTROL=off: no channel from the program's first instruction on).
+struct ControlChannel {
+  bool enabled = true;
+  // The socket's absolute path ("%p": the process id); empty: <pid>.sock in
+  // $XDG_RUNTIME_DIR/ringtrace, else in /tmp/ringtrace-<uid> (a private directory).
+  std::string path;
+  // Root may use it too (by default only the process's own user may).
+  bool allow_root = false;
+};
+
 // What a thread does when its ring is full.
 enum class OverflowPolicy {
   drop,   // never wait: the event is dropped and counted (zones are dropped whole)
@@ -224,6 +240,9 @@ struct Config {
 
   // Instrumented functions (-finstrument-functions with ringtrace::functions).
   FunctionOptions functions;
+
+  // The control channel (ControlChannel above).
+  ControlChannel control;
 
   // Steps and windows: with a schedule, events are recorded only in warmup and active
   // steps, and the window exporters (Session::add_window_exporter) get one window per

@@ -14,7 +14,8 @@
 #include <string_view>
 #include <utility>
 
-#include "environment.hpp"  // live: mark_environment_session
+#include "control_channel.hpp"  // start_control_channel
+#include "environment.hpp"      // live: mark_environment_session
 #include "record_report.hpp"
 #include "ringtrace/detail/memory.hpp"  // g_memory_on
 #include "ringtrace/detail/writer.hpp"  // ringtrace_environment_session, which programs name
@@ -63,11 +64,6 @@ std::string with_pid(std::string path, long pid) {
   return path;
 }
 
-std::string_view without_ringtrace_prefix(std::string_view text) {
-  while (text.starts_with("ringtrace: ")) text.remove_prefix(11);
-  return text;
-}
-
 bool parse_count(const char* text, std::uint64_t& out) {
   if (text == nullptr || *text == '\0') return false;
   std::uint64_t n = 0;
@@ -80,6 +76,11 @@ bool parse_count(const char* text, std::uint64_t& out) {
 }
 
 }  // namespace
+
+std::string_view without_ringtrace_prefix(std::string_view text) {
+  while (text.starts_with("ringtrace: ")) text.remove_prefix(11);
+  return text;
+}
 
 bool parse_duration(const std::string& text, std::chrono::nanoseconds& out) {
   std::size_t used = 0;
@@ -204,8 +205,6 @@ EnvironmentPlan plan_from_environment(const std::function<const char*(const char
   return plan;
 }
 
-namespace {
-
 std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out) {
   const std::filesystem::path path = out.path;
   if (out.format == "rtrace") return binary_trace_exporter(path);
@@ -228,6 +227,8 @@ std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out) {
   return ops_summary_exporter(path);
 }
 
+namespace {
+
 // The session from the environment: stopped at exit (or before an exec), never
 // destroyed (threads of the program may record until the very end). Held in the process's
 // one EnvironmentRun, reachable from leak checkers at exit.
@@ -240,6 +241,7 @@ __attribute__((constructor)) void start_environment_session() {
   // ringtrace's own, not the program's: allocations are recorded from its end on.
   bool memory = false;
   start_session(memory);
+  start_control_channel();  // RINGTRACE_CONTROL: reachable from outside (docs/control.md)
   if (memory) g_memory_on.store(1, std::memory_order_relaxed);
 }
 

@@ -27,11 +27,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringtrace/config.hpp"
 #include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
+#include "ringtrace/exporter.hpp"
 #include "ringtrace/session.hpp"
 
 namespace ringtrace::detail {
@@ -79,7 +82,16 @@ RINGTRACE_API EnvironmentRun& environment_run();
 // session is not this process's (a fork or vfork child's exec).
 RINGTRACE_API void stop_environment_session_for_exec(const char* target) noexcept;
 
+// `text` without its leading "ringtrace: " (an exception's text, said by whoever prints it
+// with its own prefix: the program's standard error, `ringtrace record`, the control
+// channel's replies).
+std::string_view without_ringtrace_prefix(std::string_view text);
+
 // "100ns", "2us", "1.5ms", "3s" or a number of nanoseconds; false if it is none.
 bool parse_duration(const std::string& text, std::chrono::nanoseconds& out);
+
+// The exporter of one output (its file created now: throws naming it). Also the control
+// channel's (`ringtrace record --pid`, `ringtrace snapshot`).
+std::shared_ptr<Exporter> exporter_for(const EnvironmentOutput& out);
 
 }  // namespace ringtrace::detail

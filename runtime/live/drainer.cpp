@@ -346,6 +346,7 @@ void Drainer::pass(bool final) {
   const std::uint64_t requested = registry_.pass_requests();
   const std::uint64_t watermark = collect(final, requested);
   std::uint64_t switches_until_ns = converter_.to_ns(watermark);
+  if (taps_.any()) taps_.update(*this);
   if (exporters_.raw_only()) {
     hand_over_raw(switches_until_ns);
   } else {
@@ -701,6 +702,7 @@ void Drainer::deliver() {
   delivered_in_pass_ = true;
   const std::span<const Event> events(batch_, batch_size_);
   exporters_.each("on_events", [&](Exporter& x) { x.on_events(events, *this); });
+  if (taps_.any()) taps_.deliver(events, *this);
   batch_size_ = 0;
   persist();
 }
@@ -726,6 +728,7 @@ void Drainer::complete(bool final, std::uint64_t watermark, std::uint64_t reques
   if (delivered_in_pass_ && !final) {
     exporters_.each("on_flush", [&](Exporter& x) { x.on_flush(*this); });
   }
+  if (!final && taps_.any()) taps_.flush(*this);
   delivered_in_pass_ = false;
   converted_until_ = read_ticks(use_tsc_);  // after every record of the pass was read
   if (final) {
@@ -751,6 +754,7 @@ void Drainer::complete(bool final, std::uint64_t watermark, std::uint64_t reques
   if (final) {
     SessionStats final_stats = stats();
     exporters_.each("on_finish", [&](Exporter& x) { x.on_finish(*this, final_stats); });
+    taps_.finish(*this, final_stats);
     update_stats();
   }
 }

@@ -35,6 +35,7 @@
 #include "ringtrace/exporter.hpp"
 #include "site_table.hpp"
 #include "switch_events.hpp"
+#include "taps.hpp"
 #include "thread_registry.hpp"
 #include "thread_rows.hpp"
 
@@ -102,6 +103,10 @@ class Drainer final : public TraceContext {
   // Config::self_drain: c's thread hands its own records over (drain_own_ring, under
   // the pass lock, between passes). What a pass does for one ring of a raw-only session.
   OwnDrain drain_own(RingCursor& c) noexcept;
+  // Exporters that join the running session and leave it (taps.hpp): only a session that
+  // decodes events (not one whose exporters all take the rings' records undecoded).
+  Taps& taps() { return taps_; }
+  bool decodes() const { return !exporters_.raw_only(); }
 
  private:
   // The decoder's policies (decoder.hpp) for live rings: call sites by address through
@@ -283,6 +288,7 @@ class Drainer final : public TraceContext {
   // pack their own rings too (drain_own, under the same lock): the exporters (their
   // failures), the cursors, and what a pass owes the sinks.
   ExporterSet exporters_;
+  Taps taps_;
   std::vector<std::unique_ptr<RingCursor>> cursors_;
   bool unsorted_threads_ = false;   // a thread's first event is known, its index not yet
   bool delivered_in_pass_ = false;  // on_flush and on_raw_pass are called after passes that delivered events

@@ -28,6 +28,7 @@
 #include "flight_recorder.hpp"
 #include "function_stack.hpp"
 #include "output_claims.hpp"
+#include "outside.hpp"
 #include "raw_sink.hpp"
 #include "ring_file.hpp"
 #include "ringtrace/detail/functions.hpp"  // g_keep_inlined
@@ -52,10 +53,13 @@ Session::Impl* g_active = nullptr;  // the running session, guarded by g_session
 // (stop() waits for them) so that the session outlives every mark that found it.
 std::atomic<Session::Impl*> g_frame_session{nullptr};
 std::atomic<std::uint32_t> g_frame_users{0};
-// The session started from the environment (RINGTRACE_OUTPUT), and what it writes;
-// guarded by g_session_mutex.
+// The session started from the environment (RINGTRACE_OUTPUT) or from outside (the
+// control channel), and what it writes; guarded by g_session_mutex.
 Session::Impl* g_environment = nullptr;
+bool g_environment_outside = false;            // g_environment was started through the control channel
 void (*g_environment_after_stop)() = nullptr;  // guarded by g_session_mutex
+// Session::start() calls it first (outside.hpp).
+std::atomic<detail::ControlHook> g_control_hook{nullptr};
 // The outputs' text lives in a function's static, made on first use: the environment
 // session's constructor function runs in an order of its own among the files' static
 // initializers, and with a global std::string here LeakSanitizer found the text it had
@@ -63,7 +67,8 @@ void (*g_environment_after_stop)() = nullptr;  // guarded by g_session_mutex
 std::string& environment_outputs() {
   // Never destroyed: a static's destructor registered after the session's exit hook would
   // run before it, freeing ringtrace's own text through the program's free while
-  // allocations are still recorded (one free the program never made).
+  // allocations are still recorded (one free the program never made); and the control
+  // channel's thread may write it while the program exits.
   static std::string* const outputs = new std::string();
   return *outputs;
 }
@@ -319,6 +324,7 @@ void Session::add_exporter(std::shared_ptr<Exporter> exporter) {
 }
 
 void Session::start() {
+  if (const detail::ControlHook hook = g_control_hook.load(std::memory_order_acquire)) hook(impl_->config);
   // Allocations are recorded from the end of start(): what it allocates and frees itself
   // (the drainer's thread, its locals) is ringtrace's own, not the program's.
   // A start that records nothing (another session runs) leaves the running one's as it was.
@@ -345,7 +351,7 @@ bool Session::start_recording() {
     if (!said) {
       said = true;
       std::fprintf(stderr,
-                   "ringtrace: this process is recorded from the environment (%s): the program's own "
+                   "ringtrace: this process is recorded %s: the program's own "
                    "Session::start() records nothing and its exporters get no events (one session at a time)\n",
                    environment_outputs().c_str());
     }
@@ -465,10 +471,91 @@ namespace detail {
 void mark_environment_session(Session& session, std::string described, void (*after_stop)()) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   g_environment = g_active;
+  g_environment_outside = false;
   g_environment_after_stop = after_stop;
-  environment_outputs() = std::move(described);
+  environment_outputs() = "from the environment (" + described + ")";
   (void)session;
 }
+
+void mark_outside_session(Session& session, std::string described) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  g_environment = g_active;
+  g_environment_outside = true;
+  g_environment_after_stop = nullptr;
+  environment_outputs() = "from outside (" + described + ")";
+  (void)session;
+}
+
+RunningSession running_session() {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  RunningSession r;
+  Session::Impl* active = g_active;
+  if (active == nullptr || !active->running || active->inherited()) return r;
+  r.origin = active != g_environment ? SessionOrigin::program
+             : g_environment_outside ? SessionOrigin::outside
+                                     : SessionOrigin::environment;
+  if (active == g_environment) r.described = environment_outputs();
+  r.decodes = active->drainer && active->drainer->decodes();
+  r.keep = active->recorder.exporter ? active->config.flight_recorder.keep : std::chrono::milliseconds(0);
+  r.window_factories = active->window_factories.size();
+  r.merge_grace = active->config.merge_grace;
+  if (active->drainer) {
+    const SessionStats stats = active->drainer->stats();
+    r.recorded = stats.recorded;
+    r.dropped = stats.dropped;
+  }
+  return r;
+}
+
+bool attach_tap(std::shared_ptr<Exporter> tap, std::string& why) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  Session::Impl* active = g_active;
+  if (active == nullptr || !active->running || active->inherited() || !active->drainer) {
+    why = "no session is running";
+    return false;
+  }
+  if (!active->drainer->decodes()) {
+    why =
+        "the running session only writes a binary trace file, whose records its drainer hands over undecoded: "
+        "there is no stream of events to join";
+    return false;
+  }
+  active->drainer->taps().attach(std::move(tap));
+  return true;
+}
+
+void detach_tap(const Exporter* tap) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  Session::Impl* active = g_active;
+  if (active != nullptr && active->running && !active->inherited() && active->drainer) {
+    active->drainer->taps().detach(tap);
+  }
+}
+
+bool request_outside_snapshot(OutsideSnapshot outside, std::string& why) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  Session::Impl* active = g_active;
+  if (active == nullptr || !active->running || active->inherited()) {
+    why = "no session is running, so no flight recorder";
+    return false;
+  }
+  if (!active->recorder.exporter || !active->drainer) {
+    why = "the running session has no flight recorder (Config::flight_recorder.keep is 0)";
+    return false;
+  }
+  // A quiet program: the drainer's passes serve the request until it is done.
+  detail::Taps& taps = active->drainer->taps();
+  std::shared_ptr<Exporter> quiet = active->recorder.quiet_passes(active->config.merge_grace);
+  outside.done = [done = std::move(outside.done), &taps, quiet = quiet.get()](
+                     const std::string& error, const std::vector<std::filesystem::path>& files) {
+    taps.detach(quiet);
+    done(error, files);
+  };
+  taps.attach(std::move(quiet));
+  return active->recorder.request("external", std::move(outside));
+}
+
+void set_control_hook(ControlHook hook) noexcept { g_control_hook.store(hook, std::memory_order_release); }
 }  // namespace detail
 
 void Session::add_window_exporter(WindowExporterFactory factory) {
@@ -595,6 +682,7 @@ void after_fork_in_child() {
   g_frame_users.store(0, std::memory_order_relaxed);
   g_active = nullptr;
   g_environment = nullptr;
+  g_environment_outside = false;
   g_environment_after_stop = nullptr;
   detail::Registry::reset_after_fork();
   detail::reset_intern_lock_after_fork();

@@ -59,21 +59,27 @@ class FlightRecorderExporter final : public Exporter {
   // starts a snapshot suppresses the others); the new one takes the newest's place,
   // which is counted as suppressed now. Without a rate limit, at most kMaxWaiting wait;
   // further ones are counted as suppressed at once.
-  bool request(std::string reason) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const std::uint64_t now = monotonic_ns();
-    const std::size_t n = requests_.size();
-    if (n >= 2 && now < requests_[n - 2].time_ns + min_interval_ns_) {
-      requests_.back() = Request{std::move(reason), now};
+  // An outside request (OutsideSnapshot::done set) is never the one replaced.
+  bool request(std::string reason, OutsideSnapshot outside) {
+    const bool from_outside = static_cast<bool>(outside.done);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::uint64_t now = monotonic_ns();
+      const std::size_t n = requests_.size();
+      if (!from_outside && n >= 2 && !requests_.back().outside.done &&
+          now < requests_[n - 2].time_ns + min_interval_ns_) {
+        requests_.back() = Request{std::move(reason), now, {}};
+        suppressed_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+      if (n < kMaxWaiting) {
+        requests_.push_back(Request{std::move(reason), now, std::move(outside)});
+        if (n == 0) next_due_ns_.store(now, std::memory_order_release);
+        return true;
+      }
       suppressed_.fetch_add(1, std::memory_order_relaxed);
-      return true;
     }
-    if (n >= kMaxWaiting) {
-      suppressed_.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    requests_.push_back(Request{std::move(reason), now});
-    if (n == 0) next_due_ns_.store(now, std::memory_order_release);
+    if (from_outside) outside.done("64 snapshot requests are waiting already", {});
     return true;
   }
   std::size_t waiting() const {
@@ -83,7 +89,8 @@ class FlightRecorderExporter final : public Exporter {
   std::uint64_t snapshots() const { return snapshots_.load(std::memory_order_relaxed); }
   std::uint64_t suppressed() const { return suppressed_.load(std::memory_order_relaxed); }
 
-  void on_start(const TraceContext&) override {
+  void on_start(const TraceContext& context) override {
+    base_ = &context;
     release_ring();
     texts_.clear();
     text_base_ = text_next_ = 0;
@@ -134,6 +141,14 @@ class FlightRecorderExporter final : public Exporter {
     threads_.clear();
   }
 
+  // A pass of the drainer ended at `up_to_ns` less its grace (quiet_passes): the requests
+  // up to then are due, whether or not an event at their time came.
+  void serve_quiet(const TraceContext& context, std::uint64_t up_to_ns) {
+    base_ = &context;
+    if (next_due_ns_.load(std::memory_order_relaxed) <= up_to_ns) serve_requests(up_to_ns);
+    if (active_ && after_ns_ == 0) finish_snapshot(active_->until_ns);
+  }
+
   // The bytes of a kept text event (its value is the text's number in texts_).
   std::string_view text_of(const Event& e) const {
     if (!has_text(e) || e.value.u < text_base_ || e.value.u >= text_next_) return {};
@@ -144,6 +159,7 @@ class FlightRecorderExporter final : public Exporter {
   struct Request {
     std::string reason;
     std::uint64_t time_ns;
+    OutsideSnapshot outside;
   };
   struct TriggerOpen {
     std::uint64_t time_ns;
@@ -165,6 +181,9 @@ class FlightRecorderExporter final : public Exporter {
     std::vector<std::vector<Open>> stacks;  // per thread: the snapshot's open zones
     std::vector<std::uint64_t> recorded;    // per thread: events delivered
     std::vector<Event> batch;
+    // An outside snapshot's (OutsideSnapshot::done), and its files.
+    std::function<void(const std::string&, const std::vector<std::filesystem::path>&)> done;
+    std::vector<std::filesystem::path> files;
   };
 
   // The TraceContext the snapshot's exporters get: the session's, but texts come from
@@ -296,16 +315,41 @@ class FlightRecorderExporter final : public Exporter {
       }
       next_due_ns_.store(requests_.empty() ? kNever : requests_.front().time_ns, std::memory_order_relaxed);
     }
-    for (Request& r : due) start_snapshot(std::move(r.reason), std::min(r.time_ns, newest_ns_));
+    for (Request& r : due) start_snapshot(std::move(r.reason), std::min(r.time_ns, newest_ns_), std::move(r.outside));
   }
 
-  void start_snapshot(std::string reason, std::uint64_t at_ns) {
-    if (active_ || (any_snapshot_ && at_ns < last_start_ns_ + min_interval_ns_) || factories_.empty()) {
-      suppressed_.fetch_add(1, std::memory_order_relaxed);
-      return;
+  // Whether a snapshot may start now: else it is counted as suppressed (and an outside
+  // request told why).
+  bool may_start(std::uint64_t at_ns, const OutsideSnapshot& outside) {
+    const bool from_outside = static_cast<bool>(outside.done);
+    const bool too_soon = !from_outside && any_snapshot_ && at_ns < last_start_ns_ + min_interval_ns_;
+    const bool writers = !factories_.empty() || (from_outside && !outside.factories.empty());
+    if (!active_ && !too_soon && writers) return true;
+    suppressed_.fetch_add(1, std::memory_order_relaxed);
+    if (from_outside) {
+      outside.done(active_ ? "a snapshot is still being written (its flight_recorder.after has not passed)"
+                           : "the program's flight recorder has no window exporters to write a snapshot with",
+                   {});
     }
-    any_snapshot_ = true;
-    last_start_ns_ = at_ns;
+    return false;
+  }
+
+  // The snapshot's exporters. The program's own: throws (the session then disables the
+  // recorder) when they would write a file the session's exporters write, or one file
+  // twice. An outside request's: empty, and the request told why (the recorder goes on).
+  std::vector<std::shared_ptr<Exporter>> snapshot_exporters(const WindowInfo& info, const OutsideSnapshot& outside) {
+    if (!outside.done) return make_window_exporters(factories_, info, session_outputs_);
+    try {
+      return make_window_exporters(outside.factories.empty() ? factories_ : outside.factories, info, session_outputs_);
+    } catch (const std::exception& e) {
+      suppressed_.fetch_add(1, std::memory_order_relaxed);
+      outside.done(e.what(), {});
+      return {};
+    }
+  }
+
+  void start_snapshot(std::string reason, std::uint64_t at_ns, OutsideSnapshot outside = {}) {
+    if (!may_start(at_ns, outside)) return;
     Active a;
     a.until_ns = at_ns + after_ns_;
     a.info.index = snapshots_.load(std::memory_order_relaxed);
@@ -315,26 +359,30 @@ class FlightRecorderExporter final : public Exporter {
     for (const ThreadState& t : threads_) head.insert(head.end(), t.evicted_open.begin(), t.evicted_open.end());
     std::stable_sort(head.begin(), head.end(), [](const Event& x, const Event& y) { return x.time_ns < y.time_ns; });
     a.info.begin_ns = !head.empty() ? head.front().time_ns : (size_ != 0 ? front().time_ns : at_ns);
-    // Throws (the session then disables the recorder) when they would write a file the
-    // session's exporters write, or one file twice.
-    a.out = make_window_exporters(factories_, a.info, session_outputs_);
+    a.out = snapshot_exporters(a.info, outside);
+    if (a.out.empty()) return;
+    a.done = std::move(outside.done);
+    if (a.done) {
+      for (const auto& x : a.out) {
+        for (auto& path : x->output_paths()) a.files.push_back(std::move(path));
+      }
+    } else {
+      any_snapshot_ = true;
+      last_start_ns_ = at_ns;
+    }
     active_ = std::move(a);
     snapshots_.fetch_add(1, std::memory_order_relaxed);
     for (const auto& x : active_->out) x->on_start(snapshot_context_);
     for (const Event& e : head) forward(e);
-    for (std::size_t i = 0; i < size_; ++i) {
-      const Event& e = at(i);
-      if (e.time_ns > active_->until_ns) break;  // the rest comes with the next events
-      forward(e);
-    }
-    send_active();
+    forward_ring(active_->until_ns);
     if (after_ns_ == 0) finish_snapshot(at_ns);
   }
 
-  // Into the snapshot's batch, keeping its zone stacks.
-  void forward(const Event& e) {
+  // The snapshot's zone stacks and counts for an event it gets; false for one it must
+  // not (an end whose begin it never had: cannot happen, every open zone's begin comes first).
+  RINGTRACE_ALWAYS_INLINE bool account(const Event& e) {
     Active& a = *active_;
-    if (e.thread >= a.stacks.size()) {
+    if (e.thread >= a.stacks.size()) [[unlikely]] {
       a.stacks.resize(e.thread + 1);
       a.recorded.resize(e.thread + 1, 0);
     }
@@ -342,13 +390,52 @@ class FlightRecorderExporter final : public Exporter {
     if (e.kind == EventKind::zone_begin) {
       stack.push_back(Open{e.site, e.flags, e.value.u});
     } else if (e.kind == EventKind::zone_end) {
-      if (stack.empty()) return;  // cannot happen: every open zone's begin comes first
+      if (stack.empty()) [[unlikely]]
+        return false;
       stack.pop_back();
     }
     book_.see(e.thread, *base_);
     a.recorded[e.thread] += 1;
+    return true;
+  }
+
+  // Into the snapshot's batch, keeping its zone stacks.
+  void forward(const Event& e) {
+    if (!account(e)) return;
+    Active& a = *active_;
     a.batch.push_back(e);
     if (a.batch.size() >= 4096) send_active();
+  }
+
+  // The ring's events up to `until_ns` to the snapshot's exporters where they lie (its
+  // two contiguous pieces, in spans of at most 16384 events: no copy), after what the
+  // batch holds. Returns the number forwarded.
+  std::size_t forward_ring(std::uint64_t until_ns) {
+    send_active();
+    const auto send = [&](const Event* from, std::size_t n) {
+      if (n == 0) return;
+      for (const auto& x : active_->out) x->on_events(std::span<const Event>(from, n), snapshot_context_);
+    };
+    std::size_t i = 0;
+    while (i < size_) {
+      const std::size_t start = (head_ + i) & mask_;
+      const std::size_t n = std::min<std::size_t>({size_ - i, capacity_ - start, 16384});
+      const Event* piece = ring_ + start;
+      std::size_t from = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (piece[k].time_ns > until_ns) {  // the rest comes with the next events
+          send(piece + from, k - from);
+          return i + k;
+        }
+        if (!account(piece[k])) {
+          send(piece + from, k - from);
+          from = k + 1;
+        }
+      }
+      send(piece + from, n - from);
+      i += n;
+    }
+    return i;
   }
 
   void send_active() {
@@ -391,8 +478,11 @@ class FlightRecorderExporter final : public Exporter {
       stats.recorded += a.recorded[t];
     }
     const std::vector<std::shared_ptr<Exporter>> out = std::move(a.out);
+    const auto done = std::move(a.done);
+    const std::vector<std::filesystem::path> files = std::move(a.files);
     active_.reset();
     for (const auto& x : out) x->on_finish(snapshot_context_, stats);
+    if (done) done("", files);
   }
 
   // Drops what is older than `keep` before the newest event, or past max_bytes; begins
@@ -462,7 +552,34 @@ class FlightRecorderExporter final : public Exporter {
   std::atomic<std::uint64_t> suppressed_{0};
 };
 
-bool FlightRecorderHandle::request(std::string reason) { return exporter && exporter->request(std::move(reason)); }
+namespace {
+
+class QuietPasses final : public Exporter {
+ public:
+  QuietPasses(std::shared_ptr<FlightRecorderExporter> recorder, std::uint64_t margin_ns)
+      : recorder_(std::move(recorder)), margin_ns_(margin_ns) {}
+  void on_events(std::span<const Event>, const TraceContext&) override {}
+  void on_flush(const TraceContext& context) override {
+    const std::uint64_t now = monotonic_ns();
+    if (now > margin_ns_) recorder_->serve_quiet(context, now - margin_ns_);
+  }
+
+ private:
+  std::shared_ptr<FlightRecorderExporter> recorder_;
+  std::uint64_t margin_ns_;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> FlightRecorderHandle::quiet_passes(std::chrono::nanoseconds grace) const {
+  if (!exporter) return nullptr;
+  const auto margin = grace + std::chrono::milliseconds(2);
+  return std::make_shared<QuietPasses>(exporter, static_cast<std::uint64_t>(margin.count()));
+}
+
+bool FlightRecorderHandle::request(std::string reason, OutsideSnapshot outside) {
+  return exporter && exporter->request(std::move(reason), std::move(outside));
+}
 std::uint64_t FlightRecorderHandle::snapshots() const { return exporter ? exporter->snapshots() : 0; }
 std::uint64_t FlightRecorderHandle::suppressed() const { return exporter ? exporter->suppressed() : 0; }
 std::size_t FlightRecorderHandle::waiting() const { return exporter ? exporter->waiting() : 0; }

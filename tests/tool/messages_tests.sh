@@ -14,6 +14,9 @@
 #    sources (tools/, runtime/, exporters/: string literals, adjacent ones joined) or in
 #    what the tool printed here; and for each case run here (an error of each kind), the
 #    line printed matches a row of the page whose exit column holds the status it exited with.
+#    record --pid, snapshot and top too: their command lines refused, processes without a
+#    control channel, and (RINGTRACE_TEST_CONTROL_TARGET: tests/control's control_target)
+#    what a running process answers.
 set -uo pipefail
 tool="$1"; crafted="$2"; source="$3"; work="$4"; memory="${5:-}"
 rm -rf "${work}"; mkdir -p "${work}/cases"
@@ -177,6 +180,69 @@ case_run record_nodir 1 "${tool}" record -o nodir/x.rtrace -- /bin/true
 case_run record_unlinked 1 "${tool}" record -o t.rtrace -- /bin/true
 case_run record_missing 127 "${tool}" record -o t.rtrace -- ./no-such-program
 RINGTRACE_PRELOAD=no-such.so case_run record_preload 1 "${tool}" record --memory -o t.rtrace -- /bin/true
+# A running process (record --pid, snapshot, top): the command lines refused, processes
+# without a channel, and, with RINGTRACE_TEST_CONTROL_TARGET (tests/control's
+# control_target, a program that links ringtrace), what a process answers.
+case_run pid_target 2 "${tool}" record --pid abc
+case_run pid_empty 2 "${tool}" record --pid ''
+case_run pid_option 2 "${tool}" record --pid 1 --bogus
+case_run pid_for 2 "${tool}" record --pid 1 --for soon
+case_run pid_policy 2 "${tool}" record --pid 1 --policy often
+case_run pid_output 2 "${tool}" record --pid 1 -o ''
+case_run snapshot_usage 2 "${tool}" snapshot
+case_run snapshot_option 2 "${tool}" snapshot 1 --bogus
+case_run snapshot_two 2 "${tool}" snapshot 1 2
+case_run top_usage 2 "${tool}" top
+case_run top_option 2 "${tool}" top 1 --bogus
+case_run top_interval 2 "${tool}" top 1 --interval 10ms
+case_run top_sort 2 "${tool}" top 1 --sort most
+case_run no_process 1 "${tool}" snapshot 999999999
+sleep 300 &
+sleeper=$!
+RINGTRACE_CONTROL=off sleep 300 &
+sleeper_off=$!
+case_run no_channel 1 "${tool}" snapshot "${sleeper}"
+case_run channel_off 1 "${tool}" top "${sleeper_off}"
+if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
+  case_run other_user 1 setpriv --reuid=65534 --regid=65534 --clear-groups "${tool}" snapshot "${sleeper}"
+fi
+kill "${sleeper}" "${sleeper_off}"
+wait "${sleeper}" "${sleeper_off}" 2>/dev/null
+target="${RINGTRACE_TEST_CONTROL_TARGET:-}"
+# start_target NAME ARGS...: control_target with ARGS, its commands from NAME.in (held
+# open on descriptor target_fd); sets target_pid when it said "ready".
+start_target() {
+  local name="$1"; shift
+  mkfifo "${name}.in"
+  "${target}" "$@" <"${name}.in" >"${name}.said" 2>"${name}.target" &
+  target_pid=$!
+  exec {target_fd}>"${name}.in"
+  for ((k = 0; k < 600; k++)); do
+    grep -q '^ready ' "${name}.said" && return 0
+    sleep 0.1
+  done
+  fail "control_target ${*} did not start: $(cat "${name}.target")"
+}
+stop_target() {
+  echo quit >&"${target_fd}"
+  exec {target_fd}>&-
+  wait "${target_pid}" || fail "control_target exited $?"
+}
+if [[ -n "${target}" ]]; then
+  start_target idle idle
+  case_run snapshot_none 1 "${tool}" snapshot "${target_pid}"
+  case_run pid_nodir 1 "${tool}" record --pid "${target_pid}" --for 100ms -o nodir/x.rtrace
+  case_run pid_done 0 "${tool}" record --pid "${target_pid}" --for 100ms -o pid.rtrace
+  stop_target
+  mkdir -p own
+  start_target recorder recorder 200 1000 "${work}/own"
+  case_run pid_running 1 "${tool}" record --pid "${target_pid}" --for 100ms -o no.rtrace
+  case_run snapshot_done 0 "${tool}" snapshot "${target_pid}" -o snap.rtrace
+  stop_target
+  start_target binary binary 1000 "${work}/own/binary.rtrace"
+  case_run top_binary 1 "${tool}" top "${target_pid}" --count 1
+  stop_target
+fi
 python3 - "${source}" "${tool}" "${work}" <<'PY' || fail "docs/tool-messages.md does not match the tool (above)"
 import glob, os, re, subprocess, sys
 source, tool, work = sys.argv[1:]
@@ -260,7 +326,9 @@ for line in doc.splitlines():
 assert len(rows) > 60, len(rows)
 for message, _, _, _ in rows:
     for fragment in re.split(r'<[^>]*>|\.\.\.$', message):
-        fragment = fragment.strip()
+        # A leading ": " is the tool's own joint between a name and what follows it
+        # (`<process>: <what the process answered>`), not part of the words after it.
+        fragment = fragment.strip().removeprefix(":").strip()
         if fragment and not any(fragment in text for text in corpus):
             problems.append("not in the tool's sources nor its output: '%s' (of '%s')" % (fragment, message))
 

@@ -184,6 +184,12 @@ RINGTRACE_API KeyAverages key_averages(const RecordedTrace& trace, const TableOp
 // Formats a table as options.format does.
 RINGTRACE_API std::string format_table(const KeyAverages& table, const TableOptions& options = {});
 
+class TableExporter;
+namespace detail {
+// The live table of `ringtrace top` (exporters/numbers_only.hpp).
+KeyAverages table_so_far(TableExporter& exporter, const TraceContext& context, bool restart);
+}  // namespace detail
+
 class RINGTRACE_API TableExporter final : public Exporter {
  public:
   struct Impl;
@@ -202,6 +208,7 @@ class RINGTRACE_API TableExporter final : public Exporter {
   void add(const TableExporter& other);
 
  private:
+  friend KeyAverages detail::table_so_far(TableExporter& exporter, const TraceContext& context, bool restart);
   std::unique_ptr<Impl> impl_;
 };
 
