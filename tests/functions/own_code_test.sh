@@ -62,7 +62,7 @@ for cxx in "$@"; do
     status=1
     continue
   fi
-  if "${cxx}" --version | grep -qi clang; then
+  if "${cxx}" --version | grep -i clang >/dev/null; then
     variants=("-O0 -finstrument-functions -finstrument-functions-after-inlining"
               "-O2 -finstrument-functions -finstrument-functions-after-inlining")
   else

@@ -19,7 +19,7 @@ for flag in --version -V version; do
   [[ ${status} -eq 0 && "${out}" == "ringtrace ${version}" ]] || fail "${flag}: status ${status}: '${out}'"
 done
 "${tool}" version extra >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "version with an argument is no usage error"
-"${tool}" --help | grep -q '^  version  *the tool.s version' || fail "--help does not list version"
+"${tool}" --help | grep '^  version  *the tool.s version' >/dev/null || fail "--help does not list version"
 
 # --- Errors: one line, one prefix ------------------------------------------------------
 # expect_error <status> <command> <arguments...>: the tool exits with <status> and
@@ -230,7 +230,7 @@ expect_error 2 report "${run}" --sort-by busiest
 [[ "$(cat "${work}/err.txt")" == "ringtrace report: --sort-by: unknown key 'busiest'; the keys are ${keys}" ]] \
   || fail "--sort-by busiest: $(cat "${work}/err.txt")"
 expect_error 2 report "${run}" --sort-by
-"${tool}" report --help | grep -qF "  ${keys}" || fail "report --help does not list the keys"
+"${tool}" report --help | grep -F "  ${keys}" >/dev/null || fail "report --help does not list the keys"
 # '_' for '-'; an on-CPU key on a recording without switches: the table, and one line saying so.
 "${tool}" report "${run}" --sort-by on_cpu_p99 >"${work}/sort_on_cpu.txt" 2>"${work}/sort_on_cpu.err" \
   || fail "--sort-by on_cpu_p99 exits $?"

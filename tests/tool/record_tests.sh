@@ -26,7 +26,7 @@ for f in "${written[@]}"; do [[ "${f}" == d/f.1.rtrace ]] || file="${f}"; done
 grep -Eq "^ringtrace record: wrote ${file//./\\.} \([0-9]+ bytes\) in .* from .*tool_record_child \(exit status 0\)$" pid.err \
   && [[ $(lines pid.err) -eq 1 ]] || fail "%p: not one summary line naming ${file}: $(cat pid.err)"
 grep -q 'f\.1\.rtrace' pid.err && fail "%p: an earlier run's file reported: $(cat pid.err)"
-"${tool}" info "${file}" | grep -q '^status: *complete$' || fail "%p: ${file} is not a complete recording"
+"${tool}" info "${file}" | grep '^status: *complete$' >/dev/null || fail "%p: ${file} is not a complete recording"
 
 # A program that forks (a script running two recorded programs): one file per process,
 # each with its pid, all reported; the script's own status (its last command's) passed on.
@@ -76,7 +76,7 @@ run none_status "${tool}" record -o none.rtrace -- sh -c 'exit 4'
 run underscore "${tool}" record -o e.rtrace -- "${child}" _exit
 [[ ${s} -eq 0 ]] && grep -q "^ringtrace record: wrote e.rtrace (" underscore.err && [[ $(lines underscore.err) -eq 1 ]] \
   || fail "_exit: status ${s}: $(cat underscore.err)"
-"${tool}" info e.rtrace | grep -q '^status: *complete$' || fail "_exit: e.rtrace is not complete"
+"${tool}" info e.rtrace | grep '^status: *complete$' >/dev/null || fail "_exit: e.rtrace is not complete"
 [[ $("${tool}" dump e.rtrace | grep -c 'zone_begin.*child_work') -eq 10 ]] || fail "_exit: not the 10 zones"
 
 # A program that links ringtrace but is killed before its session's first write: the
@@ -199,7 +199,7 @@ rows0=$(grep -c "  $(uname -n):[0-9]*\$" nodes_report.txt)
 [[ ${rows9} -ge 1 && ${rows9} -eq ${rows0} ]] || fail "report --by-node: rows of rank-9 ${rows9}, of host:pid ${rows0}: $(cat nodes_report.txt)"
 "${tool}" report d/nodes.rtrace >nodes_plain.txt || fail "report exits $?"
 grep -q 'Node ID' nodes_plain.txt && fail "report without --by-node shows a Node ID column"
-"${tool}" report d/n9.rtrace --by-node | grep -q 'Node ID' && fail "one node: a Node ID column"
+"${tool}" report d/n9.rtrace --by-node | grep 'Node ID' >/dev/null && fail "one node: a Node ID column"
 run bad_node "${tool}" record --node-id '' -o d/bad.rtrace -- "${child}" 0
 [[ ${s} -eq 2 ]] || fail "--node-id '': status ${s}"
 
