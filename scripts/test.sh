@@ -77,7 +77,7 @@ run_ctest() {  # run_ctest <build dir> <extra env...> -- <ctest args...>
 echo "== release build (g++, -Werror), all tests"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DRINGTRACE_WERROR=ON >/dev/null
 cmake --build build/release -j"${jobs}"
-run_ctest build/release -- -j1
+run_ctest build/release -- -j"${jobs}"
 
 if [[ "${RINGTRACE_SKIP_SANITIZERS:-0}" != "1" ]]; then
   echo "== clang++ with AddressSanitizer + UBSan (-Werror)"
@@ -85,13 +85,13 @@ if [[ "${RINGTRACE_SKIP_SANITIZERS:-0}" != "1" ]]; then
     -DRINGTRACE_WERROR=ON -DRINGTRACE_BUILD_BENCH=OFF >/dev/null
   cmake --build build/asan -j"${jobs}"
   run_ctest build/asan RINGTRACE_TEST_SCALE=0.05 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    -- -j1 -LE "clients|consumer"
+    -- -j"${jobs}" -LE "clients|consumer"
 
   echo "== g++ with ThreadSanitizer: concurrency tests"
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGTRACE_SANITIZE=thread -DRINGTRACE_BUILD_BENCH=OFF \
     -DRINGTRACE_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build build/tsan -j"${jobs}" --target ringtrace_concurrency_tests  # only what it runs
-  run_ctest build/tsan RINGTRACE_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 -- -j1 -L concurrency
+  run_ctest build/tsan RINGTRACE_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 -- -j"${jobs}" -L concurrency
 fi
 
 echo
