@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <dlfcn.h>   // dladdr: which object a copy of the runtime is in
 #include <limits.h>  // PTHREAD_DESTRUCTOR_ITERATIONS
 #include <pthread.h>
 #include <sched.h>
@@ -1125,7 +1126,21 @@ namespace {
 // (dlclose), and at exit. Its call sites are read by the drainer until they have been
 // decoded (the drainer then keeps copies): make sure that has happened. The call goes
 // to the process-wide runtime (default visibility), not to this object's own copy.
-__attribute__((destructor)) void before_unload() { drain_before_unload(); }
+// The process-wide runtime's own object needs no wait: it is unloaded at exit, where
+// nothing is unmapped before its session's stop (whose last pass reads every record; the
+// stop of a session started in a constructor, a preload's, runs after the objects'
+// destructors), or by a dlclose, whose atexit handlers (__cxa_finalize) stopped the
+// session first. Waiting there cost every preloaded recording the grace and two passes
+// (1.3 ms at exit). A fully static program (no dladdr) waits as before.
+bool is_process_wide_runtime() noexcept {
+  Dl_info mine{}, process_wide{};
+  return dladdr(reinterpret_cast<void*>(&is_process_wide_runtime), &mine) != 0 &&
+         dladdr(reinterpret_cast<void*>(&drain_before_unload), &process_wide) != 0 &&
+         mine.dli_fbase == process_wide.dli_fbase;
+}
+__attribute__((destructor)) void before_unload() {
+  if (!is_process_wide_runtime()) drain_before_unload();
+}
 }  // namespace
 
 }  // namespace ringtrace::detail
