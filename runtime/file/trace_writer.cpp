@@ -11,6 +11,7 @@
 #include <cstddef>  // offsetof: the records' layouts
 #include <cstring>
 #include <ctime>  // clock_gettime
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,10 +38,22 @@ namespace tf = detail::trace_file;
 
 // A thread of a stream being encoded (BinaryTraceExporter::encode_stream).
 struct StreamThread {
-  std::string chunk;       // packed records not yet framed
+  std::string chunk;  // packed records not yet framed: its first `used` bytes
+  std::size_t used = 0;
   std::uint64_t last = 0;  // ticks of the chunk's last timed record
   bool described = false;
   std::vector<Event> switches;  // switch events not yet framed
+};
+
+// The words of a ring record being encoded (at most four; a text's bytes go after them
+// elsewhere), set from a list as a vector would be, without its allocation.
+struct RecordWords {
+  std::uint64_t words[4] = {};
+  std::size_t size = 0;
+  void set(std::initializer_list<std::uint64_t> list) noexcept {
+    size = 0;
+    for (const std::uint64_t word : list) words[size++] = word;
+  }
 };
 
 // Everything a run of the writer adds to: what the file has described so far (call
@@ -730,8 +743,7 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       const std::uint64_t ticks = e.time_ns + 1;
       stream_last_ = std::max(stream_last_, ticks);
       const bool is_double = (e.flags & EventFlags::value_double) != 0;
-      std::vector<std::uint64_t>& w = stream_record_;
-      w.clear();
+      RecordWords w;  // the record's words but a text's bytes: no allocation an event
       std::string_view text;
       bool has_text = false;
       std::uint64_t index = 0;  // the record's call site in the file (0: the event's own)
@@ -743,49 +755,49 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
         const std::uint64_t marker = e.kind == EventKind::zone_begin
                                          ? (e.value.u & rd::kStepNumberMask) | rd::kStepBegins
                                          : ((e.value.u + 1) & rd::kStepNumberMask) | rd::kStepEnds;
-        w = {header(rd::record_region_begin), ticks, marker};
+        w.set({header(rd::record_region_begin), ticks, marker});
         index = stream_marker_index();
       } else {
         switch (e.kind) {
           case EventKind::zone_begin:
             if ((e.flags & EventFlags::region) != 0) {
-              w = {header(rd::record_region_begin), ticks, e.value.u};
+              w.set({header(rd::record_region_begin), ticks, e.value.u});
             } else {
-              w = {header(rd::record_zone_begin), ticks};
+              w.set({header(rd::record_zone_begin), ticks});
             }
             break;
           case EventKind::zone_end:
             if ((e.flags & (EventFlags::closed_at_stop | EventFlags::closed_at_window_end)) != 0) continue;
-            w = {rd::end_slot(ticks)};
+            w.set({rd::end_slot(ticks)});
             break;
           case EventKind::instant:
-            w = {header(rd::record_instant), ticks};
+            w.set({header(rd::record_instant), ticks});
             break;
           case EventKind::counter:
           case EventKind::async_begin:
           case EventKind::async_end:
-            w = {header(is_double ? rd::record_timed_double : rd::record_timed_int), ticks, e.value.u};
+            w.set({header(is_double ? rd::record_timed_double : rd::record_timed_int), ticks, e.value.u});
             break;
           case EventKind::dropped:
-            w = {header(rd::record_dropped), ticks, e.value.u};
+            w.set({header(rd::record_dropped), ticks, e.value.u});
             break;
           case EventKind::arg:
             if ((e.flags & EventFlags::text) == 0) {
-              w = {header(is_double ? rd::record_arg_double : rd::record_arg_int), e.value.u};
+              w.set({header(is_double ? rd::record_arg_double : rd::record_arg_int), e.value.u});
               break;
             }
             text = context.text(e);
             has_text = true;
-            w = {header(rd::record_arg_text), 0};
+            w.set({header(rd::record_arg_text), 0});
             break;
           case EventKind::message:
             text = context.text(e);
             has_text = true;
-            w = {header(rd::record_message), ticks, 0};
+            w.set({header(rd::record_message), ticks, 0});
             break;
           case EventKind::flow_out:
           case EventKind::flow_in:
-            w = {header(rd::record_arg_int), e.value.u};
+            w.set({header(rd::record_arg_int), e.value.u});
             break;
           case EventKind::switch_out:
           case EventKind::switch_in:
@@ -800,10 +812,10 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
                 ((e.flags & EventFlags::sampled_out) != 0 ? rd::kMemorySampledOut : 0) |
                 (e.kind == EventKind::alloc && (e.flags & EventFlags::restored) != 0 ? rd::kMemoryRestore : 0);
             if (e.kind == EventKind::alloc) {
-              w = {rd::kMemoryHeader<rd::extended_alloc> | flags, ticks, left_out, e.value.u};
+              w.set({rd::kMemoryHeader<rd::extended_alloc> | flags, ticks, left_out, e.value.u});
             } else {
-              w = {rd::kMemoryHeader<rd::extended_free> | flags, ticks, left_out,
-                   (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u};
+              w.set({rd::kMemoryHeader<rd::extended_free> | flags, ticks, left_out,
+                     (e.flags & EventFlags::size_unknown) != 0 ? 0 : e.value.u});
             }
             break;
           }
@@ -811,23 +823,30 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
             continue;
         }
       }
+      const std::uint64_t* words = w.words;
+      std::size_t count = w.size;
       if (has_text) {  // its size in the record's last word, then its bytes
         const std::size_t bytes = std::min<std::size_t>(text.size(), 0xFFFF);  // what a reader takes
         const bool cut = bytes < text.size() || (e.flags & EventFlags::truncated) != 0;
-        w.back() = bytes | (cut ? detail::kTextTruncated : 0);
-        const std::size_t at = w.size();
-        w.resize(at + (bytes + 7) / 8, 0);
-        if (bytes != 0) std::memcpy(w.data() + at, text.data(), bytes);
+        w.words[w.size - 1] = bytes | (cut ? detail::kTextTruncated : 0);
+        std::vector<std::uint64_t>& with_text = stream_record_;
+        with_text.assign(w.words, w.words + w.size);
+        with_text.resize(w.size + (bytes + 7) / 8, 0);
+        if (bytes != 0) std::memcpy(with_text.data() + w.size, text.data(), bytes);
+        words = with_text.data();
+        count = with_text.size();
       }
-      const rd::RecordKind kind = rd::kind_of(w.front());
+      const rd::RecordKind kind = rd::kind_of(words[0]);
       if (index == 0 && kind != rd::record_zone_end && kind != rd::record_dropped && kind != rd::record_extended)
         index = stream_site(e.site, context);
-      const std::size_t used = t.chunk.size();
-      t.chunk.resize(used + tf::kMaxPackedBytes + w.size() * 8);
+      // The chunk grows as a vector would, and only its `used` bytes count: no zeroing
+      // of the room a record might take, event by event.
+      const std::size_t room = t.used + tf::kMaxPackedBytes + count * 8;
+      if (t.chunk.size() < room) t.chunk.resize(std::max(room, 2 * t.chunk.size()));
       char* const p =
-          tf::pack_record(reinterpret_cast<const std::uint8_t*>(w.data()), index, t.last, t.chunk.data() + used);
-      t.chunk.resize(static_cast<std::size_t>(p - t.chunk.data()));
-      if (t.chunk.size() >= kChunkBytes) flush_stream_chunk(e.thread);
+          tf::pack_record(reinterpret_cast<const std::uint8_t*>(words), index, t.last, t.chunk.data() + t.used);
+      t.used = static_cast<std::size_t>(p - t.chunk.data());
+      if (t.used >= kChunkBytes) flush_stream_chunk(e.thread);
     }
     flush_stream_chunks();
     std::string& pass = begin_frame(tf::frame_pass);
@@ -851,11 +870,11 @@ class BinaryTraceExporter final : public Exporter, public detail::RawSink, priva
       write_switches_frame(id, t.switches, 0);
       t.switches.clear();
     }
-    if (t.chunk.empty()) return;
+    if (t.used == 0) return;
     begin_chunk(id);
-    buffer_.append(t.chunk);
+    buffer_.append(t.chunk.data(), t.used);
     end_frame();
-    t.chunk.clear();
+    t.used = 0;
     t.last = 0;  // every chunk decodes on its own
   }
   void flush_stream_chunks() {
