@@ -307,14 +307,42 @@ class ChromeTraceExporter final : public Exporter {
   static char* put_uint(char* p, std::uint64_t value) { return std::to_chars(p, p + 20, value).ptr; }
   static char* put_int(char* p, std::int64_t value) { return std::to_chars(p, p + 20, value).ptr; }
   // Nanoseconds as microseconds with exactly three decimals (as detail::append_us).
+  // From a second on (every timestamp), the whole seconds by to_chars and the nine digits
+  // below them (six of microseconds, three decimals) two at a time: the same text as
+  // to_chars of the microseconds, in half the instructions (callgrind).
   static char* put_us(char* p, std::uint64_t ns) {
-    p = put_uint(p, ns / 1000);
-    const auto frac = static_cast<unsigned>(ns % 1000);
-    p[0] = '.';
-    p[1] = static_cast<char>('0' + frac / 100);
-    p[2] = static_cast<char>('0' + frac / 10 % 10);
-    p[3] = static_cast<char>('0' + frac % 10);
-    return p + 4;
+    if (ns < 1'000'000'000) {
+      p = put_uint(p, ns / 1000);
+      const auto frac = static_cast<unsigned>(ns % 1000);
+      p[0] = '.';
+      p[1] = static_cast<char>('0' + frac / 100);
+      put_pair(p + 2, frac % 100);
+      return p + 4;
+    }
+    const std::uint64_t seconds = ns / 1'000'000'000;
+    const auto below = static_cast<std::uint32_t>(ns - seconds * 1'000'000'000);
+    p = put_uint(p, seconds);
+    const std::uint32_t us = below / 1000, frac = below % 1000;
+    put_pair(p, us / 10000);
+    put_pair(p + 2, us / 100 % 100);
+    put_pair(p + 4, us % 100);
+    p[6] = '.';
+    p[7] = static_cast<char>('0' + frac / 100);
+    put_pair(p + 8, frac % 100);
+    return p + 10;
+  }
+  // The two decimal digits of n < 100.
+  static void put_pair(char* p, std::uint32_t n) {
+    static constexpr struct Pairs {
+      char digits[200];
+      constexpr Pairs() : digits{} {
+        for (int i = 0; i < 100; ++i) {
+          digits[2 * i] = static_cast<char>('0' + i / 10);
+          digits[2 * i + 1] = static_cast<char>('0' + i % 10);
+        }
+      }
+    } kPairs;
+    std::memcpy(p, kPairs.digits + 2 * n, 2);
   }
   // A duration as put_us writes it, except when a reader that multiplies the text's
   // double by 1000 and truncates (Perfetto's trace_processor before 2022 does so for

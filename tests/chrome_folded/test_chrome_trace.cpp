@@ -190,6 +190,38 @@ TEST(ChromeTrace, LargeTimesKeepEveryNanosecond) {
   EXPECT_NE(text.find(R"("ts":123456789012.345,"dur":1000000.007})"), std::string::npos) << text;
 }
 
+// Every timestamp is its nanoseconds as microseconds with three decimals, whatever its
+// digits: around the second (where the writer changes how it forms the digits), zeros
+// inside, the largest values. The text is formed here apart, from the integer's digits.
+TEST(ChromeTrace, TimestampsAreTheirMicrosecondsWithThreeDecimalsAtEveryMagnitude) {
+  const std::vector<std::uint64_t> times = {0,
+                                            1,
+                                            999,
+                                            1'000,
+                                            999'999'999,
+                                            1'000'000'000,
+                                            1'000'000'001,
+                                            1'000'999'999,
+                                            1'001'000'000,
+                                            9'999'999'999,
+                                            10'000'000'000,
+                                            10'000'001'000,
+                                            123'456'789'012'345,
+                                            100'000'000'000'000'007,
+                                            std::numeric_limits<std::uint64_t>::max() - 1};
+  TraceBuilder b;
+  const SiteId mark = b.site("mark", SiteKind::instant);
+  const ThreadId t = b.thread("t", 5);
+  for (const std::uint64_t ns : times) b.instant(t, mark, ns);
+  const std::string text = chrome_text(b.build());
+  for (const std::uint64_t ns : times) {
+    const std::string frac = std::to_string(ns % 1000);
+    const std::string want =
+        "\"ts\":" + std::to_string(ns / 1000) + "." + std::string(3 - frac.size(), '0') + frac + "}";
+    EXPECT_NE(text.find(want), std::string::npos) << want;
+  }
+}
+
 // Every duration reads back as its exact nanoseconds both in readers that round the
 // double of the text times 1000 and in those that truncate it (Perfetto's
 // trace_processor before 2022 does so for "dur"); most are three decimals.
