@@ -1,6 +1,7 @@
 #include "control_channel.hpp"
 
 #include <dirent.h>
+#include <dlfcn.h>  // dladdr, dlopen: the object the thread runs in pinned
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -268,6 +269,16 @@ void after_fork_in_parent();
 void after_fork_in_child();
 void close_at_exit();
 
+// The object this code is in, made never to unload (RTLD_NODELETE): the channel's thread
+// runs its code until the process ends. A program's own objects never unload anyway; a
+// plugin opened with dlopen that carries the process's runtime (the program has none)
+// would otherwise be unmapped by its dlclose under the sleeping thread.
+void pin_this_object() noexcept {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&pin_this_object), &info) == 0 || info.dli_fname == nullptr) return;
+  (void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);  // a reference kept for good
+}
+
 bool start_thread(Channel& ch) {
   const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) {
@@ -301,6 +312,7 @@ bool start_thread(Channel& ch) {
   hold_fd(wake);
   ch.wake_fd = wake;
   ch.thread_running = true;
+  pin_this_object();
   return true;
 }
 

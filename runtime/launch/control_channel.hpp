@@ -27,11 +27,17 @@
 
 #include <string>
 
+#include "ringtrace/detail/platform.hpp"  // RINGTRACE_API
+
 namespace ringtrace::detail {
 
 // At the program's start: the channel as RINGTRACE_CONTROL and RINGTRACE_CONTROL_ROOT
-// say, and the hook through which Session::start() applies Config::control.
-void start_control_channel() noexcept;
+// say, and the hook through which Session::start() applies Config::control. The
+// process-wide runtime's (default visibility): one channel a process, however many
+// objects carry a copy of the runtime (a plugin's constructor calls the program's, which
+// has started already). The object whose channel starts a thread is pinned in memory
+// (RTLD_NODELETE): a dlclose never takes the thread's code away under it.
+RINGTRACE_API void start_control_channel() noexcept;
 
 // The socket's path while the channel is open, "" otherwise; why the last attempt to
 // open it failed, "" if it did not. For tests and the bench: each first has the thread
