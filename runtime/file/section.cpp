@@ -819,15 +819,7 @@ void Section::memory_stats(MemoryStats& m) const {
     *left_out = {count((k + ".allocations").c_str()), count((k + ".frees").c_str()), count((k + ".bytes").c_str())};
   }
   m.unrecorded_nested = m.nested.events() + m.after_exit.events();
-  m.leaks = heap.named_leaks([this](SiteId id) -> const SiteInfo& { return tables_.sites[id].info; });
-  for (const HeapSite& h : heap.sites()) {
-    m.sites.push_back(
-        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
-  }
-  for (HeapStack& h : heap.stacks()) {
-    m.stacks.push_back(
-        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
-  }
+  heap.fill_rows(m, [this](SiteId id) -> const SiteInfo& { return tables_.sites[id].info; });
   if (!m.sites.empty()) {
     symbols::Symbolizer symbolizer(modules_, symbol_paths_);
     symbols::name_memory(m, symbolizer);

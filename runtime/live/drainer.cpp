@@ -1024,18 +1024,9 @@ void Drainer::update_stats(bool lists) {
 // stacks' frames are, "; " apart) and their sites; the sites and sampled stacks, named
 // from the loaded modules' symbols (symbols::name_memory).
 void Drainer::name_leaks() {
-  const HeapTracker& heap = pipeline_.heap();
-  named_memory_.leaks = heap.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   named_memory_.sites.clear();
-  for (const HeapSite& h : heap.sites()) {
-    named_memory_.sites.push_back(
-        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
-  }
   named_memory_.stacks.clear();
-  for (HeapStack& h : heap.stacks()) {
-    named_memory_.stacks.push_back(
-        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
-  }
+  pipeline_.heap().fill_rows(named_memory_, [this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   if (!named_memory_.sites.empty()) {
     symbols::Symbolizer symbolizer(symbols::loaded_modules());
     symbols::name_memory(named_memory_, symbolizer);
