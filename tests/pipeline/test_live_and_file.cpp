@@ -48,15 +48,12 @@ std::vector<std::shared_ptr<ringtrace::Exporter>> exporters_into(const fs::path&
   fs::create_directories(dir);
   ringtrace::TableOptions csv;
   csv.format = ringtrace::TableOptions::Format::csv;
-  return {ringtrace::chrome_trace_exporter(dir / "trace.json"),
-          ringtrace::perfetto_exporter(dir / "trace.perfetto-trace"),
-          ringtrace::pstats_exporter(dir / "trace.prof"),
-          ringtrace::folded_stacks_exporter(dir / "trace.folded"),
-          ringtrace::table_exporter(dir / "table.txt"),
-          ringtrace::table_exporter(dir / "table.csv", csv),
-          ringtrace::ops_summary_exporter(dir / "summary.csv"),
-          ringtrace::flame_graph_exporter(dir / "flame.svg"),
-          ringtrace::call_graph_exporter(dir / "calls.dot")};
+  return {
+      ringtrace::chrome_trace_exporter(dir / "trace.json"), ringtrace::perfetto_exporter(dir / "trace.perfetto-trace"),
+      ringtrace::pstats_exporter(dir / "trace.prof"),       ringtrace::folded_stacks_exporter(dir / "trace.folded"),
+      ringtrace::table_exporter(dir / "table.txt"),         ringtrace::table_exporter(dir / "table.csv", csv),
+      ringtrace::ops_summary_exporter(dir / "summary.csv"), ringtrace::flame_graph_exporter(dir / "flame.svg"),
+      ringtrace::call_graph_exporter(dir / "calls.dot")};
 }
 
 // Threads of nested zones with arguments, texts, messages, counters, flows between them
