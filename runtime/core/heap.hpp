@@ -250,6 +250,21 @@ class HeapTracker {
     }
     return named;
   }
+  // The rows of `m` that need the accounting's blocks: the leaks named by `site(id)`,
+  // then the sites and sampled stacks appended, with their addresses for a symbolizer to
+  // name (symbols::name_memory).
+  template <class Site>
+  void fill_rows(MemoryStats& m, Site&& site) const {
+    m.leaks = named_leaks(site);
+    for (const HeapSite& h : sites()) {
+      m.sites.push_back(
+          MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
+    }
+    for (HeapStack& h : stacks()) {
+      m.stacks.push_back(
+          MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
+    }
+  }
 
  private:
   struct Block {

@@ -211,8 +211,8 @@ bool Section::apply(const Frame& frame) {
       clock_.tsc = f.get<std::uint8_t>() != 0;
       f.get<std::uint8_t>();  // per-thread counters (the sites' options already say)
       const std::uint16_t flags = f.get<std::uint16_t>();
-      memory_ = (flags & (tf::kSessionMemory | tf::kSessionMemorySized)) != 0;
-      if ((flags & tf::kSessionMemorySized) != 0) heap_ = HeapTracker::sized();
+      pipeline_.set_accounts_memory((flags & (tf::kSessionMemory | tf::kSessionMemorySized)) != 0);
+      if ((flags & tf::kSessionMemorySized) != 0) pipeline_.heap() = HeapTracker::sized();
       clock_.ticks_per_second = f.get<double>();
       raw_start_ns_ = f.get<std::uint64_t>();
       realtime_anchor_ = f.get<std::uint64_t>();
@@ -411,8 +411,9 @@ bool Section::apply(const Frame& frame) {
       const auto stack_bytes = f.get<std::uint64_t>();
       std::string method = f.str();
       if (f.bad()) return malformed(frame, "memory");
-      if (heap_.has_blocks() && !heap_.seen()) heap_ = HeapTracker(static_cast<std::size_t>(max_blocks));
-      heap_.set_stack_bytes(stack_bytes);
+      HeapTracker& heap = pipeline_.heap();
+      if (heap.has_blocks() && !heap.seen()) heap = HeapTracker(static_cast<std::size_t>(max_blocks));
+      heap.set_stack_bytes(stack_bytes);
       stack_method_ = std::move(method);
       return true;
     }
@@ -547,9 +548,28 @@ bool Section::decode_records(Thread& t, trace_file::RingWords& ring, std::uint64
 
 // Delivers every pending event at or before `watermark` (a pass frame's time, before
 // which every record is in the file already; everything at the end), merged across
-// threads as the live drainer merges them. To `direct_` if the section has one (but at
-// its end, where the section's last events follow in the same batch), else to `out`.
+// threads by the pipeline as the live drainer merges them. To `direct_` if the section
+// has one (but at its end, where the section's last events follow in the same batch),
+// else to `out`.
 void Section::deliver(std::uint64_t watermark, bool at_end) {
+  const std::size_t total = take_runs(watermark);
+  if (total == 0) return;
+  if (direct_ == nullptr || at_end) {
+    const std::size_t from = out.size();
+    Event* const merged = out.reserve_more(total);
+    pipeline_.merge_exactly(merged, total);
+    out.resize(from + total);
+    prepare(merged, merged + total);
+  } else {
+    deliver_direct(total);
+  }
+  give_up_runs();
+}
+
+// Each thread's pending events up to `watermark`, and its context switches (every one
+// read: the live drainer delivered them in the pass the next pass frame ends), as the
+// pipeline's runs; returns how many events they hold.
+std::size_t Section::take_runs(std::uint64_t watermark) {
   runs_.clear();
   run_threads_.clear();
   run_lanes_.clear();
@@ -565,7 +585,7 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
       run_lanes_.push_back(kRecordsLane);
       total += static_cast<std::size_t>(cut - first);
     }
-    if (!t.switches.empty()) {  // every one read: the live drainer delivered them in this pass
+    if (!t.switches.empty()) {
       const MergeRun run = t.switches.run_until(~std::uint64_t{0}, t.state.thread);
       runs_.push_back(run);
       run_threads_.push_back(i);
@@ -573,70 +593,52 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
       total += static_cast<std::size_t>(run.end - run.next);
     }
   }
-  if (total == 0) return;
-  const std::vector<MergeRun> delivered = runs_;  // what each thread gives up, for consume()
-  // Merges `n` events (no more than are left) into `to`: the merge stops at a run that
-  // empties, which is then left out (its thread has nothing more up to the watermark).
-  const auto merge = [&](Event* to, std::size_t n) {
-    std::size_t done = 0;
-    while (done < n) {
-      done += merger_.merge(runs_, to + done, n - done);
-      for (std::size_t i = 0; i < runs_.size();) {
-        if (runs_[i].empty()) {
-          runs_[i] = runs_.back();
-          runs_.pop_back();
-        } else {
-          ++i;
-        }
-      }
+  merging_.assign(runs_.begin(), runs_.end());
+  pipeline_.clear_runs();
+  for (std::size_t i = 0; i < merging_.size(); ++i) pipeline_.add_run(merging_[i], i);
+  return total;
+}
+
+// The merged events to `direct_`: each thread's first event, in the order the merge gives
+// them (by time, then thread), at the time it is delivered (where its thread is placed),
+// then the events a span at a time.
+void Section::deliver_direct(std::size_t total) {
+  const std::uint64_t floor = pipeline_.delivered_ns();  // what comes before it is raised to it
+  firsts_.clear();
+  for (const MergeRun& r : merging_) firsts_.emplace_back(std::max(r.next->time_ns, floor), r.thread);
+  std::sort(firsts_.begin(), firsts_.end());
+  direct_->first_events(firsts_);
+  if (pipeline_.runs() == 1) {
+    // One thread's events are in order already: handed over from where they are.
+    const MergeRun& r = pipeline_.only_run();
+    Event* e = const_cast<Event*>(r.next);
+    Event* const end = const_cast<Event*>(r.end);
+    while (e != end) {
+      Event* const part_end = e + std::min<std::ptrdiff_t>(kSpan, end - e);
+      prepare(e, part_end);
+      direct_->events(std::span<const Event>(e, part_end));
+      e = part_end;
     }
-  };
-  const std::uint64_t floor = last_emitted_;  // what comes before it is raised to it
-  std::uint64_t last = 0;
-  if (direct_ == nullptr || at_end) {
-    const std::size_t from = out.size();
-    Event* const merged = out.reserve_more(total);
-    merge(merged, total);
-    out.resize(from + total);
-    last = raise_late(merged, merged + total, floor, late_);
-    account_memory(merged, merged + total);
   } else {
-    // Each thread's first event, in the order the merge gives them (by time, then
-    // thread), at the time it is delivered: where its thread is placed.
-    firsts_.clear();
-    for (const MergeRun& r : runs_) firsts_.emplace_back(std::max(r.next->time_ns, floor), r.thread);
-    std::sort(firsts_.begin(), firsts_.end());
-    direct_->first_events(firsts_);
-    if (runs_.size() == 1) {
-      // One thread's events are in order already: handed over from where they are.
-      MergeRun& r = runs_.front();
-      Event* e = const_cast<Event*>(r.next);
-      Event* const end = const_cast<Event*>(r.end);
-      while (e != end) {
-        Event* const part_end = e + std::min<std::ptrdiff_t>(kSpan, end - e);
-        last = raise_late(e, part_end, std::max(floor, last), late_);
-        account_memory(e, part_end);
-        direct_->events(std::span<const Event>(e, part_end));
-        e = part_end;
-      }
-    } else {
-      // A span's worth at a time, in a buffer that stays in the cache while the
-      // exporters read it.
-      Event* const part = span_.reserve_more(kSpan);
-      for (std::size_t left = total; left != 0;) {
-        const std::size_t n = std::min(left, kSpan);
-        merge(part, n);
-        last = raise_late(part, part + n, std::max(floor, last), late_);
-        account_memory(part, part + n);
-        direct_->events(std::span<const Event>(part, n));
-        left -= n;
-      }
+    // A span's worth at a time, in a buffer that stays in the cache while the exporters
+    // read it.
+    Event* const part = span_.reserve_more(kSpan);
+    for (std::size_t left = total; left != 0;) {
+      const std::size_t n = std::min(left, kSpan);
+      pipeline_.merge_exactly(part, n);
+      prepare(part, part + n);
+      direct_->events(std::span<const Event>(part, n));
+      left -= n;
     }
-    direct_->end();
   }
-  for (std::size_t i = 0; i < delivered.size(); ++i) {
+  direct_->end();
+}
+
+// What each run held is delivered: its thread gives it up.
+void Section::give_up_runs() {
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
     Thread& t = threads_[run_threads_[i]];
-    const auto n = static_cast<std::size_t>(delivered[i].end - delivered[i].next);
+    const auto n = static_cast<std::size_t>(runs_[i].end - runs_[i].next);
     if (run_lanes_[i] == kSwitchesLane) {
       t.switches.consume(n);
       t.switches_delivered += n;
@@ -644,7 +646,6 @@ void Section::deliver(std::uint64_t watermark, bool at_end) {
       consume(t, n);
     }
   }
-  last_emitted_ = last;
 }
 
 // The events read and not yet delivered stay under kMaxPendingEvents, whatever the file:
@@ -700,7 +701,8 @@ void Section::finish() {
     return;
   }
   deliver(std::numeric_limits<std::uint64_t>::max(), true);
-  const std::uint64_t end_ns = std::max(has_stop_ ? to_ns(stop_ticks_) : 0, std::max(last_emitted_, clock_.start_ns));
+  const std::uint64_t end_ns =
+      std::max(has_stop_ ? to_ns(stop_ticks_) : 0, std::max(pipeline_.delivered_ns(), clock_.start_ns));
   clock_.stop_ns = end_ns;
   for (Thread& t : threads_) {
     closed_at_stop_ += close_zones(t.state, end_ns, EventFlags::closed_at_stop, [&]() -> Event& {
@@ -729,7 +731,7 @@ void Section::finish() {
     counts_.steps.open = false;
     ++closed_at_stop_;
   }
-  if (!out.empty()) last_emitted_ = std::max(last_emitted_, out.back().time_ns);
+  if (!out.empty()) pipeline_.delivered_at(out.back().time_ns);
   SessionStats& stats = stats_;
   if (has_footer_) stats = footer_;
   stats.threads.clear();
@@ -761,7 +763,7 @@ void Section::finish() {
   if (has_footer_) stats.dropped = std::max(stats.dropped, footer_.dropped);
   stats.threads_without_switches = threads_without_switches_;
   stats.context_switches_unavailable = switches_unavailable_;
-  stats.late_events = late_;
+  stats.late_events = pipeline_.late();
   // The footer's count has the RINGTRACE_ZONE_ENDs the recording counted with no
   // RINGTRACE_ZONE_BEGIN open (they are in no record).
   stats.unbalanced_ends = std::max(counts_.unbalanced_ends, has_footer_ ? footer_.unbalanced_ends : 0);
@@ -769,7 +771,7 @@ void Section::finish() {
   stats.runtime_names_overflowed = runtime_names_.overflowed();
   stats.closed_at_stop = closed_at_stop_;
   stats.functions = functions_;
-  if (memory_) memory_stats(stats.memory);
+  if (pipeline_.accounts_memory()) memory_stats(stats.memory);
   if (const auto it = count_texts_.find("rings_unavailable"); it != count_texts_.end())
     stats.rings_unavailable = it->second;
   if (const auto it = counts_read_.find("drainer.out_of_memory"); it != counts_read_.end())
@@ -789,11 +791,11 @@ void Section::finish() {
   if (!rings_note_.empty()) meta_.problem += (meta_.problem.empty() ? "" : "; ") + rings_note_;
 }
 
-// The heap's accounting of a session that recorded allocations (its session frame says):
-// the merged events, in order, before the exporters see them.
-void Section::account_memory(Event* first, Event* last) {
-  if (!memory_) return;
-  heap_.account(first, last, [this](const Event& e) -> std::string_view {
+// The merged events, in order, made ready for the exporters by the pipeline: late events
+// raised; the heap's accounting, when the session recorded allocations (its session frame
+// says), reading each memory event's payload out of the tables' texts.
+void Section::prepare(Event* first, Event* last) {
+  pipeline_.prepare(first, last, [this](const Event& e) -> std::string_view {
     const auto it = tables_.texts.find(e.value.u);
     if (it == tables_.texts.end()) return {};
     memory_payload_ = std::move(it->second);  // valid until the next payload is read
@@ -803,7 +805,8 @@ void Section::account_memory(Event* first, Event* last) {
 }
 
 void Section::memory_stats(MemoryStats& m) const {
-  heap_.fill_totals(m);
+  const HeapTracker& heap = pipeline_.heap();
+  heap.fill_totals(m);
   m.stack_method = stack_method_;
   const auto count = [this](const char* key) {
     const auto it = counts_read_.find(key);
@@ -816,15 +819,7 @@ void Section::memory_stats(MemoryStats& m) const {
     *left_out = {count((k + ".allocations").c_str()), count((k + ".frees").c_str()), count((k + ".bytes").c_str())};
   }
   m.unrecorded_nested = m.nested.events() + m.after_exit.events();
-  m.leaks = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return tables_.sites[id].info; });
-  for (const HeapSite& h : heap_.sites()) {
-    m.sites.push_back(
-        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
-  }
-  for (HeapStack& h : heap_.stacks()) {
-    m.stacks.push_back(
-        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
-  }
+  heap.fill_rows(m, [this](SiteId id) -> const SiteInfo& { return tables_.sites[id].info; });
   if (!m.sites.empty()) {
     symbols::Symbolizer symbolizer(modules_, symbol_paths_);
     symbols::name_memory(m, symbolizer);

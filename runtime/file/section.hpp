@@ -22,6 +22,7 @@
 #include "heap.hpp"
 #include "merge.hpp"
 #include "packed_records.hpp"
+#include "pipeline.hpp"
 #include "replay_tables.hpp"
 #include "ringtrace/exporters/binary_trace.hpp"
 #include "runtime_names.hpp"
@@ -54,7 +55,7 @@ class Section {
   void set_rings(std::string path) { rings_path_ = std::move(path); }
   bool rings_read() const { return rings_read_; }  // the ring file was of this recording and read
   // Every event this section delivers from now on is at or after this time.
-  std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : last_emitted_; }
+  std::uint64_t horizon() const { return done_ ? std::numeric_limits<std::uint64_t>::max() : pipeline_.delivered_ns(); }
 
   Events out;               // delivered by the section's merge, in time order
   std::size_t out_pos = 0;  // out[out_pos..] not yet handed to the exporters
@@ -147,7 +148,7 @@ class Section {
   SiteId function_site(std::uint64_t address, std::uint32_t module, std::string name, std::string file,
                        std::uint32_t line, bool named, bool resolved);
   bool apply(const Frame& frame);
-  void account_memory(Event* first, Event* last);
+  void prepare(Event* first, Event* last);  // the pipeline's raise and account, with the file's payloads
   bool read_counts(const Frame& frame);
   void memory_stats(MemoryStats& m) const;
   bool malformed(const Frame& frame, const char* what);
@@ -156,6 +157,9 @@ class Section {
   bool decode_records(Thread& t, trace_file::RingWords& ring, std::uint64_t frame_offset);
   bool read_switches(const Frame& frame, std::string_view payload);  // a switches frame
   void deliver(std::uint64_t watermark, bool at_end = false);
+  std::size_t take_runs(std::uint64_t watermark);
+  void deliver_direct(std::size_t total);
+  void give_up_runs();
   void bound_pending();
   static void consume(Thread& t, std::size_t n);
   void finish();
@@ -211,14 +215,18 @@ class Section {
   static constexpr ThreadId kNoThread = ~ThreadId{0};
   RuntimeNames runtime_names_;  // zones named at run time: their sites (the live bound's default)
   SiteId runtime_overflow_ = kInvalidSite;
-  std::uint64_t last_emitted_ = 0;
-  trace_file::RingWords ring_;                  // a chunk unpacked into ring records
-  std::vector<MergeRun> runs_;                  // deliver()'s: each thread's events up to the watermark
-  std::vector<std::size_t> run_threads_;        // their threads_ index
-  std::vector<std::uint8_t> run_lanes_;         // and lane (merge.hpp: records or switches)
+  trace_file::RingWords ring_;  // a chunk unpacked into ring records
+  // deliver()'s: each thread's events up to the watermark (what each gives up), their
+  // threads_ index and lane (merge.hpp: records or switches); the merge's copies of them.
+  std::vector<MergeRun> runs_;
+  std::vector<std::size_t> run_threads_;
+  std::vector<std::uint8_t> run_lanes_;
+  std::vector<MergeRun> merging_;
   std::uint64_t threads_without_switches_ = 0;  // the session's switches summary
   std::string switches_unavailable_;
-  Merger merger_;
+  // The one pipeline (pipeline.hpp): the merge, late events (raised to the last time
+  // delivered: horizon()), the heap's accounting of a session that recorded allocations.
+  Pipeline pipeline_;
   DecodeCounts counts_;
   Delivery* direct_ = nullptr;
   // bound_pending(): events read and not delivered, at most; the times it delivered
@@ -228,10 +236,7 @@ class Section {
   bool delivered_early_ = false;
   Events span_;  // deliver(): a span of merged events on their way to direct_
   std::vector<std::pair<std::uint64_t, ThreadId>> firsts_;  // deliver(): each thread's first event
-  std::uint64_t late_ = 0, closed_at_stop_ = 0;
-  // The session recorded allocations (its session frame's flags): the heap's accounting.
-  bool memory_ = false;
-  HeapTracker heap_;
+  std::uint64_t closed_at_stop_ = 0;
   std::string memory_payload_;  // the payload the heap's accounting reads now (taken out of tables_.texts)
   std::string stack_method_;    // frame_memory's
   // frame_counts: what the session counted and did not record, by key (docs/file-format.md, "Counts").

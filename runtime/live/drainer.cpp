@@ -186,8 +186,9 @@ Drainer::Drainer(const Config& config, std::vector<std::shared_ptr<Exporter>> ex
     memory_left_out_base_[cause] = {c.allocations.load(std::memory_order_relaxed),
                                     c.frees.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed)};
   }
-  heap_ = HeapTracker(config_.memory_max_blocks);
-  heap_.set_stack_bytes(config_.memory_stack_bytes);
+  pipeline_.heap() = HeapTracker(config_.memory_max_blocks);
+  pipeline_.heap().set_stack_bytes(config_.memory_stack_bytes);
+  pipeline_.set_accounts_memory(config_.memory);
   refit_period_ticks_ = static_cast<std::uint64_t>(tps);  // about one second
   last_fit_ticks_ = converter_.anchor_ticks();
   converted_until_ = converter_.anchor_ticks();
@@ -281,8 +282,7 @@ void Drainer::let_go_of_undelivered() noexcept {
       s.run = MergeRun{};
     }
   }
-  active_.clear();
-  runs_.clear();
+  pipeline_.clear_runs();
 }
 
 void Drainer::start_exporters() {
@@ -552,49 +552,40 @@ bool Drainer::refill(RingCursor& c, std::uint64_t watermark) {
   return n != 0;
 }
 
-// Every thread's events up to the watermark, merged by time into the batch. Each thread
-// decodes a chunk of its records into its own staging array (sequential work whose
-// branches are predictable per thread), and the merge only compares times and copies;
-// one thread with records decodes straight into the batch. A thread's context switches
-// up to the same time (`switches_until_ns`) are a run of their own (merge.hpp's lane 1).
+// Every thread's events up to the watermark, merged by time into the batch by the
+// pipeline (pipeline.hpp). Each thread decodes a chunk of its records into its own staging
+// array (sequential work whose branches are predictable per thread), and the merge only
+// compares times and copies; one thread with records decodes straight into the batch. A
+// thread's context switches up to the same time (`switches_until_ns`) are a run of their
+// own (merge.hpp's lane 1). A run's owner in the pipeline: its cursor's index, times two,
+// plus one for switches.
 void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
-  active_.clear();
+  pipeline_.clear_runs();
   if (test_stage_failures_ != 0) {  // as refill's first allocation fails when memory is short
     --test_stage_failures_;
     throw std::bad_alloc();
   }
-  for (auto& c : cursors_) {
-    if ((c->read_pos < c->end || !c->filtered.empty()) && refill(*c, watermark)) {
-      active_.push_back(Source{c.get(), false});
-    }
-    if (c->switches) {
-      ThreadSwitches& s = *c->switches;
-      s.run = s.pending.run_until(switches_until_ns, c->thread);
-      if (!s.run.empty()) active_.push_back(Source{c.get(), true});
+  for (std::size_t i = 0; i < cursors_.size(); ++i) {
+    RingCursor& c = *cursors_[i];
+    if ((c.read_pos < c.end || !c.filtered.empty()) && refill(c, watermark)) pipeline_.add_run(c.run, i << 1);
+    if (c.switches) {
+      ThreadSwitches& s = *c.switches;
+      s.run = s.pending.run_until(switches_until_ns, c.thread);
+      if (!s.run.empty()) pipeline_.add_run(s.run, i << 1 | 1);
     }
   }
-  while (active_.size() >= 2) {
-    runs_.clear();
-    for (const Source& source : active_) runs_.push_back(source.run());
+  // A thread's records that run out are refilled from its ring; its switches were all taken.
+  const auto refill_records = [&](std::size_t owner) {
+    return (owner & 1) == 0 && refill(*cursors_[owner >> 1], watermark);
+  };
+  while (pipeline_.runs() >= 2) {
     if (batch_size_ == batch_capacity_) deliver();
-    batch_size_ += merger_.merge(runs_, batch_ + batch_size_, batch_capacity_ - batch_size_);
-    for (std::size_t i = 0; i < active_.size();) {
-      const Source& source = active_[i];
-      source.run() = runs_[i];
-      if (!runs_[i].empty() || (!source.switches && refill(*source.cursor, watermark))) {
-        ++i;
-        continue;
-      }
-      active_[i] = active_.back();
-      active_.pop_back();
-      runs_[i] = runs_.back();
-      runs_.pop_back();
-    }
+    batch_size_ += pipeline_.merge(batch_ + batch_size_, batch_capacity_ - batch_size_, refill_records);
   }
-  if (active_.size() == 1) {
+  if (pipeline_.runs() == 1) {
     // The last one: what it has staged, then (a thread's records) straight to the batch.
-    const Source source = active_[0];
-    MergeRun& run = source.run();
+    const std::size_t owner = pipeline_.only_owner();
+    MergeRun& run = pipeline_.only_run();
     while (!run.empty()) {
       if (batch_size_ == batch_capacity_) deliver();
       const auto k = std::min(batch_capacity_ - batch_size_, static_cast<std::size_t>(run.end - run.next));
@@ -602,10 +593,12 @@ void Drainer::merge(std::uint64_t watermark, std::uint64_t switches_until_ns) {
       run.next += k;
       batch_size_ += k;
     }
-    if (!source.switches) {
-      while (decode(*source.cursor, batch_, batch_size_, batch_capacity_, watermark) == DecodeStop::room) deliver();
+    if ((owner & 1) == 0) {
+      RingCursor& c = *cursors_[owner >> 1];
+      while (decode(c, batch_, batch_size_, batch_capacity_, watermark) == DecodeStop::room) deliver();
     }
   }
+  pipeline_.clear_runs();
   // The switches merged: counted, handed to the raw sinks, let go of.
   for (auto& c : cursors_) {
     if (c->switches) deliver_switches(*c, c->switches->pending.delivered(c->switches->run).size());
@@ -668,8 +661,8 @@ void Drainer::retire_threads(bool final) {
 // The step open at the stop: closed there, as every thread's zones are.
 void Drainer::close_step_at_stop() {
   const std::uint64_t queued = batch_size_ != 0 ? batch_[batch_size_ - 1].time_ns : 0;
-  const std::uint64_t ns = std::max(
-      {converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed)), delivered_ns_, queued, counts_.steps.last_ns});
+  const std::uint64_t ns = std::max({converter_.to_ns(stop_ticks_.load(std::memory_order_relaxed)),
+                                     pipeline_.delivered_ns(), queued, counts_.steps.last_ns});
   Event& e = next_event();
   e = Event{ns, sites_.step_site(), steps_thread(), EventKind::zone_end, EventFlags::closed_at_stop, 0, 0, {}};
   e.value.u = counts_.steps.number;
@@ -691,14 +684,13 @@ void Drainer::deliver() {
   }
   if (unsorted_threads_) [[unlikely]]
     assign_sort_indices();
-  // Published later than the grace allows (merge.hpp): raised, flagged, counted.
-  delivered_ns_ = raise_late(batch_, batch_ + batch_size_, delivered_ns_, late_);
-  if (config_.memory) {
-    heap_.account(batch_, batch_ + batch_size_, [this](const Event& e) -> std::string_view {
-      if (e.value.u + e.text_size > texts_.size()) return {};
-      return std::string_view(texts_).substr(e.value.u, e.text_size);
-    });
-  }
+  // The pipeline's raise and account (pipeline.hpp): events published later than the
+  // grace allows raised, flagged, counted; allocations and frees given their sizes, read
+  // from the pass's arena.
+  pipeline_.prepare(batch_, batch_ + batch_size_, [this](const Event& e) -> std::string_view {
+    if (e.value.u + e.text_size > texts_.size()) return {};
+    return std::string_view(texts_).substr(e.value.u, e.text_size);
+  });
   delivered_in_pass_ = true;
   const std::span<const Event> events(batch_, batch_size_);
   exporters_.each("on_events", [&](Exporter& x) { x.on_events(events, *this); });
@@ -821,7 +813,7 @@ void Drainer::close_thread(RingCursor& c, std::uint64_t at_ticks, std::uint8_t f
   assign_sort_indices();
   // Not before anything the thread or the stream has delivered, or is about to.
   const std::uint64_t queued = batch_size_ != 0 ? batch_[batch_size_ - 1].time_ns : 0;
-  const std::uint64_t ns = std::max({converter_.to_ns(at_ticks), c.state.last_ns, delivered_ns_, queued});
+  const std::uint64_t ns = std::max({converter_.to_ns(at_ticks), c.state.last_ns, pipeline_.delivered_ns(), queued});
   if (filter_.active()) {
     // What the filter still holds, then the ends made up here, through it.
     std::vector<Event>& ends = filter_scratch_;
@@ -967,7 +959,7 @@ void Drainer::update_stats(bool lists) {
   stats_.dropped_without_ring = orphans;
   stats_.dropped += orphans;
   stats_.rings_unavailable = ring_failure_text(registry_.ring_failure(), config_.buffer_records);
-  stats_.late_events = late_;
+  stats_.late_events = pipeline_.late();
   // Ends decoded with no zone open, and RINGTRACE_ZONE_ENDs with no RINGTRACE_ZONE_BEGIN
   // open on their thread (counted by the hot path's cold side, since this drainer began).
   stats_.unbalanced_ends =
@@ -1010,7 +1002,7 @@ void Drainer::update_stats(bool lists) {
   stats_.threads_without_switches = threads_without_switches_;
   if (config_.memory) {
     MemoryStats& m = stats_.memory;
-    heap_.fill_totals(m);
+    pipeline_.heap().fill_totals(m);
     m.known = !exporters_.raw_only();  // a session that only hands records over decodes nothing
     MemoryStats::LeftOut* const causes[kMemoryLeftOutCauses] = {&m.nested, &m.after_exit, &m.dropped};
     for (unsigned cause = 0; cause < kMemoryLeftOutCauses; ++cause) {
@@ -1032,17 +1024,9 @@ void Drainer::update_stats(bool lists) {
 // stacks' frames are, "; " apart) and their sites; the sites and sampled stacks, named
 // from the loaded modules' symbols (symbols::name_memory).
 void Drainer::name_leaks() {
-  named_memory_.leaks = heap_.named_leaks([this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   named_memory_.sites.clear();
-  for (const HeapSite& h : heap_.sites()) {
-    named_memory_.sites.push_back(
-        MemoryStats::Site{h.caller, {}, {}, {}, h.allocations, h.bytes, h.peak_bytes, h.live_blocks, h.live_bytes});
-  }
   named_memory_.stacks.clear();
-  for (HeapStack& h : heap_.stacks()) {
-    named_memory_.stacks.push_back(
-        MemoryStats::Stack{std::move(h.frames), {}, h.samples, h.bytes, h.calls, h.peak_bytes, h.live_bytes});
-  }
+  pipeline_.heap().fill_rows(named_memory_, [this](SiteId id) -> const SiteInfo& { return sites_.site(id); });
   if (!named_memory_.sites.empty()) {
     symbols::Symbolizer symbolizer(symbols::loaded_modules());
     symbols::name_memory(named_memory_, symbolizer);

@@ -29,6 +29,7 @@
 #include "heap.hpp"
 #include "inlined_tally.hpp"
 #include "merge.hpp"
+#include "pipeline.hpp"
 #include "ring_cursor.hpp"
 #include "ring_records.hpp"
 #include "ringtrace/config.hpp"
@@ -136,13 +137,6 @@ class Drainer final : public TraceContext {
       const std::uint64_t words[2] = {address, size};
       return store(reinterpret_cast<const char*>(words), sizeof words);
     }
-  };
-  // A source the merge takes events from: a thread's records (refilled from its ring as
-  // they run out) or its context switches (whole).
-  struct Source {
-    RingCursor* cursor;
-    bool switches;
-    MergeRun& run() const { return switches ? cursor->switches->run : cursor->run; }
   };
 
   // --- The thread: the exporters' start, then a pass every drain_interval or when woken,
@@ -278,9 +272,8 @@ class Drainer final : public TraceContext {
   // kept until the pass has delivered them, at most what the rings held.
   std::string texts_;
   std::string kept_texts_;  // keep_held_texts()'s scratch
-  // Config::memory: the heap's accounting of the delivered alloc and free events (before
-  // the exporters see them), and what it found at stop (the leaks, named).
-  HeapTracker heap_;
+  // Config::memory: what the heap's accounting (the pipeline's) found at stop (the
+  // leaks, named), and what the runtime left out.
   MemoryStats::LeftOut memory_left_out_base_[kMemoryLeftOutCauses];  // g_memory_left_out at construction
   MemoryStats named_memory_;  // the leaks, sites and stacks named at the final pass (name_leaks)
 
@@ -298,10 +291,10 @@ class Drainer final : public TraceContext {
   bool self_drain_ = false;
 
   // --- Drainer thread, under the pass lock: decoding and merging.
-  Merger merger_;
-  std::vector<Source> active_;  // scratch for merge: the sources being merged...
-  std::vector<MergeRun> runs_;  // ...and their runs
-  DecodeCounts counts_;         // unbalanced ends, extended records skipped, the steps track
+  // The one pipeline (pipeline.hpp): the merge of the threads' runs, late events (raised
+  // to the last time delivered), the heap's accounting (Config::memory).
+  Pipeline pipeline_;
+  DecodeCounts counts_;  // unbalanced ends, extended records skipped, the steps track
   // Config::functions: instrumented functions' zones left out (their name, their length).
   FunctionFilter filter_;
   std::uint64_t filter_limit_ = 0;  // this pass releases filtered events stamped up to this (ns)
@@ -313,7 +306,6 @@ class Drainer final : public TraceContext {
   Event* batch_ = nullptr;
   std::size_t batch_capacity_ = 0;
   std::size_t batch_size_ = 0;
-  std::uint64_t delivered_ns_ = 0;  // the time of the last event delivered (late events are raised to it)
   // The highest watermark of a pass before the final one: what it may have delivered. A
   // pass that began after stop() read its clock but before it told the drainer delivers
   // up to its own watermark, so the final pass stops at the later of the two.
@@ -325,7 +317,6 @@ class Drainer final : public TraceContext {
   std::uint64_t events_lost_ = 0;            // decoded by those passes, never delivered (drainer_events_lost)
   std::uint64_t test_stage_failures_ = 0;    // RINGTRACE_TEST_DRAINER_ALLOC_FAILURES: stages refused, for tests
   std::uint64_t test_deliver_failures_ = 0;  // RINGTRACE_TEST_DRAINER_DELIVER_FAILURES: deliveries refused
-  std::uint64_t late_ = 0;
   std::uint64_t closed_at_stop_ = 0;
   std::uint64_t unreadable_ = 0;      // records of a kind or size this drainer cannot read (none, by construction)
   std::uint64_t self_drained_ = 0;    // events the threads handed over themselves (SessionStats::self_drained)
