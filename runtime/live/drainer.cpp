@@ -141,10 +141,8 @@ std::string node_id_of_session(const Config& config) {
   return id;
 }
 
-// The batch: pages mapped for it alone, not the runtime allocator's, whose first use
-// loads mimalloc (about 0.25 ms): that happens on the drainer's thread, at its first
-// pass, instead of in start() on the program's (issue 44). Its pages are touched as the
-// passes fill them.
+// The batch: pages mapped for it alone, not the runtime allocator's. Its pages are
+// touched as the passes fill them.
 Event* map_batch(std::size_t events) {
   void* p = ::mmap(nullptr, events * sizeof(Event), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
@@ -208,6 +206,13 @@ Drainer::~Drainer() {
 }
 
 void Drainer::start() {
+  // The runtime allocator's first use loads mimalloc (dlopen, about 0.25 ms, once a
+  // process): here, on start()'s thread, not on the drainer's. A dlopen waits for the
+  // dynamic linker's lock, which a dlclose holds while the unloading object's destructors
+  // run, and one of them may be waiting for the drainer's passes (drain_before_unload): a
+  // drainer that loaded mimalloc at its own start made no pass for the whole 200 ms of
+  // that wait, and the object's functions went unnamed (ASan stage, 4 in 20 runs).
+  (void)runtime_allocator_name();
   thread_ = start_own_thread([this] { run(); });
 }
 
@@ -221,9 +226,6 @@ void Drainer::finish(std::uint64_t stop_ticks, std::uint64_t quiet_tid) {
 
 void Drainer::run() {
   mark_thread_untraced();  // the drainer and the exporters it calls are never traced
-  // The runtime allocator's first use loads mimalloc (about 0.25 ms): here, while the
-  // program runs on, rather than in the pass that a short program's exit waits for.
-  (void)runtime_allocator_name();
   sites_.prepare();
   t_drainer_thread = true;
   std::unique_lock<std::timed_mutex> working(g_pass_mutex);  // let go of only while waiting
