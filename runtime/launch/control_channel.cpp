@@ -491,12 +491,14 @@ void serve() {
   mark_thread_untraced();
   pthread_setname_np(pthread_self(), "ringtrace-ctl");
   Channel& ch = channel();
+  ConnectionSet connections;
   {
     // What the program's start asked for, opened here kOpenAfter later (or when asked).
     // close_at_exit() and a fork wait for the opening (a few system calls), so that no
     // socket is made after the exit's cleanup; not for the wait before it.
     std::unique_lock<std::mutex> lock(ch.mutex);
     ch.settled.wait_for(lock, kOpenAfter, [&] { return !ch.pending || ch.open_now || ch.exiting; });
+    connections.reserve();
     if (ch.pending) {
       const control::ChannelSettings s = *ch.pending;
       apply(ch, s);
@@ -504,7 +506,6 @@ void serve() {
       ch.settled.notify_all();
     }
   }
-  ConnectionSet connections;
   for (;;) {
     int listen_fd = -1;
     int wake_fd = -1;
@@ -526,8 +527,10 @@ void serve() {
       wake_fd = ch.wake_fd;
       allow_root = ch.allow_root;
       sweep.swap(ch.sweep);
+      // Under the lock, which a fork waits for: the sweep allocates (a directory's
+      // entries), and a fork child must not inherit an allocator held by this thread.
+      if (!sweep.empty()) sweep_stale(sweep);
     }
-    if (!sweep.empty()) sweep_stale(sweep);
     connections.poll_once(listen_fd, wake_fd, allow_root, ch.work, [&] {
       std::lock_guard<std::mutex> lock(ch.mutex);
       return ch.exiting;

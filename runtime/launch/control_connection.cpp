@@ -72,7 +72,8 @@ ConnectionSet::~ConnectionSet() = default;
 void ConnectionSet::poll_once(int listen_fd, int wake_fd, bool allow_root, std::mutex& work,
                               const std::function<bool()>& exiting) {
   std::uint64_t now = now_ns();
-  std::vector<pollfd> fds;
+  std::vector<pollfd>& fds = fds_;
+  fds.clear();
   fds.push_back(pollfd{wake_fd, POLLIN, 0});
   fds.push_back(pollfd{now >= listen_paused_until_ ? listen_fd : -1, POLLIN, 0});
   for (const auto& c : connections_) {

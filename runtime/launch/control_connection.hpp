@@ -7,6 +7,8 @@
 // thread of the program's wait.
 #pragma once
 
+#include <poll.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -36,6 +38,11 @@ class ConnectionSet {
   void poll_once(int listen_fd, int wake_fd, bool allow_root, std::mutex& work, const std::function<bool()>& exiting);
   // Every connection let go (what they started stops). Under `work`.
   void close_all();
+  // Makes room for poll_once's descriptors ahead (under the channel's lock, which a fork
+  // waits for): an idle round allocates nothing, so that a fork never finds this thread
+  // inside an allocator whose lock the child would inherit held (a sanitizer's: ASan's
+  // allocator is not fork-safe, and a fork child of a test deadlocked in it).
+  void reserve() { fds_.reserve(kMaxConnections + 2); }
 
  private:
   struct Connection;
@@ -47,6 +54,7 @@ class ConnectionSet {
   void expire(std::uint64_t now);
 
   std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<pollfd> fds_;                // poll_once's, its capacity kept
   std::uint64_t listen_paused_until_ = 0;  // accept() ran out of descriptors
 };
 
