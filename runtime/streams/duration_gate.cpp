@@ -72,10 +72,14 @@ void DurationGate::decide_until(std::uint64_t now_ns) {
   while (!deadlines_.empty() && deadlines_.front().at_ns <= now_ns) {
     const Deadline d = deadlines_.front();
     deadlines_.pop_front();
-    if (d.thread >= stacks_.size() || d.index >= stacks_[d.thread].size()) continue;
-    Open& open = stacks_[d.thread][d.index];
-    if (open.serial == d.serial && open.held) keep(open);
+    if (Open* open = held_zone(d)) keep(*open);
   }
+}
+
+DurationGate::Open* DurationGate::held_zone(const Deadline& d) {
+  if (d.thread >= stacks_.size() || d.index >= stacks_[d.thread].size()) return nullptr;
+  Open& open = stacks_[d.thread][d.index];
+  return open.serial == d.serial && open.held ? &open : nullptr;
 }
 
 void DurationGate::keep(Open& open) {
@@ -101,10 +105,9 @@ void DurationGate::force_oldest() {
   while (!deadlines_.empty()) {
     const Deadline d = deadlines_.front();
     deadlines_.pop_front();
-    if (d.thread >= stacks_.size() || d.index >= stacks_[d.thread].size()) continue;
-    Open& open = stacks_[d.thread][d.index];
-    if (open.serial != d.serial || !open.held) continue;
-    keep(open);
+    Open* open = held_zone(d);
+    if (open == nullptr) continue;
+    keep(*open);
     ++forced_;
     return;
   }
@@ -124,13 +127,12 @@ void DurationGate::finish(std::uint64_t stop_ns, std::vector<GateEvent>& out) {
   while (!deadlines_.empty()) {
     const Deadline d = deadlines_.front();
     deadlines_.pop_front();
-    if (d.thread >= stacks_.size() || d.index >= stacks_[d.thread].size()) continue;
-    Open& open = stacks_[d.thread][d.index];
-    if (open.serial != d.serial || !open.held) continue;
+    Open* open = held_zone(d);
+    if (open == nullptr) continue;
     if (d.at_ns <= stop_ns) {
-      keep(open);
+      keep(*open);
     } else {
-      drop(open);
+      drop(*open);
     }
   }
   release(out);

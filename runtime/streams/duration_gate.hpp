@@ -67,6 +67,8 @@ class DurationGate {
   };
 
   void decide_until(std::uint64_t now_ns);
+  // The zone a deadline was set for, if it is still open and undecided; null otherwise.
+  Open* held_zone(const Deadline& d);
   void keep(Open& open);
   void drop(Open& open);
   void force_oldest();
